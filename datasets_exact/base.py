@@ -1,0 +1,142 @@
+"""Common interface of the exact-solution datasets.
+
+Each PDE module defines one :class:`ExactSolution` subclass that knows
+
+* the dataset's shape (spatial dimension, fields and their tensor order, default sizes from the paper's
+  table "Overview of pretraining and downstream datasets"),
+* how to draw one trajectory's parameters (:meth:`ExactSolution.sample_parameters`), with the paper's
+  distributions (appendix "Exact-Solution Finetuning Datasets"), and
+* how to evaluate the closed-form solution on a periodic, boundary-exclusive grid
+  ``x_i = i L / N`` (:meth:`ExactSolution.evaluate`).
+
+Parameters come in two kinds (see INTERFACES.md, section 1): per-trajectory *scalars* (``nu``, ``c``, ...),
+written to the Well's ``/scalars`` group, and *mode tables* (amplitudes, phases, wavenumbers of a multi-mode
+initial condition), written to a group of our own so the solution can be re-evaluated from the file.
+
+Evaluation is vectorised and uses separability (products of 1D factors, small dense matrix products over
+mode indices) instead of a per-point sum over modes, so that generation runs near the I/O limit.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+TWO_PI = 2.0 * math.pi
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One stored field: its name in the file and its tensor order (0 scalar, 1 vector)."""
+
+    name: str
+    order: int
+
+
+@dataclass
+class TrajectoryParameters:
+    """Everything needed to evaluate one trajectory in closed form.
+
+    Attributes:
+        scalars: per-trajectory physical parameters, stored in ``/scalars``.
+        modes: columns of the multi-mode table, each a 1-D array with one entry per mode (all the same length).
+    """
+
+    scalars: dict[str, float]
+    modes: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_modes(self) -> int:
+        if not self.modes:
+            return 0
+        return len(next(iter(self.modes.values())))
+
+
+class ExactSolution(ABC):
+    """A PDE with a closed-form solution family and the paper's parameter distributions."""
+
+    #: dataset name, also the ``--pde`` key and the Well ``dataset_name``
+    name: str
+    #: governing equation(s), for humans and the file's metadata
+    equation: str
+    n_spatial_dims: int
+    fields: tuple[FieldSpec, ...]
+    scalar_names: tuple[str, ...]
+    #: column names of the multi-mode table (empty when the solution has no mode table)
+    mode_columns: tuple[str, ...] = ()
+    #: periodic domain side length L (the grid is x_i = i L / N)
+    domain_length: float = TWO_PI
+    default_resolution: int
+    default_n_steps: int
+    default_dt: float
+    default_n_traj: int
+
+    @abstractmethod
+    def sample_parameters(self, rng: np.random.Generator, index: int) -> TrajectoryParameters:
+        """Draw the parameters of trajectory ``index`` (the index matters only for deterministic cycles)."""
+
+    @abstractmethod
+    def evaluate(
+        self,
+        params: TrajectoryParameters,
+        axes: tuple[np.ndarray, ...],
+        times: np.ndarray,
+        dtype: type = np.float64,
+    ) -> dict[str, np.ndarray]:
+        """Evaluate every field at ``times`` on the tensor grid spanned by ``axes``, as ``dtype`` arrays.
+
+        Transcendental factors are always computed in float64; with ``dtype=float32`` separable solutions form
+        their final broadcast product directly in float32 (a few ulps from the rounded closed form).
+
+        Returns a dict ``field name -> array (len(times), *grid shape)`` for scalar fields and
+        ``(len(times), *grid shape, n_spatial_dims)`` for vector fields.
+        """
+
+    # ------------------------------------------------------------------ helpers
+    def grid_axes(self, resolution: int) -> tuple[np.ndarray, ...]:
+        """Periodic, boundary-exclusive coordinates ``x_i = i L / N``, one array per axis."""
+        x = np.arange(resolution, dtype=np.float64) * (self.domain_length / resolution)
+        return tuple(x for _ in range(self.n_spatial_dims))
+
+    def field_shape(self, spec: FieldSpec, resolution: int) -> tuple[int, ...]:
+        """Shape of one time step of ``spec`` on an isotropic grid."""
+        spatial = (resolution,) * self.n_spatial_dims
+        return spatial + (self.n_spatial_dims,) * spec.order
+
+
+def plane_wave_sum_2d(
+    coefficients: np.ndarray, m: np.ndarray, n: np.ndarray, x: np.ndarray, y: np.ndarray
+) -> np.ndarray:
+    """Real part of ``sum_j C_j(t) exp(i (m_j x + n_j y))`` for every time, by separability.
+
+    ``coefficients`` has shape ``(T, J)`` (complex). The sum over modes is rearranged into a small dense
+    coefficient matrix per time over the distinct wavenumbers, followed by two matrix products with the 1-D
+    factors ``exp(i m x)`` and ``exp(i n y)``: cost ``O(T * N^2 * K)`` with ``K`` distinct wavenumbers,
+    instead of ``O(T * N^2 * J)`` transcendental evaluations.
+    """
+    m_values, m_index = np.unique(m, return_inverse=True)
+    n_values, n_index = np.unique(n, return_inverse=True)
+    n_times = coefficients.shape[0]
+    matrix = np.zeros((n_times, len(m_values), len(n_values)), dtype=np.complex128)
+    np.add.at(matrix, (slice(None), m_index, n_index), coefficients)
+    ex = np.exp(1j * np.outer(x, m_values))  # (Nx, Km)
+    ey = np.exp(1j * np.outer(n_values, y))  # (Kn, Ny)
+    # (T, Km, Kn) @ (Kn, Ny) -> (T, Km, Ny); then (Nx, Km) @ -> (T, Nx, Ny)
+    return np.real(np.matmul(ex, np.matmul(matrix, ey)))
+
+
+def sample_distinct_modes(rng: np.random.Generator, candidates: np.ndarray, low: int, high: int) -> np.ndarray:
+    """Draw ``N ~ UniformInt{low..high}`` rows of ``candidates`` without replacement."""
+    count = int(rng.integers(low, high + 1))
+    chosen = rng.choice(len(candidates), size=count, replace=False)
+    return candidates[np.sort(chosen)]
+
+
+def integer_lattice(max_abs: int, dims: int) -> np.ndarray:
+    """All integer vectors with ``|k_i| <= max_abs`` except the zero vector, shape ``(K, dims)``."""
+    ranges = [np.arange(-max_abs, max_abs + 1)] * dims
+    grid = np.stack(np.meshgrid(*ranges, indexing="ij"), axis=-1).reshape(-1, dims)
+    return grid[np.any(grid != 0, axis=1)]

@@ -1,0 +1,36 @@
+"""Shared fixtures. Tests run against the *installed* package (as CI does after the README's install)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import well_upao
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    installed_at = Path(well_upao.__file__).resolve()
+    if REPO_ROOT in installed_at.parents:
+        raise pytest.UsageError(
+            f"well_upao was imported from the source tree ({installed_at}); run the tests with the installed "
+            "package as the README says (`.venv/bin/pytest`, not `python -m pytest` from the repo root)."
+        )
+
+
+@pytest.fixture(scope="session")
+def small_datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Well base path holding every exact dataset at a small size (shared by the whole session)."""
+    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+    from well_upao.datasets_exact import EXACT_PDES
+
+    base = tmp_path_factory.mktemp("well_base")
+    for name, pde in EXACT_PDES.items():
+        resolution = {1: 64, 2: 16, 3: 8}[pde.n_spatial_dims]
+        generate_exact_dataset(
+            GenerationRequest(pde=name, out=base, n_traj=6, resolution=resolution, n_steps=12, traj_per_file=2),
+            progress=False,
+        )
+    return base

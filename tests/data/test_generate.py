@@ -1,0 +1,165 @@
+"""Generated datasets: layout, splits, exactness, statistics, reproducibility, and loading by The Well."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from well_upao.data.generate import GenerationRequest, generate_exact_dataset, split_trajectories
+from well_upao.data.validate import validate_dataset
+from well_upao.data.well_format import EXACT_GROUP, read_field
+from well_upao.datasets_exact import EXACT_PDES
+
+
+def trajectory_ids(dataset_dir, split):
+    ids = []
+    for path in sorted((dataset_dir / "data" / split).glob("*.hdf5")):
+        with h5py.File(path, "r") as f:
+            ids += list(f[EXACT_GROUP]["trajectory_index"][()])
+    return ids
+
+
+@pytest.mark.parametrize("name", list(EXACT_PDES))
+def test_every_dataset_validates_and_matches_the_closed_form(small_datasets, name):
+    problems = validate_dataset(small_datasets / name, check_exact=True)
+    assert problems == []
+
+
+def test_split_is_the_seeded_ninety_ten_partition():
+    splits = split_trajectories(100, seed=42)
+    assert len(splits["train"]) == 90 and len(splits["valid"]) == 10
+    assert not set(splits["train"]) & set(splits["valid"])
+    assert sorted(splits["train"] + splits["valid"]) == list(range(100))
+    assert splits["test"] == splits["valid"]  # the paper evaluates on its validation split
+    assert split_trajectories(100, seed=42) == splits
+    assert split_trajectories(100, seed=43)["valid"] != splits["valid"]
+    held_out = split_trajectories(100, seed=42, test_fraction=0.1)
+    assert len(held_out["test"]) == 10 and not set(held_out["test"]) & set(held_out["valid"])
+    assert len(held_out["train"]) == 80
+
+
+def test_files_follow_the_split_and_test_mirrors_valid(small_datasets):
+    dataset = small_datasets / "burgers2d"
+    splits = split_trajectories(6, seed=42)
+    assert trajectory_ids(dataset, "train") == splits["train"]
+    assert trajectory_ids(dataset, "valid") == splits["valid"]
+    assert trajectory_ids(dataset, "test") == splits["valid"]
+    assert len(list((dataset / "data" / "train").glob("*.hdf5"))) == 3  # 5 train trajectories, 2 per file
+
+
+def test_file_layout_matches_the_well(small_datasets):
+    path = sorted((small_datasets / "tg2d" / "data" / "train").glob("*.hdf5"))[0]
+    with h5py.File(path, "r") as f:
+        assert f.attrs["dataset_name"] == "tg2d" and isinstance(f.attrs["dataset_name"], str)
+        assert f.attrs["n_spatial_dims"] == 2 and f.attrs["n_trajectories"] == 2
+        assert list(f.attrs["simulation_parameters"]) == ["nu"]
+        np.testing.assert_array_equal(f.attrs["nu"], f["scalars"]["nu"][()])
+        assert list(f["dimensions"].attrs["spatial_dims"]) == ["x", "y"]
+        np.testing.assert_allclose(f["dimensions"]["x"][()], np.arange(16) * 2 * np.pi / 16)  # x_i = i L / N
+        np.testing.assert_allclose(np.diff(f["dimensions"]["time"][()]), 0.01)
+        assert f["boundary_conditions"]["x_periodic"].attrs["bc_type"] == "PERIODIC"
+        assert f["t1_fields"]["velocity"].shape == (2, 12, 16, 16, 2)  # vector: trailing D
+        assert f["t0_fields"]["pressure"].shape == (2, 12, 16, 16)
+        assert list(f["t2_fields"].attrs["field_names"]) == []
+        assert f["t1_fields"]["velocity"].dtype == np.float32
+        assert f["scalars"]["nu"].shape == (2,) and f["scalars"]["nu"].attrs["sample_varying"]
+    with h5py.File(sorted((small_datasets / "wave2d" / "data" / "train").glob("*.hdf5"))[0], "r") as f:
+        assert f[EXACT_GROUP]["amplitude"].shape == (2, 48)  # mode table outside /scalars
+        assert list(f["scalars"].attrs["field_names"]) == ["c"]
+
+
+def test_stats_equal_numpy_over_the_train_split(small_datasets):
+    dataset = small_datasets / "tg2d"
+    stats = yaml.safe_load((dataset / "stats.yaml").read_text())
+    for field, components in (("pressure", None), ("velocity", 2)):
+        arrays = []
+        for path in sorted((dataset / "data" / "train").glob("*.hdf5")):
+            with h5py.File(path, "r") as f:
+                arrays.append(np.asarray(read_field(f, field), dtype=np.float64))
+        data = np.concatenate(arrays)  # (n, T, H, W[, D])
+        deltas = np.diff(data, axis=1)
+        axes = tuple(range(data.ndim - (1 if components else 0)))
+        for key, values in (("mean", data), ("mean_delta", deltas)):
+            np.testing.assert_allclose(stats[key][field], values.mean(axis=axes), atol=1e-6)
+        for key, values in (("std", data), ("std_delta", deltas)):
+            np.testing.assert_allclose(stats[key][field], values.std(axis=axes), rtol=1e-5)
+        for key, values in (("rms", data), ("rms_delta", deltas)):
+            np.testing.assert_allclose(stats[key][field], np.sqrt((values**2).mean(axis=axes)), rtol=1e-5)
+        if components:
+            assert isinstance(stats["std"][field], list) and len(stats["std"][field]) == components
+
+
+def test_generation_is_reproducible_and_trajectories_do_not_depend_on_count(tmp_path):
+    kwargs = dict(pde="adv1d", resolution=32, n_steps=6)
+    generate_exact_dataset(GenerationRequest(out=tmp_path / "a", n_traj=10, **kwargs), progress=False)
+    generate_exact_dataset(GenerationRequest(out=tmp_path / "b", n_traj=10, **kwargs), progress=False)
+    generate_exact_dataset(GenerationRequest(out=tmp_path / "c", n_traj=20, **kwargs), progress=False)
+
+    def by_id(base):
+        out = {}
+        for split in ("train", "valid"):
+            for path in sorted((base / "adv1d" / "data" / split).glob("*.hdf5")):
+                with h5py.File(path, "r") as f:
+                    for slot, i in enumerate(f[EXACT_GROUP]["trajectory_index"][()]):
+                        out[int(i)] = f["t0_fields"]["u"][slot]
+        return out
+
+    a, b, c = by_id(tmp_path / "a"), by_id(tmp_path / "b"), by_id(tmp_path / "c")
+    assert a.keys() == b.keys() == set(range(10))
+    for i in range(10):
+        np.testing.assert_array_equal(a[i], b[i])
+        np.testing.assert_array_equal(a[i], c[i])
+
+
+def test_memory_is_bounded_by_time_blocks(monkeypatch, tmp_path):
+    """Evaluation never asks for more than one block of time steps at once."""
+    import well_upao.data.generate as generate
+
+    monkeypatch.setattr(generate, "BLOCK_BYTES", 16 * 16 * 3 * 8 * 4)  # four tg2d steps at 16^2 in float64
+    requested = []
+    pde = EXACT_PDES["tg2d"]
+    original = type(pde).evaluate
+
+    def spy(self, params, axes, times, dtype=np.float64):
+        requested.append(len(times))
+        return original(self, params, axes, times, dtype)
+
+    monkeypatch.setattr(type(pde), "evaluate", spy)
+    generate_exact_dataset(GenerationRequest(pde="tg2d", out=tmp_path, n_traj=3, resolution=16, n_steps=10), False)
+    assert max(requested) == 4 and sum(requested) == 3 * 10
+    assert validate_dataset(tmp_path / "tg2d", check_exact=True) == []
+
+
+@pytest.mark.parametrize("name", ["tg2d", "burgers1d", "adv3d", "wave2d"])
+def test_the_well_loads_the_files_unchanged(small_datasets, name):
+    from the_well.data import WellDataModule, WellDataset
+    from the_well.data.normalization import ZScoreNormalization
+
+    from well_upao.data.registry import register_exact_datasets
+
+    register_exact_datasets()
+    pde = EXACT_PDES[name]
+    module = WellDataModule(
+        str(small_datasets),
+        name,
+        batch_size=2,
+        n_steps_input=8,
+        n_steps_output=1,
+        data_workers=0,
+        use_normalization=True,
+        normalization_type=ZScoreNormalization,
+    )
+    batch = next(iter(module.train_dataloader()))
+    n_channels = sum(pde.n_spatial_dims**spec.order for spec in pde.fields)
+    spatial = module.train_dataset.metadata.spatial_resolution
+    assert batch["input_fields"].shape == (2, 8, *spatial, n_channels)
+    assert batch["output_fields"].shape == (2, 1, *spatial, n_channels)
+    assert batch["constant_scalars"].shape == (2, len(pde.scalar_names))
+    assert (batch["boundary_conditions"] == 2).all()  # PERIODIC on every side
+    dataset = WellDataset(
+        well_base_path=str(small_datasets), well_dataset_name=name, well_split_name="test", n_steps_input=8
+    )
+    sample = dataset[0]
+    assert np.isclose(float(sample["output_time_grid"][0] - sample["input_time_grid"][-1]), pde.default_dt)

@@ -1,0 +1,215 @@
+"""The ``well-upao`` command line: help, the summary, and bad input (one-line error, exit != 0, nothing left)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import pytest
+
+from well_upao.cli import main
+
+
+def run_cli(*args, cwd=None):
+    """Run the installed console script in a subprocess."""
+    exe = Path(sys.executable).with_name("well-upao")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd)
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def test_help_explains_the_command():
+    result = run_cli("generate-exact", "--help")
+    assert result.returncode == 0
+    for text in ("burgers2d", "train,valid,test", "stats.yaml", "--n-traj", "--overwrite", "examples"):
+        assert text in result.stdout
+
+
+def test_generate_prints_a_summary_and_validates(tmp_path):
+    result = run_cli(
+        "generate-exact",
+        "--pde",
+        "burgers2d",
+        "--n-traj",
+        "4",
+        "--resolution",
+        "16",
+        "--n-steps",
+        "10",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "burgers2d" in result.stdout and "train 3, valid 1, test 1" in result.stdout
+    assert "velocity_x->Vx" in result.stdout
+    check = run_cli("validate", str(tmp_path / "burgers2d"), "--check-exact")
+    assert check.returncode == 0 and check.stdout.strip().endswith("OK")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--pde", "navier_stokes"], "unknown PDE"),
+        (["--pde", "tg2d", "--n-traj", "0"], "--n-traj must be at least 2"),
+        (["--pde", "tg2d", "--resolution", "-8"], "--resolution must be at least 4"),
+        (["--pde", "tg2d", "--n-steps", "0"], "--n-steps must be at least 2"),
+        (["--pde", "tg2d", "--dt", "0"], "--dt must be a positive number"),
+        (["--pde", "tg2d", "--traj-per-file", "0", "--n-traj", "2", "--resolution", "8"], "--traj-per-file"),
+    ],
+)
+def test_bad_sizes_and_names_fail_with_one_line(tmp_path, capsys, args, message):
+    code = main(["generate-exact", *args, "--out", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert message in err and err.count("\n") == 1
+    assert leftovers(tmp_path) == []
+
+
+def test_existing_dataset_needs_overwrite_and_is_kept(tmp_path, capsys):
+    args = [
+        "generate-exact",
+        "--pde",
+        "adv1d",
+        "--n-traj",
+        "3",
+        "--resolution",
+        "16",
+        "--n-steps",
+        "4",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    ]
+    assert main(args) == 0
+    marker = tmp_path / "adv1d" / "keep.txt"
+    marker.write_text("x")
+    capsys.readouterr()
+    assert main(args) != 0
+    assert "already exists" in capsys.readouterr().err
+    assert marker.exists()
+    assert main([*args, "--overwrite"]) == 0
+    assert not marker.exists()
+    assert leftovers(tmp_path) == ["adv1d"]
+
+
+def test_unwritable_path_fails_cleanly(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    code = main(
+        [
+            "generate-exact",
+            "--pde",
+            "adv1d",
+            "--n-traj",
+            "3",
+            "--resolution",
+            "16",
+            "--out",
+            str(blocker / "sub"),
+            "--quiet",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and err.count("\n") == 1 and "error" in err
+    assert leftovers(tmp_path) == ["file"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_directory_fails_cleanly(tmp_path, capsys):
+    tmp_path.chmod(0o500)
+    try:
+        code = main(["generate-exact", "--pde", "adv1d", "--n-traj", "3", "--out", str(tmp_path), "--quiet"])
+    finally:
+        tmp_path.chmod(0o700)
+    assert code != 0 and capsys.readouterr().err.count("\n") == 1
+
+
+def test_full_disk_detected_before_writing(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**6, 10**6 - 1000, 1000))
+    code = main(
+        ["generate-exact", "--pde", "tg2d", "--n-traj", "4", "--resolution", "32", "--out", str(tmp_path), "--quiet"]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "not enough disk space" in err and err.count("\n") == 1
+    assert leftovers(tmp_path) == []
+
+
+def test_disk_full_while_writing_leaves_nothing(tmp_path, capsys, monkeypatch):
+    """ENOSPC in the middle of a file (after other files completed) removes the whole partial dataset."""
+    from well_upao.data import well_format
+
+    calls = {"n": 0}
+    original = well_format.ExactFileWriter.write_block
+
+    def failing(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(self, *args)
+
+    monkeypatch.setattr(well_format.ExactFileWriter, "write_block", failing)
+    code = main(
+        [
+            "generate-exact",
+            "--pde",
+            "burgers1d",
+            "--n-traj",
+            "8",
+            "--resolution",
+            "16",
+            "--n-steps",
+            "4",
+            "--traj-per-file",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "No space left on device" in err and err.count("\n") == 1
+    assert leftovers(tmp_path) == []
+
+
+def test_failed_overwrite_keeps_the_old_dataset(tmp_path, capsys, monkeypatch):
+    args = [
+        "generate-exact",
+        "--pde",
+        "adv1d",
+        "--n-traj",
+        "3",
+        "--resolution",
+        "16",
+        "--n-steps",
+        "4",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    ]
+    assert main(args) == 0
+    before = sorted(p.name for p in (tmp_path / "adv1d" / "data" / "train").iterdir())
+    from well_upao.data import well_format
+
+    def failing(self, *args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(well_format.ExactFileWriter, "write_block", failing)
+    assert main([*args, "--overwrite", "--n-traj", "5"]) != 0
+    assert sorted(p.name for p in (tmp_path / "adv1d" / "data" / "train").iterdir()) == before
+    assert leftovers(tmp_path) == ["adv1d"]
+    with h5py.File(tmp_path / "adv1d" / "data" / "train" / before[0], "r") as f:
+        assert f.attrs["n_trajectories"] == 2
+
+
+def test_validate_reports_missing_path(tmp_path, capsys):
+    assert main(["validate", str(tmp_path / "nope")]) != 0
+    assert "no such file" in capsys.readouterr().err

@@ -1,0 +1,184 @@
+"""The ``well-upao`` command line. Subcommands are thin: parsing and printing here, the work in modules.
+
+Errors from bad input are reported as one line on stderr with a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+
+class CommandError(Exception):
+    """A user-facing error: printed as one line, exit code ``EXIT_BAD_INPUT``."""
+
+
+# --------------------------------------------------------------------------- generate-exact
+def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
+    from well_upao.datasets_exact import EXACT_PDES
+
+    rows = "\n".join(
+        f"  {p.name:<10} {p.n_spatial_dims}D  {p.default_resolution}^{p.n_spatial_dims} x {p.default_n_steps} steps, "
+        f"dt={p.default_dt}, {p.default_n_traj} traj   {p.equation}"
+        for p in EXACT_PDES.values()
+    )
+    parser = sub.add_parser(
+        "generate-exact",
+        help="write an exact-solution dataset (closed form, no solver error) in The Well's HDF5 format",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent(
+            """\
+            Evaluate one of the paper's exact-solution PDE families on a periodic grid x_i = i L / N and
+            write it where The Well's loaders (and `python -m the_well.benchmark.train data=<pde>`) find it:
+
+              OUT/<pde>/data/{train,valid,test}/*.hdf5   and   OUT/<pde>/stats.yaml
+
+            Trajectories are split 90% train / 10% valid by a permutation seeded with --seed (the paper's
+            protocol). test/ holds the valid trajectories again (the paper evaluates on its validation split)
+            unless --test-fraction carves out a separate held-out test set. stats.yaml uses train/ only.
+            Defaults are the paper's table:
+            """
+        )
+        + rows
+        + textwrap.dedent(
+            """
+
+            examples:
+              well-upao generate-exact --pde burgers2d
+              well-upao generate-exact --pde wave2d --n-traj 20 --resolution 64 --out datasets
+              well-upao generate-exact --pde all --resolution 64 --n-traj 10
+            """
+        ),
+    )
+    parser.add_argument("--pde", required=True, help=f"one of {', '.join(EXACT_PDES)}, or 'all'")
+    parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
+    parser.add_argument("--n-traj", type=int, help="trajectories over all splits (default: paper's count)")
+    parser.add_argument("--resolution", type=int, help="grid points per axis (default: 256 2D, 1024 1D, 64 3D)")
+    parser.add_argument("--n-steps", type=int, help="stored time steps per trajectory, t = 0..(n-1) dt")
+    parser.add_argument("--dt", type=float, help="time between stored steps (default 0.01; 0.05 for adv3d)")
+    parser.add_argument("--seed", type=int, default=42, help="seed of the split and of every trajectory (42)")
+    parser.add_argument("--traj-per-file", type=int, help="trajectories per HDF5 file (default: ~512 MB files)")
+    parser.add_argument(
+        "--test-fraction", type=float, default=0.0, help="separate test split (default 0: mirror valid)"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset directory")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_run_generate_exact)
+
+
+def _run_generate_exact(args: argparse.Namespace) -> int:
+    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+    from well_upao.datasets_exact import EXACT_PDES
+
+    names = list(EXACT_PDES) if args.pde == "all" else [args.pde]
+    for name in names:
+        request = GenerationRequest(
+            pde=name,
+            out=args.out,
+            n_traj=args.n_traj,
+            resolution=args.resolution,
+            n_steps=args.n_steps,
+            dt=args.dt,
+            seed=args.seed,
+            traj_per_file=args.traj_per_file,
+            overwrite=args.overwrite,
+            test_fraction=args.test_fraction,
+        )
+        summary = generate_exact_dataset(request, progress=not args.quiet)
+        print(format_generation_summary(summary))
+    return 0
+
+
+def format_generation_summary(summary) -> str:
+    from well_upao.data.slots import DATASET_SLOTS
+    from well_upao.datasets_exact import EXACT_PDES
+
+    pde = EXACT_PDES[summary.pde]
+    grid = summary.grid
+    shape = "x".join([str(grid.resolution)] * pde.n_spatial_dims)
+    slots = ", ".join(f"{c}->{s}" for c, s in DATASET_SLOTS[summary.pde].items())
+    test_note = " (same trajectories as valid)" if summary.test_mirrors_valid else " (held out)"
+    lines = [
+        f"dataset      {summary.pde}: {pde.equation}",
+        f"path         {summary.path}",
+        f"grid         {shape}, {grid.n_steps} steps, dt={grid.dt:g}, periodic x_i = i L/N, L={pde.domain_length:.6g}",
+        "trajectories "
+        + ", ".join(f"{k} {v}" for k, v in summary.split_sizes.items())
+        + test_note
+        + f"; files: {', '.join(f'{k} {v}' for k, v in summary.n_files.items())}",
+        f"channels     {slots}",
+    ]
+    for name, (low, high) in summary.parameter_ranges.items():
+        lines.append(f"param        {name:<6} in [{low:.4g}, {high:.4g}]")
+    lines.append(
+        f"written      {summary.bytes_written / 2**20:.1f} MiB in {summary.seconds:.2f} s "
+        f"({summary.megabytes_per_second:.0f} MiB/s)"
+    )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- validate
+def _validate_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "validate",
+        help="check a dataset directory or HDF5 file against The Well's format and our contracts",
+        description="Check OUT/<name> (splits, files, stats.yaml) or a single .hdf5 file. Exit 1 on problems.",
+    )
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--check-exact", action="store_true", help="re-evaluate the closed form and compare")
+    parser.add_argument("--no-values", action="store_true", help="skip the NaN/inf scan of the field values")
+    parser.set_defaults(handler=_run_validate)
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    from well_upao.data.validate import validate_dataset
+
+    if not args.path.exists():
+        raise CommandError(f"{args.path}: no such file or directory")
+    problems = validate_dataset(args.path, check_exact=args.check_exact, check_values=not args.no_values)
+    for problem in problems:
+        print(f"problem: {problem}")
+    print(f"{args.path}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    return 0 if not problems else EXIT_FAILED
+
+
+# --------------------------------------------------------------------------- entry point
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="well-upao",
+        description="Unsupervised PDE-based adaptation (UPAO) of PDE foundation models, for The Well.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _generate_exact_parser(sub)
+    _validate_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from well_upao.data.atomic import OutputExistsError
+    from well_upao.data.generate import GenerationError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (CommandError, GenerationError, OutputExistsError) as error:
+        print(f"well-upao {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        reason = error.strerror or str(error)
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"well-upao {args.command}: error: {reason}{where}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"well-upao {args.command}: interrupted, partial output removed", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Write a whole directory under a temporary name and move it into place only when complete.
+
+A failed or interrupted job leaves nothing at the destination (and nothing half-written beside it); an
+existing destination is replaced only after the new content is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class OutputExistsError(FileExistsError):
+    """The destination exists and overwriting was not requested."""
+
+
+@contextlib.contextmanager
+def staged_directory(destination: Path, overwrite: bool) -> Iterator[Path]:
+    """Yield a fresh temporary directory next to ``destination``; on success rename it to ``destination``.
+
+    On any exception (including ``KeyboardInterrupt``) the temporary directory is removed and the exception
+    propagates; ``destination`` is untouched.
+    """
+    destination = Path(destination)
+    if destination.exists() and not overwrite:
+        raise OutputExistsError(f"{destination} already exists (pass --overwrite to replace it)")
+    parent = destination.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = parent / f".{destination.name}.partial-{os.getpid()}"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    retired = None
+    if destination.exists():
+        retired = parent / f".{destination.name}.old-{os.getpid()}"
+        destination.rename(retired)
+    staging.rename(destination)
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and an atomic rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,281 @@
+"""Generate an exact-solution dataset in the Well's layout, streaming trajectory by trajectory.
+
+Directory written (a Well base path ``out`` and the dataset name ``pde``)::
+
+    out/<pde>/data/train/<pde>_train_000.hdf5 ...
+    out/<pde>/data/valid/<pde>_valid_000.hdf5 ...
+    out/<pde>/data/test/...          (see ``split_trajectories``)
+    out/<pde>/stats.yaml             (from train/ only)
+
+Trajectory ``i`` draws its parameters from ``numpy.random.default_rng([seed, i])``, so a trajectory does not
+depend on how many others are generated. Fields are evaluated in time blocks of bounded size, so memory does
+not grow with the dataset, the resolution or the number of steps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+from tqdm.auto import tqdm
+
+from well_upao.data.atomic import atomic_write_text, staged_directory
+from well_upao.data.stats import FieldStatistics
+from well_upao.data.well_format import ExactFileWriter, GridSpec
+from well_upao.datasets_exact import EXACT_PDES, ExactSolution
+
+SPLITS = ("train", "valid", "test")
+#: float64 working-set budget of one evaluation block
+BLOCK_BYTES = 64 * 2**20
+#: target size of one HDF5 file when --traj-per-file is not given
+FILE_BYTES = 512 * 2**20
+
+
+class GenerationError(ValueError):
+    """Invalid generation request (reported as a one-line error by the CLI)."""
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    pde: str
+    out: Path = Path("datasets")
+    n_traj: int | None = None
+    resolution: int | None = None
+    n_steps: int | None = None
+    dt: float | None = None
+    seed: int = 42
+    traj_per_file: int | None = None
+    overwrite: bool = False
+    valid_fraction: float = 0.1
+    test_fraction: float = 0.0
+
+
+@dataclass
+class GenerationSummary:
+    pde: str
+    path: Path
+    grid: GridSpec
+    split_sizes: dict[str, int]
+    n_files: dict[str, int]
+    test_mirrors_valid: bool
+    bytes_written: int
+    seconds: float
+    parameter_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def megabytes_per_second(self) -> float:
+        return self.bytes_written / 2**20 / max(self.seconds, 1e-9)
+
+
+def split_trajectories(
+    n_traj: int, seed: int, valid_fraction: float = 0.1, test_fraction: float = 0.0
+) -> dict[str, list[int]]:
+    """Partition trajectory indices ``0..n_traj-1`` by a seeded permutation.
+
+    ``valid`` gets ``max(1, round(valid_fraction * n))`` trajectories (the paper: 90% / 10%, seed 42). With
+    ``test_fraction == 0`` (the default, the paper's protocol "the validation partition serves as the
+    evaluation set") ``test`` lists the same trajectories as ``valid``; otherwise a separate held-out set of
+    ``max(1, round(test_fraction * n))`` trajectories is carved out before ``train``.
+    """
+    if not 0.0 < valid_fraction < 1.0 or not 0.0 <= test_fraction < 1.0:
+        raise GenerationError("valid/test fractions must lie in (0, 1) and [0, 1)")
+    n_valid = max(1, round(valid_fraction * n_traj))
+    n_test = max(1, round(test_fraction * n_traj)) if test_fraction > 0 else 0
+    if n_traj - n_valid - n_test < 1:
+        raise GenerationError(
+            f"--n-traj {n_traj} is too small: need at least one train trajectory besides "
+            f"{n_valid} valid and {n_test} test trajectories"
+        )
+    permutation = np.random.default_rng(seed).permutation(n_traj)
+    valid = sorted(int(i) for i in permutation[:n_valid])
+    test = sorted(int(i) for i in permutation[n_valid : n_valid + n_test]) if n_test else list(valid)
+    train = sorted(int(i) for i in permutation[n_valid + n_test :])
+    return {"train": train, "valid": valid, "test": test}
+
+
+def trajectory_rng(seed: int, index: int) -> np.random.Generator:
+    return np.random.default_rng([seed, index])
+
+
+def bytes_per_trajectory(pde: ExactSolution, grid: GridSpec) -> int:
+    """Stored (float32) bytes of one trajectory over all fields."""
+    per_step = sum(math.prod(pde.field_shape(spec, grid.resolution)) for spec in pde.fields)
+    return 4 * per_step * grid.n_steps
+
+
+def resolve_request(request: GenerationRequest) -> tuple[ExactSolution, GridSpec, int, int]:
+    """Apply the paper's defaults and validate sizes; returns (pde, grid, n_traj, traj_per_file)."""
+    if request.pde not in EXACT_PDES:
+        raise GenerationError(f"unknown PDE {request.pde!r}; choose from {', '.join(EXACT_PDES)} or 'all'")
+    pde = EXACT_PDES[request.pde]
+    resolution = pde.default_resolution if request.resolution is None else request.resolution
+    n_steps = pde.default_n_steps if request.n_steps is None else request.n_steps
+    dt = pde.default_dt if request.dt is None else request.dt
+    n_traj = pde.default_n_traj if request.n_traj is None else request.n_traj
+    if resolution < 4:
+        raise GenerationError(f"--resolution must be at least 4 (got {resolution})")
+    if n_steps < 2:
+        raise GenerationError(f"--n-steps must be at least 2 (got {n_steps})")
+    if not (dt > 0 and math.isfinite(dt)):
+        raise GenerationError(f"--dt must be a positive number (got {dt})")
+    if n_traj < 2:
+        raise GenerationError(f"--n-traj must be at least 2 (one train and one valid trajectory; got {n_traj})")
+    grid = GridSpec(resolution=resolution, n_steps=n_steps, dt=dt)
+    traj_per_file = request.traj_per_file
+    if traj_per_file is None:
+        traj_per_file = max(1, FILE_BYTES // bytes_per_trajectory(pde, grid))
+    if traj_per_file < 1:
+        raise GenerationError(f"--traj-per-file must be at least 1 (got {traj_per_file})")
+    return pde, grid, n_traj, traj_per_file
+
+
+def check_free_space(directory: Path, needed: int) -> None:
+    probe = directory
+    while not probe.exists():
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if needed > free:
+        raise OSError(
+            28,
+            f"not enough disk space under {probe}: the dataset needs {needed / 2**30:.2f} GiB, "
+            f"{free / 2**30:.2f} GiB free",
+        )
+
+
+def time_blocks(pde: ExactSolution, grid: GridSpec) -> list[tuple[int, int]]:
+    """Consecutive [start, stop) time ranges whose float64 fields fit in ``BLOCK_BYTES``."""
+    per_step = 2 * bytes_per_trajectory(pde, grid) // grid.n_steps  # float64
+    steps = max(1, BLOCK_BYTES // max(per_step, 1))
+    return [(start, min(start + steps, grid.n_steps)) for start in range(0, grid.n_steps, steps)]
+
+
+def generate_exact_dataset(request: GenerationRequest, progress: bool = True) -> GenerationSummary:
+    """Generate ``request.out / request.pde`` atomically and return what was written."""
+    pde, grid, n_traj, traj_per_file = resolve_request(request)
+    splits = split_trajectories(n_traj, request.seed, request.valid_fraction, request.test_fraction)
+    mirror_test = request.test_fraction == 0
+    unique_count = n_traj
+    destination = Path(request.out) / pde.name
+    check_free_space(destination.parent, unique_count * bytes_per_trajectory(pde, grid) + 2**20)
+
+    axes = pde.grid_axes(grid.resolution)
+    times = grid.times()
+    blocks = time_blocks(pde, grid)
+    stats = FieldStatistics({s.name: (s.order, pde.n_spatial_dims**s.order) for s in pde.fields})
+    ranges: dict[str, list[float]] = {}
+    n_files: dict[str, int] = {}
+    started = time.perf_counter()
+
+    bar = tqdm(total=unique_count, desc=f"generate {pde.name}", unit="traj", disable=not progress)
+    with staged_directory(destination, request.overwrite) as staging:
+        for split in SPLITS:
+            split_dir = staging / "data" / split
+            split_dir.mkdir(parents=True)
+            if split == "test" and mirror_test:
+                n_files[split] = _mirror_files(staging / "data" / "valid", split_dir, "valid", "test")
+                continue
+            indices = splits[split]
+            chunks = [indices[i : i + traj_per_file] for i in range(0, len(indices), traj_per_file)]
+            n_files[split] = len(chunks)
+            for file_number, chunk in enumerate(chunks):
+                params = [pde.sample_parameters(trajectory_rng(request.seed, i), i) for i in chunk]
+                max_modes = max(p.n_modes for p in params)
+                path = split_dir / f"{pde.name}_{split}_{file_number:03d}.hdf5"
+                with ExactFileWriter(str(path), pde, grid, chunk, max_modes, request.seed) as writer:
+                    with BackgroundWriter() as background:
+                        for slot, p in enumerate(params):
+                            writer.write_parameters(slot, p)
+                            for name, value in p.scalars.items():
+                                low, high = ranges.setdefault(name, [value, value])
+                                ranges[name] = [min(low, value), max(high, value)]
+                            previous: dict[str, np.ndarray] = {}
+                            for start, stop in blocks:
+                                fields = pde.evaluate(p, axes, times[start:stop], dtype=np.float32)
+                                background.submit(writer.write_block, slot, start, fields)
+                                if split == "train":  # statistics also run on the background thread
+                                    background.submit(_update_statistics, stats, fields, previous)
+                            bar.update(1)
+                    writer.finalize_attributes()
+        atomic_write_text(staging / "stats.yaml", yaml.safe_dump(stats.as_yaml_dict(), sort_keys=False))
+    bar.close()
+    seconds = time.perf_counter() - started
+    return GenerationSummary(
+        pde=pde.name,
+        path=destination,
+        grid=grid,
+        split_sizes={k: len(v) for k, v in splits.items()},
+        n_files=n_files,
+        test_mirrors_valid=mirror_test,
+        bytes_written=unique_count * bytes_per_trajectory(pde, grid),
+        seconds=seconds,
+        parameter_ranges={k: (v[0], v[1]) for k, v in ranges.items()},
+    )
+
+
+def _update_statistics(stats: FieldStatistics, fields: dict[str, np.ndarray], previous: dict) -> None:
+    """Feed one time block to ``stats``; ``previous`` carries each field's last frame across blocks."""
+    for name, block in fields.items():
+        stats.update(name, block, previous.get(name))
+        previous[name] = block[-1]
+
+
+class BackgroundWriter:
+    """Run jobs (HDF5 writes, statistics) in order on one background thread, so that evaluation on the main
+    thread overlaps them (numpy and HDF5 release the GIL in their inner loops).
+
+    At most ``depth`` blocks wait in the queue, so memory stays bounded. An exception raised by a write is
+    re-raised in the caller at the next ``submit`` or on exit.
+    """
+
+    def __init__(self, depth: int = 2):
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> BackgroundWriter:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            if self._error is None:
+                try:
+                    job[0](*job[1])
+                except BaseException as error:  # re-raised in the producer thread
+                    self._error = error
+
+    def submit(self, function: Callable, *args) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put((function, args))
+
+    def __exit__(self, *exc) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None and exc[0] is None:
+            raise self._error
+
+
+def _mirror_files(source: Path, target: Path, old: str, new: str) -> int:
+    """Hard-link (or copy, where links are impossible) every file of ``source`` into ``target``."""
+    count = 0
+    for path in sorted(source.glob("*.hdf5")):
+        link = target / path.name.replace(f"_{old}_", f"_{new}_")
+        try:
+            os.link(path, link)
+        except OSError:
+            shutil.copy2(path, link)
+        count += 1
+    return count

@@ -1,0 +1,250 @@
+"""Our own checker of The Well's on-disk format (files and dataset directories).
+
+It checks what the Well's loaders rely on (root attributes, ``/dimensions``, ``/boundary_conditions``,
+``/scalars``, the three ``t*_fields`` groups and their tensor shapes, ``stats.yaml``) plus our contracts
+(string attributes are ``str``, per-trajectory parameters in ``/scalars``, a slot-table row for the dataset,
+non-empty ``train/valid/test``). With ``check_exact=True`` it re-evaluates the closed form of exact-solution
+files from the stored parameters and compares with the stored fields.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import h5py
+import numpy as np
+import yaml
+
+from well_upao.data.slots import DATASET_SLOTS
+from well_upao.data.well_format import BC_TYPES, EXACT_GROUP, FIELD_GROUPS, read_trajectory_parameters
+
+ROOT_ATTRS = ("dataset_name", "grid_type", "n_spatial_dims", "n_trajectories", "simulation_parameters")
+STATS_KEYS = ("mean", "std", "rms", "mean_delta", "std_delta", "rms_delta")
+SPLITS = ("train", "valid", "test")
+#: float32 rounding of O(1) values, relative to the field's max magnitude
+EXACT_TOLERANCE = 2e-6
+
+
+def _is_bytes(value) -> bool:
+    if isinstance(value, bytes | np.bytes_):
+        return True
+    if isinstance(value, np.ndarray) and value.dtype.kind == "S":
+        return True
+    return False
+
+
+def flattened_channel_names(file: h5py.File) -> list[str]:
+    """Channel names in the Well's order (t0, then t1 components, then t2), like ``WellMetadata``."""
+    spatial = [str(d) for d in file["dimensions"].attrs["spatial_dims"]]
+    names = []
+    for order, group in enumerate(FIELD_GROUPS):
+        suffixes = ["".join(p) for p in itertools.product(spatial, repeat=order)]
+        for field in file[group].attrs["field_names"]:
+            names += [f"{field}_{s}" if s else str(field) for s in suffixes]
+    return names
+
+
+def validate_file(path: str | Path, check_exact: bool = False, check_values: bool = True) -> list[str]:
+    """Problems found in one HDF5 file (empty list when valid)."""
+    problems: list[str] = []
+    path = Path(path)
+
+    def bad(message: str) -> None:
+        problems.append(f"{path.name}: {message}")
+
+    try:
+        f = h5py.File(path, "r")
+    except OSError as error:
+        return [f"{path}: cannot open as HDF5 ({error})"]
+    with f:
+        for attr in ROOT_ATTRS:
+            if attr not in f.attrs:
+                bad(f"missing root attribute {attr!r}")
+        for key, value in f.attrs.items():
+            if _is_bytes(value):
+                bad(f"root attribute {key!r} is bytes, must be str")
+        for group in ("dimensions", "boundary_conditions", "scalars", *FIELD_GROUPS):
+            if group not in f:
+                bad(f"missing group /{group}")
+        if problems:
+            return problems
+
+        n_traj = int(f.attrs["n_trajectories"])
+        n_dims = int(f.attrs["n_spatial_dims"])
+        spatial = [str(d) for d in f["dimensions"].attrs.get("spatial_dims", [])]
+        if len(spatial) != n_dims:
+            bad(f"/dimensions spatial_dims {spatial} does not match n_spatial_dims={n_dims}")
+            return problems
+        for name in ["time", *spatial]:
+            if name not in f["dimensions"]:
+                bad(f"/dimensions/{name} missing")
+                return problems
+            for attr in ("sample_varying",):
+                if attr not in f["dimensions"][name].attrs:
+                    bad(f"/dimensions/{name} lacks attribute {attr!r}")
+        times = np.asarray(f["dimensions"]["time"])
+        n_steps = times.shape[-1]
+        if times.ndim == 1 and n_steps > 1 and not np.all(np.diff(times) > 0):
+            bad("/dimensions/time is not strictly increasing")
+        shape = tuple(f["dimensions"][d].shape[-1] for d in spatial)
+
+        for bc_name, bc in f["boundary_conditions"].items():
+            bc_type = bc.attrs.get("bc_type")
+            if _is_bytes(bc_type):
+                bad(f"bc {bc_name}: bc_type is bytes, must be str")
+            elif str(bc_type).upper() not in BC_TYPES:
+                bad(f"bc {bc_name}: bc_type {bc_type!r} not in {BC_TYPES}")
+            dims = [str(d) for d in bc.attrs.get("associated_dims", [])]
+            if not dims or not set(dims) <= set(spatial):
+                bad(f"bc {bc_name}: associated_dims {dims} not within {spatial}")
+            if "mask" not in bc:
+                bad(f"bc {bc_name}: no mask dataset")
+            elif str(bc_type).upper() == "PERIODIC":
+                mask = np.asarray(bc["mask"])
+                if mask.dtype != bool or not (mask.reshape(-1)[0] and mask.reshape(-1)[-1]):
+                    bad(f"bc {bc_name}: a periodic mask must be boolean and True at both ends")
+
+        scalars = f["scalars"]
+        scalar_names = [str(s) for s in scalars.attrs.get("field_names", [])]
+        for name in scalar_names:
+            if name not in scalars:
+                bad(f"/scalars lists {name!r} but has no such dataset")
+                continue
+            ds = scalars[name]
+            for attr in ("sample_varying", "time_varying"):
+                if attr not in ds.attrs:
+                    bad(f"/scalars/{name} lacks attribute {attr!r}")
+            if ds.attrs.get("sample_varying") and not ds.attrs.get("time_varying") and ds.shape != (n_traj,):
+                bad(f"/scalars/{name} has shape {ds.shape}, expected ({n_traj},)")
+            if np.asarray(ds).ndim > 1 + bool(ds.attrs.get("time_varying")):
+                bad(f"/scalars/{name} is array-valued; mode tables belong outside /scalars")
+        for name in f.attrs["simulation_parameters"]:
+            if str(name) not in scalar_names:
+                bad(f"simulation parameter {name!r} is not a /scalars dataset")
+            if str(name) not in f.attrs:
+                bad(f"simulation parameter {name!r} is not a root attribute")
+
+        for order, group_name in enumerate(FIELD_GROUPS):
+            group = f[group_name]
+            if "field_names" not in group.attrs:
+                bad(f"/{group_name} lacks attribute 'field_names'")
+                continue
+            for field in group.attrs["field_names"]:
+                field = str(field)
+                if field not in group:
+                    bad(f"/{group_name} lists {field!r} but has no such dataset")
+                    continue
+                ds = group[field]
+                for attr in ("dim_varying", "sample_varying", "time_varying"):
+                    if attr not in ds.attrs:
+                        bad(f"{group_name}/{field} lacks attribute {attr!r}")
+                expected = (
+                    ((n_traj,) if ds.attrs.get("sample_varying") else ())
+                    + ((n_steps,) if ds.attrs.get("time_varying") else ())
+                    + tuple(
+                        s for s, used in zip(shape, ds.attrs.get("dim_varying", [True] * n_dims), strict=False) if used
+                    )
+                    + (n_dims,) * order
+                )
+                if ds.shape != expected:
+                    bad(f"{group_name}/{field} has shape {ds.shape}, expected {expected}")
+                if ds.dtype.kind != "f":
+                    bad(f"{group_name}/{field} has dtype {ds.dtype}, expected floating point")
+                if check_values and ds.shape == expected and ds.size:
+                    for i in range(ds.shape[0]):
+                        if not np.all(np.isfinite(ds[i])):
+                            bad(f"{group_name}/{field} has NaN or inf values in entry {i}")
+                            break
+
+        dataset_name = str(f.attrs["dataset_name"])
+        if dataset_name in DATASET_SLOTS:
+            channels = flattened_channel_names(f)
+            missing = [c for c in channels if c not in DATASET_SLOTS[dataset_name]]
+            if missing:
+                bad(f"channels {missing} have no slot in the slot table row of {dataset_name!r}")
+        else:
+            bad(f"dataset {dataset_name!r} has no row in the slot table")
+
+        if check_exact and not problems:
+            problems += _check_exact(f, path)
+    return problems
+
+
+def _check_exact(f: h5py.File, path: Path) -> list[str]:
+    """Compare stored fields with the closed form re-evaluated from the file's own parameters."""
+    from well_upao.datasets_exact import EXACT_PDES
+
+    if EXACT_GROUP not in f:
+        return [f"{path.name}: no /{EXACT_GROUP} group, cannot re-evaluate the closed form"]
+    pde = EXACT_PDES[str(f[EXACT_GROUP].attrs["pde"])]
+    spatial = [str(d) for d in f["dimensions"].attrs["spatial_dims"]]
+    resolution = f["dimensions"][spatial[0]].shape[0]
+    axes = pde.grid_axes(resolution)
+    stored_axes = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
+    problems = []
+    for stored, exact in zip(stored_axes, axes, strict=True):
+        if not np.allclose(stored, exact, atol=1e-6):
+            problems.append(f"{path.name}: grid is not x_i = i L / N")
+    times = np.asarray(f["dimensions"]["time"], dtype=np.float64)
+    for slot in range(int(f.attrs["n_trajectories"])):
+        params = read_trajectory_parameters(f, pde, slot)
+        reference = pde.evaluate(params, axes, times)
+        for spec in pde.fields:
+            stored = np.asarray(f[FIELD_GROUPS[spec.order]][spec.name][slot], dtype=np.float64)
+            scale = max(np.abs(reference[spec.name]).max(), 1e-30)
+            error = np.abs(stored - reference[spec.name]).max() / scale
+            if error > EXACT_TOLERANCE:
+                problems.append(
+                    f"{path.name}: trajectory {slot} field {spec.name!r} differs from the closed form "
+                    f"(max relative error {error:.2e})"
+                )
+    return problems
+
+
+def validate_dataset(path: str | Path, check_exact: bool = False, check_values: bool = True) -> list[str]:
+    """Problems in a dataset directory ``path`` (containing ``data/{train,valid,test}`` and ``stats.yaml``),
+    or in a single file when ``path`` is a file."""
+    path = Path(path)
+    if path.is_file():
+        return validate_file(path, check_exact, check_values)
+    if not path.is_dir():
+        return [f"{path}: no such file or directory"]
+    problems: list[str] = []
+    signatures = set()
+    fields_seen: dict[str, int] = {}
+    for split in SPLITS:
+        split_dir = path / "data" / split
+        files = sorted(list(split_dir.glob("*.hdf5")) + list(split_dir.glob("*.h5")))
+        if not files:
+            problems.append(f"{split_dir}: split is missing or has no HDF5 files")
+            continue
+        for file in files:
+            problems += validate_file(file, check_exact, check_values)
+            try:
+                with h5py.File(file, "r") as f:
+                    spatial = [str(d) for d in f["dimensions"].attrs["spatial_dims"]]
+                    signatures.add((str(f.attrs["dataset_name"]), tuple(f["dimensions"][d].shape[-1] for d in spatial)))
+                    for order, group in enumerate(FIELD_GROUPS):
+                        for field in f[group].attrs["field_names"]:
+                            fields_seen[str(field)] = len(spatial) ** order
+            except (OSError, KeyError):
+                pass
+    if len(signatures) > 1:
+        problems.append(f"{path}: files disagree on dataset name or resolution: {sorted(signatures)}")
+    stats_path = path / "stats.yaml"
+    if not stats_path.is_file():
+        problems.append(f"{stats_path}: missing")
+    else:
+        stats = yaml.safe_load(stats_path.read_text()) or {}
+        for key in STATS_KEYS:
+            if key not in stats:
+                problems.append(f"{stats_path}: missing section {key!r}")
+                continue
+            for field, components in fields_seen.items():
+                value = stats[key].get(field)
+                if value is None:
+                    problems.append(f"{stats_path}: {key} has no entry for field {field!r}")
+                elif np.size(value) != components or not np.all(np.isfinite(value)):
+                    problems.append(f"{stats_path}: {key}[{field!r}] should hold {components} finite value(s)")
+    return problems

@@ -1,0 +1,185 @@
+"""Writer for The Well's HDF5 layout (``docs/data_format.md`` of the_well), one file at a time.
+
+Layout written (``n`` trajectories per file, ``T`` time steps, spatial grid ``N_1 x ... x N_d``):
+
+* root attributes ``dataset_name, grid_type, n_spatial_dims, n_trajectories, simulation_parameters`` and one
+  attribute per simulation parameter (an array over the file's trajectories, since ours vary per trajectory);
+* ``/dimensions``: ``time (T,)`` and one coordinate array per axis (float64, so dt and dx are exact),
+  attribute ``spatial_dims``;
+* ``/boundary_conditions/<axis>_periodic``: ``bc_type = "PERIODIC"``, ``mask`` True on the first and last point;
+* ``/scalars``: one ``(n,)`` float64 dataset per per-trajectory parameter (sample varying, constant in time);
+* ``/t0_fields, /t1_fields, /t2_fields``: ``(n, T, *grid, D**order)`` float32, always all three groups;
+* ``/exact_solution`` (ours, not read by the Well): the multi-mode tables ``(n, max_modes)`` zero-padded,
+  ``n_modes (n,)`` and the global ``trajectory_index (n,)``, so the closed form can be re-evaluated from the file.
+
+Strings are written as ``str`` (h5py stores them as variable-length UTF-8), never bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import h5py
+import numpy as np
+
+from well_upao.datasets_exact.base import ExactSolution, TrajectoryParameters
+
+AXIS_NAMES = ("x", "y", "z")
+FIELD_GROUPS = ("t0_fields", "t1_fields", "t2_fields")
+EXACT_GROUP = "exact_solution"
+BC_TYPES = ("WALL", "OPEN", "PERIODIC")
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """Sizes shared by every file of one dataset."""
+
+    resolution: int
+    n_steps: int
+    dt: float
+
+    def times(self) -> np.ndarray:
+        return np.arange(self.n_steps, dtype=np.float64) * self.dt
+
+
+class ExactFileWriter:
+    """Creates one Well file for ``len(trajectory_indices)`` trajectories of an exact PDE and fills it.
+
+    Use as a context manager; call :meth:`write_parameters` and :meth:`write_block` for each trajectory.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        pde: ExactSolution,
+        grid: GridSpec,
+        trajectory_indices: Sequence[int],
+        max_modes: int,
+        seed: int,
+    ):
+        self.path = path
+        self.pde = pde
+        self.grid = grid
+        self.trajectory_indices = list(trajectory_indices)
+        self.max_modes = max_modes
+        self.seed = seed
+        self.file: h5py.File | None = None
+
+    def __enter__(self) -> ExactFileWriter:
+        self.file = h5py.File(self.path, "w")
+        self._write_layout()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+    # ---------------------------------------------------------------- layout
+    def _write_layout(self) -> None:
+        f = self.file
+        pde, grid = self.pde, self.grid
+        n = len(self.trajectory_indices)
+        axes = pde.grid_axes(grid.resolution)
+        spatial_dims = list(AXIS_NAMES[: pde.n_spatial_dims])
+
+        f.attrs["dataset_name"] = pde.name
+        f.attrs["grid_type"] = "cartesian"
+        f.attrs["n_spatial_dims"] = pde.n_spatial_dims
+        f.attrs["n_trajectories"] = n
+        f.attrs["simulation_parameters"] = list(pde.scalar_names)
+
+        dims = f.create_group("dimensions")
+        dims.attrs["spatial_dims"] = spatial_dims
+        time = dims.create_dataset("time", data=grid.times())
+        time.attrs["sample_varying"] = False
+        time.attrs["time_varying"] = True
+        for name, coords in zip(spatial_dims, axes, strict=True):
+            ds = dims.create_dataset(name, data=coords)
+            ds.attrs["sample_varying"] = False
+            ds.attrs["time_varying"] = False
+
+        bcs = f.create_group("boundary_conditions")
+        for name in spatial_dims:
+            group = bcs.create_group(f"{name}_periodic")
+            group.attrs["bc_type"] = "PERIODIC"
+            group.attrs["associated_dims"] = [name]
+            group.attrs["associated_fields"] = []
+            group.attrs["sample_varying"] = False
+            group.attrs["time_varying"] = False
+            mask = np.zeros(grid.resolution, dtype=bool)
+            mask[[0, -1]] = True
+            group.create_dataset("mask", data=mask)
+
+        scalars = f.create_group("scalars")
+        scalars.attrs["field_names"] = list(pde.scalar_names)
+        for name in pde.scalar_names:
+            ds = scalars.create_dataset(name, shape=(n,), dtype=np.float64)
+            ds.attrs["sample_varying"] = True
+            ds.attrs["time_varying"] = False
+
+        groups = {order: f.create_group(g) for order, g in enumerate(FIELD_GROUPS)}
+        for order, group in groups.items():
+            names = [spec.name for spec in pde.fields if spec.order == order]
+            group.attrs["field_names"] = names
+        for spec in pde.fields:
+            shape = (n, grid.n_steps, *pde.field_shape(spec, grid.resolution))
+            ds = groups[spec.order].create_dataset(spec.name, shape=shape, dtype=np.float32)
+            ds.attrs["dim_varying"] = [True] * pde.n_spatial_dims
+            ds.attrs["sample_varying"] = True
+            ds.attrs["time_varying"] = True
+
+        exact = f.create_group(EXACT_GROUP)
+        exact.attrs["pde"] = pde.name
+        exact.attrs["equation"] = pde.equation
+        exact.attrs["seed"] = self.seed
+        exact.attrs["domain_length"] = pde.domain_length
+        exact.attrs["dt"] = grid.dt
+        exact.attrs["mode_columns"] = list(pde.mode_columns)
+        exact.create_dataset("trajectory_index", data=np.asarray(self.trajectory_indices, dtype=np.int64))
+        exact.create_dataset("n_modes", shape=(n,), dtype=np.int64)
+        for column in pde.mode_columns:
+            exact.create_dataset(column, shape=(n, self.max_modes), dtype=np.float64)
+
+    # ---------------------------------------------------------------- content
+    def write_parameters(self, slot: int, params: TrajectoryParameters) -> None:
+        """Store trajectory ``slot``'s scalars (``/scalars`` and root attributes) and mode table."""
+        f = self.file
+        for name in self.pde.scalar_names:
+            f["scalars"][name][slot] = params.scalars[name]
+        exact = f[EXACT_GROUP]
+        exact["n_modes"][slot] = params.n_modes
+        for column in self.pde.mode_columns:
+            row = np.zeros(self.max_modes)
+            row[: params.n_modes] = params.modes[column]
+            exact[column][slot] = row
+
+    def finalize_attributes(self) -> None:
+        """Mirror every simulation parameter as a root attribute (array over the file's trajectories)."""
+        for name in self.pde.scalar_names:
+            self.file.attrs[name] = self.file["scalars"][name][()]
+
+    def write_block(self, slot: int, time_start: int, fields: dict[str, np.ndarray]) -> None:
+        """Write fields for trajectory ``slot`` and time steps ``time_start : time_start + len(block)``."""
+        for spec in self.pde.fields:
+            block = fields[spec.name]
+            dataset = self.file[FIELD_GROUPS[spec.order]][spec.name]
+            dataset[slot, time_start : time_start + block.shape[0]] = block.astype(np.float32, copy=False)
+
+
+def read_trajectory_parameters(file: h5py.File, pde: ExactSolution, slot: int) -> TrajectoryParameters:
+    """Rebuild the parameters of trajectory ``slot`` of an exact-solution file (inverse of ``write_parameters``)."""
+    scalars = {name: float(file["scalars"][name][slot]) for name in pde.scalar_names}
+    exact = file[EXACT_GROUP]
+    count = int(exact["n_modes"][slot])
+    modes = {column: np.asarray(exact[column][slot, :count]) for column in pde.mode_columns}
+    return TrajectoryParameters(scalars=scalars, modes=modes)
+
+
+def read_field(file: h5py.File, name: str) -> h5py.Dataset:
+    """The dataset of field ``name`` from whichever tensor-order group holds it."""
+    for group in FIELD_GROUPS:
+        if name in file[group]:
+            return file[group][name]
+    raise KeyError(f"field {name!r} not in {file.filename}")

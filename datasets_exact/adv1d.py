@@ -41,6 +41,10 @@ class Advection1D(ExactSolution):
     def evaluate(self, params, axes, times, dtype=np.float64):
         (x,) = axes
         md = params.modes
-        # sin(k(x - a t) + phi) = Im[exp(i k x) exp(i(phi - k a t))]: (T, J) @ (J, N)
-        coefficients = md["amplitude"] * np.exp(1j * (md["phase"] - np.outer(times, md["k"] * params.scalars["a"])))
-        return {"u": np.imag(coefficients @ np.exp(1j * np.outer(md["k"], x))).astype(dtype)}
+        # sin(k(x - a t) + phi) = Im[C(t) E(x)], C = A exp(i(phi - k a t)), E = exp(i k x):
+        # Im[C E] = [Re C, Im C] @ [Im E; Re E], one real (T, 2J) @ (2J, N) product in the output precision.
+        c = md["amplitude"] * np.exp(1j * (md["phase"] - np.outer(times, md["k"] * params.scalars["a"])))
+        e = np.exp(1j * np.outer(md["k"], x))
+        left = np.concatenate([c.real, c.imag], axis=1).astype(dtype)
+        right = np.concatenate([e.imag, e.real], axis=0).astype(dtype)
+        return {"u": left @ right}

@@ -54,5 +54,7 @@ class Advection3D(ExactSolution):
         ez = np.exp(1j * np.outer(z, md["n"]))
         yz = np.einsum("yj,zj->jyz", ey, ez).reshape(len(md["l"]), -1)  # (J, Ny*Nz)
         weighted = coefficients[:, None, :] * ex[None]  # (T, Nx, J)
-        u = np.real(np.matmul(weighted, yz)).reshape(len(times), len(x), len(y), len(z))
-        return {"u": u.astype(dtype, copy=False)}
+        # Re[W @ YZ] = [Re W, -Im W] @ [Re YZ; Im YZ], one real product in the output precision
+        left = np.concatenate([weighted.real, -weighted.imag], axis=2).astype(dtype)
+        right = np.concatenate([yz.real, yz.imag], axis=0).astype(dtype)
+        return {"u": np.matmul(left, right).reshape(len(times), len(x), len(y), len(z))}

@@ -60,4 +60,4 @@ class AdvectionDiffusion2D(ExactSolution):
         shift = np.outer(times, md["m"] * s["a"] + md["n"] * s["b"])  # (T, J)
         decay = np.exp(-s["nu"] * np.outer(times, k2))
         coefficients = md["amplitude"] * decay * np.exp(1j * (md["phase"] - shift))
-        return {"u": plane_wave_sum_2d(coefficients, md["m"], md["n"], x, y).astype(dtype, copy=False)}
+        return {"u": plane_wave_sum_2d(coefficients, md["m"], md["n"], x, y, dtype)}

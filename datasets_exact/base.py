@@ -108,14 +108,20 @@ class ExactSolution(ABC):
 
 
 def plane_wave_sum_2d(
-    coefficients: np.ndarray, m: np.ndarray, n: np.ndarray, x: np.ndarray, y: np.ndarray
+    coefficients: np.ndarray,
+    m: np.ndarray,
+    n: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    dtype: type = np.float64,
 ) -> np.ndarray:
     """Real part of ``sum_j C_j(t) exp(i (m_j x + n_j y))`` for every time, by separability.
 
-    ``coefficients`` has shape ``(T, J)`` (complex). The sum over modes is rearranged into a small dense
-    coefficient matrix per time over the distinct wavenumbers, followed by two matrix products with the 1-D
-    factors ``exp(i m x)`` and ``exp(i n y)``: cost ``O(T * N^2 * K)`` with ``K`` distinct wavenumbers,
-    instead of ``O(T * N^2 * J)`` transcendental evaluations.
+    ``coefficients`` has shape ``(T, J)`` (complex). The modes are gathered into a dense coefficient matrix
+    ``M(t)`` over the distinct wavenumbers (``K_m x K_n``), so that the field is ``Re[E_x M(t) E_y]`` with the
+    1-D factors ``E_x = exp(i m x)``, ``E_y = exp(i n y)``: cost ``O(T N^2 K)`` instead of ``O(T N^2 J)``
+    transcendental evaluations. The small products run in complex128; the final, output-sized product is one
+    real matrix product ``[Re E_x, -Im E_x] @ [Re G; Im G]`` (``G = M E_y``) in the output precision.
     """
     m_values, m_index = np.unique(m, return_inverse=True)
     n_values, n_index = np.unique(n, return_inverse=True)
@@ -123,9 +129,10 @@ def plane_wave_sum_2d(
     matrix = np.zeros((n_times, len(m_values), len(n_values)), dtype=np.complex128)
     np.add.at(matrix, (slice(None), m_index, n_index), coefficients)
     ex = np.exp(1j * np.outer(x, m_values))  # (Nx, Km)
-    ey = np.exp(1j * np.outer(n_values, y))  # (Kn, Ny)
-    # (T, Km, Kn) @ (Kn, Ny) -> (T, Km, Ny); then (Nx, Km) @ -> (T, Nx, Ny)
-    return np.real(np.matmul(ex, np.matmul(matrix, ey)))
+    g = np.matmul(matrix, np.exp(1j * np.outer(n_values, y)))  # (T, Km, Ny)
+    left = np.concatenate([ex.real, -ex.imag], axis=1).astype(dtype)  # (Nx, 2 Km)
+    right = np.concatenate([g.real, g.imag], axis=1).astype(dtype)  # (T, 2 Km, Ny)
+    return np.matmul(left, right)
 
 
 def sample_distinct_modes(rng: np.random.Generator, candidates: np.ndarray, low: int, high: int) -> np.ndarray:

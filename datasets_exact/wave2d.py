@@ -53,6 +53,6 @@ class Wave2D(ExactSolution):
         spatial = md["amplitude"] * np.exp(1j * md["phase"])  # (J,)
         cos_t = np.cos(np.outer(times, omega))  # (T, J)
         sin_t = np.sin(np.outer(times, omega))
-        u = plane_wave_sum_2d(spatial * cos_t, md["m"], md["n"], x, y)
-        w = plane_wave_sum_2d(-spatial * omega * sin_t, md["m"], md["n"], x, y)
-        return {"u": u.astype(dtype, copy=False), "w": w.astype(dtype, copy=False)}
+        u = plane_wave_sum_2d(spatial * cos_t, md["m"], md["n"], x, y, dtype)
+        w = plane_wave_sum_2d(-spatial * omega * sin_t, md["m"], md["n"], x, y, dtype)
+        return {"u": u, "w": w}

@@ -38,13 +38,24 @@ def staged_directory(destination: Path, overwrite: bool) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    _fsync_directory(staging)
     retired = None
     if destination.exists():
         retired = parent / f".{destination.name}.old-{os.getpid()}"
         destination.rename(retired)
     staging.rename(destination)
+    _fsync_directory(parent)
     if retired is not None:
         shutil.rmtree(retired, ignore_errors=True)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist a directory's entries (new files, renames) so a crash cannot undo a completed rename."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

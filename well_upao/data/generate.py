@@ -176,11 +176,14 @@ def generate_exact_dataset(request: GenerationRequest, progress: bool = True) ->
     started = time.perf_counter()
 
     bar = tqdm(total=unique_count, desc=f"generate {pde.name}", unit="traj", disable=not progress)
-    with staged_directory(destination, request.overwrite) as staging:
+    # The main thread only evaluates; every HDF5 call and the statistics run in order on one background
+    # thread, so evaluation overlaps I/O and no two threads touch a file.
+    with staged_directory(destination, request.overwrite) as staging, BackgroundWriter() as background:
         for split in SPLITS:
             split_dir = staging / "data" / split
             split_dir.mkdir(parents=True)
             if split == "test" and mirror_test:
+                background.drain()  # valid/ is complete on disk
                 n_files[split] = _mirror_files(staging / "data" / "valid", split_dir, "valid", "test")
                 continue
             indices = splits[split]
@@ -190,21 +193,22 @@ def generate_exact_dataset(request: GenerationRequest, progress: bool = True) ->
                 params = [pde.sample_parameters(trajectory_rng(request.seed, i), i) for i in chunk]
                 max_modes = max(p.n_modes for p in params)
                 path = split_dir / f"{pde.name}_{split}_{file_number:03d}.hdf5"
-                with ExactFileWriter(str(path), pde, grid, chunk, max_modes, request.seed) as writer:
-                    with BackgroundWriter() as background:
-                        for slot, p in enumerate(params):
-                            writer.write_parameters(slot, p)
-                            for name, value in p.scalars.items():
-                                low, high = ranges.setdefault(name, [value, value])
-                                ranges[name] = [min(low, value), max(high, value)]
-                            previous: dict[str, np.ndarray] = {}
-                            for start, stop in blocks:
-                                fields = pde.evaluate(p, axes, times[start:stop], dtype=np.float32)
-                                background.submit(writer.write_block, slot, start, fields)
-                                if split == "train":  # statistics also run on the background thread
-                                    background.submit(_update_statistics, stats, fields, previous)
-                            bar.update(1)
-                    writer.finalize_attributes()
+                writer = ExactFileWriter(str(path), pde, grid, chunk, max_modes, request.seed)
+                background.submit(writer.open)
+                background.submit(writer.write_parameters, params)
+                for slot, p in enumerate(params):
+                    for name, value in p.scalars.items():
+                        low, high = ranges.setdefault(name, [value, value])
+                        ranges[name] = [min(low, value), max(high, value)]
+                    previous: dict[str, np.ndarray] = {}
+                    for start, stop in blocks:
+                        fields = pde.evaluate(p, axes, times[start:stop], dtype=np.float32)
+                        background.submit(writer.write_block, slot, start, fields)
+                        if split == "train":
+                            background.submit(_update_statistics, stats, fields, previous)
+                    bar.update(1)
+                background.submit(writer.close, True)
+        background.drain()
         atomic_write_text(staging / "stats.yaml", yaml.safe_dump(stats.as_yaml_dict(), sort_keys=False))
     bar.close()
     seconds = time.perf_counter() - started
@@ -229,14 +233,14 @@ def _update_statistics(stats: FieldStatistics, fields: dict[str, np.ndarray], pr
 
 
 class BackgroundWriter:
-    """Run jobs (HDF5 writes, statistics) in order on one background thread, so that evaluation on the main
-    thread overlaps them (numpy and HDF5 release the GIL in their inner loops).
+    """Run jobs (HDF5 calls, statistics) in submission order on one background thread, so that evaluation on
+    the main thread overlaps them (numpy and HDF5 release the GIL in their inner loops).
 
-    At most ``depth`` blocks wait in the queue, so memory stays bounded. An exception raised by a write is
-    re-raised in the caller at the next ``submit`` or on exit.
+    At most ``depth`` jobs wait in the queue, so memory stays bounded. An exception raised by a job cancels the
+    remaining jobs and is re-raised in the caller at the next ``submit``, ``drain`` or on exit.
     """
 
-    def __init__(self, depth: int = 2):
+    def __init__(self, depth: int = 4):
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -248,24 +252,35 @@ class BackgroundWriter:
     def _run(self) -> None:
         while True:
             job = self._queue.get()
-            if job is None:
-                return
-            if self._error is None:
-                try:
+            try:
+                if job is None:
+                    return
+                if self._error is None:
                     job[0](*job[1])
-                except BaseException as error:  # re-raised in the producer thread
-                    self._error = error
+            except BaseException as error:  # re-raised in the producer thread
+                self._error = error
+            finally:
+                self._queue.task_done()
+
+    def _raise_pending(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
     def submit(self, function: Callable, *args) -> None:
-        if self._error is not None:
-            raise self._error
+        self._raise_pending()
         self._queue.put((function, args))
+
+    def drain(self) -> None:
+        """Block until every submitted job has run; re-raise a job's exception."""
+        self._queue.join()
+        self._raise_pending()
 
     def __exit__(self, *exc) -> None:
         self._queue.put(None)
         self._thread.join()
-        if self._error is not None and exc[0] is None:
-            raise self._error
+        if exc[0] is None:
+            self._raise_pending()
 
 
 def _mirror_files(source: Path, target: Path, old: str, new: str) -> int:

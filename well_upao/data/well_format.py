@@ -17,6 +17,7 @@ Strings are written as ``str`` (h5py stores them as variable-length UTF-8), neve
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,7 +47,8 @@ class GridSpec:
 class ExactFileWriter:
     """Creates one Well file for ``len(trajectory_indices)`` trajectories of an exact PDE and fills it.
 
-    Use as a context manager; call :meth:`write_parameters` and :meth:`write_block` for each trajectory.
+    Use as a context manager (or :meth:`open` / :meth:`close`); call :meth:`write_parameters` and
+    :meth:`write_block` for each trajectory.
     """
 
     def __init__(
@@ -66,10 +68,29 @@ class ExactFileWriter:
         self.seed = seed
         self.file: h5py.File | None = None
 
-    def __enter__(self) -> ExactFileWriter:
+    def open(self) -> ExactFileWriter:
         self.file = h5py.File(self.path, "w")
         self._write_layout()
         return self
+
+    def close(self, durable: bool = False) -> None:
+        """Mirror the parameters as root attributes, close, and with ``durable`` fsync the file to disk."""
+        if self.file is None:
+            return
+        try:
+            self.finalize_attributes()
+        finally:
+            self.file.close()
+            self.file = None
+        if durable:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> ExactFileWriter:
+        return self.open()
 
     def __exit__(self, *exc) -> None:
         if self.file is not None:
@@ -143,17 +164,18 @@ class ExactFileWriter:
             exact.create_dataset(column, shape=(n, self.max_modes), dtype=np.float64)
 
     # ---------------------------------------------------------------- content
-    def write_parameters(self, slot: int, params: TrajectoryParameters) -> None:
-        """Store trajectory ``slot``'s scalars (``/scalars`` and root attributes) and mode table."""
+    def write_parameters(self, params: Sequence[TrajectoryParameters]) -> None:
+        """Store every trajectory's scalars (``/scalars``) and mode table, one HDF5 write per column."""
         f = self.file
         for name in self.pde.scalar_names:
-            f["scalars"][name][slot] = params.scalars[name]
+            f["scalars"][name][:] = [p.scalars[name] for p in params]
         exact = f[EXACT_GROUP]
-        exact["n_modes"][slot] = params.n_modes
+        exact["n_modes"][:] = [p.n_modes for p in params]
         for column in self.pde.mode_columns:
-            row = np.zeros(self.max_modes)
-            row[: params.n_modes] = params.modes[column]
-            exact[column][slot] = row
+            table = np.zeros((len(params), self.max_modes))
+            for row, p in zip(table, params, strict=True):
+                row[: p.n_modes] = p.modes[column]
+            exact[column][:] = table
 
     def finalize_attributes(self) -> None:
         """Mirror every simulation parameter as a root attribute (array over the file's trajectories)."""

@@ -1,0 +1,129 @@
+"""Exact-dataset generation speed against the I/O limit, measured in one run on this machine.
+
+For each PDE at a reduced size, time ``generate_exact_dataset`` (evaluation, HDF5 writes, statistics, split,
+fsync of every file, atomic rename) and the time h5py needs to write the same number of bytes of zeros in the
+same layout (same files, same datasets, same per-trajectory time blocks, created with the same writer and
+fsynced the same way: durable writes are what "the I/O limit" means; without fsync it is memory bandwidth). Each timing is the best
+of ``--repeats`` runs. Goal (issue 2): generation within 1.5x of that limit for every 1D/2D dataset.
+
+    python benchmarks/generation_throughput.py [--repeats 3] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import well_upao.data.generate as generate_module
+from well_upao.data.generate import (
+    GenerationRequest,
+    bytes_per_trajectory,
+    generate_exact_dataset,
+    resolve_request,
+    split_trajectories,
+    time_blocks,
+)
+from well_upao.data.well_format import FIELD_GROUPS, ExactFileWriter
+from well_upao.datasets_exact import EXACT_PDES
+
+SIZES = {  # reduced sizes: (resolution, n_steps, n_traj)
+    "tg2d": (128, 101, 20),
+    "wave2d": (128, 101, 20),
+    "advdiff2d": (128, 101, 20),
+    "burgers2d": (128, 101, 20),
+    "burgers1d": (1024, 101, 200),
+    "adv1d": (1024, 101, 200),
+    "adv3d": (32, 21, 20),
+}
+
+
+def time_generation(name: str, out: Path) -> float:
+    resolution, n_steps, n_traj = SIZES[name]
+    request = GenerationRequest(pde=name, out=out, n_traj=n_traj, resolution=resolution, n_steps=n_steps)
+    shutil.rmtree(out / name, ignore_errors=True)
+    start = time.perf_counter()
+    generate_exact_dataset(request, progress=False)
+    return time.perf_counter() - start
+
+
+def time_generation_without_statistics(name: str, out: Path) -> float:
+    """Same as ``time_generation`` with the stats.yaml accumulation replaced by a no-op (to attribute cost)."""
+    original = generate_module._update_statistics
+    generate_module._update_statistics = lambda *args: None
+    try:
+        return time_generation(name, out)
+    finally:
+        generate_module._update_statistics = original
+
+
+def time_zeros(name: str, out: Path) -> float:
+    """Same files and datasets as the generator, filled with zero blocks of the same shapes."""
+    resolution, n_steps, n_traj = SIZES[name]
+    request = GenerationRequest(pde=name, out=out, n_traj=n_traj, resolution=resolution, n_steps=n_steps)
+    pde, grid, n_traj, per_file = resolve_request(request)
+    splits = split_trajectories(n_traj, 42)
+    blocks = time_blocks(pde, grid)
+    zeros = {
+        spec.name: np.zeros((blocks[0][1] - blocks[0][0], *pde.field_shape(spec, resolution)), np.float32)
+        for spec in pde.fields
+    }
+    target = out / f"{name}-zeros"
+    shutil.rmtree(target, ignore_errors=True)
+    start = time.perf_counter()
+    for split in ("train", "valid"):
+        directory = target / "data" / split
+        directory.mkdir(parents=True)
+        indices = splits[split]
+        for number, first in enumerate(range(0, len(indices), per_file)):
+            chunk = indices[first : first + per_file]
+            path = directory / f"{name}_{split}_{number:03d}.hdf5"
+            writer = ExactFileWriter(str(path), pde, grid, chunk, max_modes=48, seed=42).open()
+            for slot in range(len(chunk)):
+                for start_t, stop_t in blocks:
+                    for spec in pde.fields:
+                        dataset = writer.file[FIELD_GROUPS[spec.order]][spec.name]
+                        dataset[slot, start_t:stop_t] = zeros[spec.name][: stop_t - start_t]
+            writer.close(durable=True)  # the generator fsyncs every file too
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--pde", nargs="*", default=list(SIZES))
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(dir=".") as tmp:
+        out = Path(tmp)
+        for name in args.pde:
+            pde = EXACT_PDES[name]
+            resolution, n_steps, n_traj = SIZES[name]
+            _, grid, _, _ = resolve_request(GenerationRequest(pde=name, resolution=resolution, n_steps=n_steps))
+            megabytes = n_traj * bytes_per_trajectory(pde, grid) / 2**20
+            generated = min(time_generation(name, out) for _ in range(args.repeats))
+            no_stats = min(time_generation_without_statistics(name, out) for _ in range(args.repeats))
+            zeros = min(time_zeros(name, out) for _ in range(args.repeats))
+            shape = "x".join([str(resolution)] * pde.n_spatial_dims)
+            rows.append((name, f"{shape} x {n_steps}, {n_traj} traj", megabytes, generated, no_stats, zeros))
+    print(
+        "| dataset | size | MiB | generate s | MiB/s | zeros s (I/O limit) | ratio | goal <= 1.5 "
+        "| without stats.yaml: s | ratio |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, size, megabytes, generated, no_stats, zeros in rows:
+        ratio = generated / zeros
+        goal = "n/a (3D)" if EXACT_PDES[name].n_spatial_dims == 3 else ("yes" if ratio <= 1.5 else "NO")
+        print(
+            f"| {name} | {size} | {megabytes:.0f} | {generated:.3f} | {megabytes / generated:.0f} "
+            f"| {zeros:.3f} | {ratio:.2f} | {goal} | {no_stats:.3f} | {no_stats / zeros:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -3,10 +3,10 @@
 For each PDE at a reduced size, time ``generate_exact_dataset`` (evaluation, HDF5 writes, statistics, split,
 fsync of every file, atomic rename) and the time h5py needs to write the same number of bytes of zeros in the
 same layout (same files, same datasets, same per-trajectory time blocks, created with the same writer and
-fsynced the same way: durable writes are what "the I/O limit" means; without fsync it is memory bandwidth). Each timing is the best
-of ``--repeats`` runs. Goal (issue 2): generation within 1.5x of that limit for every 1D/2D dataset.
+fsynced the same way: durable writes are what "the I/O limit" means; without fsync it is memory bandwidth).
+Each timing is the best of ``--repeats`` runs. Goal (issue 2): within 1.5x of that limit for 1D/2D datasets.
 
-    python benchmarks/generation_throughput.py [--repeats 3] [--markdown]
+    python benchmarks/generation_throughput.py [--repeats 3] [--pde NAME ...]
 """
 
 from __future__ import annotations
@@ -95,7 +95,6 @@ def time_zeros(name: str, out: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument("--pde", nargs="*", default=list(SIZES))
     args = parser.parse_args()
     rows = []

@@ -1,0 +1,71 @@
+"""Checkpoint schema: rebuild from the file alone, refuse mismatched backbones, strip wrapper prefixes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from well_upao.models.checkpoint import (
+    CheckpointError,
+    build_payload,
+    clean_state_dict,
+    load_model,
+    read_checkpoint,
+    save_checkpoint,
+)
+from well_upao.models.na_transformer import NATransformer
+
+
+def test_model_is_rebuilt_from_the_file_alone(tmp_path):
+    model = NATransformer(preset="tiny", channel_slots=[0, 1], dims=(2,), layers=2).eval()
+    path = tmp_path / "model.pt"
+    save_checkpoint(path, build_payload(model, epoch=3, validation_loss=0.5))
+    payload = read_checkpoint(path)
+    assert payload["format"] == "well-upao" and payload["version"] == 1
+    assert payload["epoch"] == 3 and "model_state_dict" in payload and "optimizer_state_dit" in payload
+    rebuilt = load_model(path).eval()
+    frames = torch.zeros(1, 3, 16, 16, 18)
+    frames[..., :2] = torch.randn(1, 3, 16, 16, 2)
+    with torch.no_grad():
+        torch.testing.assert_close(rebuilt.forward_sequence(frames), model.forward_sequence(frames))
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary file left
+
+
+def test_backbone_of_another_preset_is_refused(tmp_path):
+    small = NATransformer(preset="small", channel_slots=[0], dims=(2,), layers=1)
+    path = tmp_path / "small.pt"
+    save_checkpoint(path, build_payload(small))
+    with pytest.raises(CheckpointError, match="preset 'small'.*hidden: checkpoint 192 vs model 96"):
+        NATransformer(preset="tiny", channel_slots=[0], dims=(2,), layers=1, pretrained=str(path))
+
+
+def test_pretrained_backbone_loads_into_another_dataset(tmp_path):
+    source = NATransformer(preset="tiny", channel_slots=[0, 1], dims=(1, 2), layers=1)
+    path = tmp_path / "backbone.pt"
+    save_checkpoint(path, build_payload(source))
+    target = NATransformer(preset="tiny", channel_slots=[15], dims=(2,), layers=1, pretrained=str(path))
+    torch.testing.assert_close(target.blocks[0].mlp.up_proj.weight, source.blocks[0].mlp.up_proj.weight)
+    with pytest.raises(CheckpointError, match="3D"):
+        NATransformer(preset="tiny", channel_slots=[15], dims=(3,), layers=1, pretrained=str(path))
+
+
+def test_foreign_and_damaged_files_are_refused(tmp_path):
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"model_state_dict": {}}, foreign)
+    with pytest.raises(CheckpointError, match="not a well-upao checkpoint"):
+        read_checkpoint(foreign)
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(b"not a zip")
+    with pytest.raises(CheckpointError, match="cannot read"):
+        read_checkpoint(damaged)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        read_checkpoint(tmp_path / "missing.pt")
+
+
+def test_wrapper_prefixes_never_reach_the_file():
+    model = NATransformer(preset="tiny", channel_slots=[0], dims=(1,), layers=1)
+    wrapped = torch.nn.Sequential()
+    wrapped.module = model  # what DDP looks like
+    payload = build_payload(wrapped)
+    assert not any(k.startswith("module.") for k in payload["state_dict"])
+    assert clean_state_dict({"module._orig_mod.a": 1}) == {"a": 1}

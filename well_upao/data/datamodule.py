@@ -1,0 +1,23 @@
+"""The data module our Hydra data configs instantiate: The Well's ``WellDataModule`` plus name registration.
+
+The Well's datasets assert that the dataset name is one of theirs; we register ours first, and check that the
+files exist so a missing dataset gives a one-line hint instead of an assertion deep in the loader.
+"""
+
+from __future__ import annotations
+
+from the_well.data import WellDataModule
+
+from well_upao.data.metadata import first_file
+from well_upao.data.registry import register_dataset_names
+
+
+class WellUpaoDataModule(WellDataModule):
+    """``WellDataModule`` that accepts our dataset names (same arguments)."""
+
+    def __init__(self, well_base_path: str, well_dataset_name: str, batch_size: int, **kwargs):
+        register_dataset_names([well_dataset_name])
+        for split in ("train", "valid", "test"):
+            first_file(well_base_path, well_dataset_name, split)  # clear error when missing
+        super().__init__(well_base_path=str(well_base_path), well_dataset_name=well_dataset_name,
+                         batch_size=batch_size, **kwargs)

@@ -1,0 +1,31 @@
+"""Read what a model needs to know about a Well dataset (channel names, sizes) from its files alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+
+from well_upao.data.validate import flattened_channel_names
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """No HDF5 file where the dataset should be."""
+
+
+def first_file(well_base_path: str | Path, dataset_name: str, split: str = "train") -> Path:
+    directory = Path(well_base_path) / dataset_name / "data" / split
+    files = sorted(list(directory.glob("*.hdf5")) + list(directory.glob("*.h5")))
+    if not files:
+        raise DatasetNotFoundError(
+            f"no HDF5 files in {directory}; generate the dataset first "
+            f"(e.g. `well-upao generate-exact --pde {dataset_name} --out {well_base_path}`) "
+            "or point WELL_BASE_PATH / data.well_base_path at it"
+        )
+    return files[0]
+
+
+def dataset_channel_names(well_base_path: str | Path, dataset_name: str) -> list[str]:
+    """Flattened channel names in the Well's order (t0 fields, then t1 components, then t2)."""
+    with h5py.File(first_file(well_base_path, dataset_name), "r") as f:
+        return flattened_channel_names(f)

@@ -1,0 +1,1 @@
+"""Models: neighborhood attention, the NA Transformer backbone, LoRA/NSLoRA adapters."""

@@ -1,0 +1,179 @@
+"""One versioned checkpoint schema for everything well-upao writes (INTERFACES.md section 4).
+
+    {"format": "well-upao", "version": 1,
+     "model": {"target": "<module>.<class>", "config": {...}},   # enough to rebuild the model from the file
+     "slot_table": <hash>, "state_dict": {...},
+     "adapters": None | {"kind", "config", "state_dict", "backbone_sha256"},
+     "train": {"epoch", "optimizer", "scheduler", "metrics", ...},
+     # plus the keys the Well's Trainer reads, so its own resume logic works:
+     "epoch", "model_state_dict", "optimizer_state_dit", "validation_loss", "best_validation_loss"}
+
+Tensors shared between ``state_dict`` and ``model_state_dict`` are stored once by ``torch.save``. Files are
+written to a temporary name and renamed when complete. DDP/FSDP ``module.`` prefixes never reach the file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from well_upao.data.slots import slot_table_hash
+
+FORMAT = "well-upao"
+VERSION = 1
+#: configuration keys that fix the backbone's parameter shapes
+ARCHITECTURE_KEYS = (
+    "hidden",
+    "layers",
+    "heads",
+    "patch",
+    "kernel",
+    "temporal_kernel",
+    "n_steps_input",
+    "encoder_width",
+)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is not ours, is damaged, or does not fit the model."""
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The bare model inside DDP / FSDP / torch.compile wrappers."""
+    while hasattr(model, "module") and isinstance(model.module, nn.Module):
+        model = model.module
+    return getattr(model, "_orig_mod", model)
+
+
+def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Drop ``module.`` / ``_orig_mod.`` prefixes left by wrappers."""
+    out = {}
+    for key, value in state.items():
+        while key.startswith(("module.", "_orig_mod.")):
+            key = key.split(".", 1)[1]
+        out[key] = value
+    return out
+
+
+def model_target(model: nn.Module) -> str:
+    cls = type(unwrap(model))
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def build_payload(
+    model: nn.Module,
+    *,
+    epoch: int = 0,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler_state: dict | None = None,
+    validation_loss: float | None = None,
+    best_validation_loss: float | None = None,
+    metrics: dict | None = None,
+    adapters: dict | None = None,
+    extra_train: dict | None = None,
+) -> dict[str, Any]:
+    bare = unwrap(model)
+    state = clean_state_dict(bare.state_dict())
+    optimizer_state = optimizer.state_dict() if optimizer is not None else None
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": {"target": model_target(bare), "config": dict(getattr(bare, "config", {}))},
+        "slot_table": slot_table_hash(),
+        "state_dict": state,
+        "adapters": adapters,
+        "train": {
+            "epoch": epoch,
+            "optimizer": optimizer_state,
+            "scheduler": scheduler_state,
+            "metrics": metrics or {},
+            **(extra_train or {}),
+        },
+        # The Well's Trainer keys (its spelling)
+        "epoch": epoch,
+        "model_state_dict": state,
+        "optimizer_state_dit": optimizer_state,
+        "validation_loss": validation_loss,
+        "best_validation_loss": best_validation_loss,
+    }
+
+
+def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
+    """``torch.save`` to a temporary file in the same directory, then an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # torch raises many types for damaged files
+        raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a well-upao checkpoint (no 'format': '{FORMAT}')")
+    if payload.get("version") != VERSION:
+        raise CheckpointError(f"{path} has schema version {payload.get('version')}, this code reads {VERSION}")
+    if payload.get("slot_table") != slot_table_hash():
+        raise CheckpointError(f"{path} was written with another channel-slot table")
+    return payload
+
+
+def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
+    """Instantiate the model class named in the checkpoint with its stored config (plus ``overrides``)."""
+    module_name, _, class_name = payload["model"]["target"].rpartition(".")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    config = {k: v for k, v in payload["model"]["config"].items() if k != "pretrained"}
+    return cls(**{**config, **overrides})
+
+
+def load_model(path: str | Path, **overrides) -> nn.Module:
+    """Rebuild a model from the checkpoint file alone and load its weights."""
+    payload = read_checkpoint(path)
+    model = build_model(payload, **overrides)
+    model.load_state_dict(payload["state_dict"])
+    return model
+
+
+def check_architecture(model_config: dict, checkpoint_config: dict, path: str | Path) -> None:
+    mismatched = {
+        key: (checkpoint_config.get(key), model_config.get(key))
+        for key in ARCHITECTURE_KEYS
+        if checkpoint_config.get(key) != model_config.get(key)
+    }
+    if mismatched:
+        details = ", ".join(f"{k}: checkpoint {a} vs model {b}" for k, (a, b) in mismatched.items())
+        raise CheckpointError(
+            f"{path} holds a backbone of preset {checkpoint_config.get('preset')!r} that does not fit this model "
+            f"(preset {model_config.get('preset')!r}): {details}"
+        )
+
+
+def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
+    """Load a backbone checkpoint into ``model`` (same architecture; dimensionalities may be a subset)."""
+    payload = read_checkpoint(path)
+    check_architecture(model.config, payload["model"]["config"], path)
+    missing_dims = set(model.config["dims"]) - set(payload["model"]["config"].get("dims", []))
+    if missing_dims:
+        parts = ", ".join(f"{d}D" for d in sorted(missing_dims))
+        raise CheckpointError(f"{path} has no weights for the {parts} parts this model needs")
+    own = model.state_dict()
+    state = {k: v for k, v in payload["state_dict"].items() if k in own}
+    missing = sorted(set(own) - set(state))
+    if missing:
+        raise CheckpointError(f"{path} lacks {len(missing)} backbone tensors, e.g. {missing[:3]}")
+    model.load_state_dict(state)

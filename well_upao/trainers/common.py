@@ -1,0 +1,186 @@
+"""What our trainers share on top of The Well's ``Trainer``.
+
+The Well's harness steps its LR scheduler once per epoch and never clips gradients; the paper's protocol
+(appendix "Training Protocol") uses a per-step linear warm-up and cosine decay ``lr -> lr_min`` and gradient
+clipping at norm 1.0. ``WellUpaoTrainer`` does both itself, shows a progress bar, writes checkpoints in our
+schema (which also carries the Well's keys), and gives subclasses one hook: ``training_loss(batch)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from typing import Any
+
+import torch
+import wandb
+from torch.optim.lr_scheduler import LambdaLR
+from tqdm.auto import tqdm
+
+from the_well.benchmark.trainer import Trainer
+from well_upao.data.slots import N_SLOTS
+from well_upao.models.checkpoint import (
+    CheckpointError,
+    build_payload,
+    clean_state_dict,
+    save_checkpoint,
+    unwrap,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: float) -> float:
+    """LR multiplier: linear warm-up ``(step + 1) / warmup`` then cosine from 1 down to ``min_ratio``."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+class WellUpaoTrainer(Trainer):
+    """The Well's ``Trainer`` with per-step warm-up + cosine LR, gradient clipping and our checkpoints.
+
+    Extra arguments (all from the trainer config): ``grad_clip`` (max gradient norm, ``0`` disables),
+    ``warmup_steps``, ``lr_min`` (end of the cosine), ``progress`` (tqdm bars).
+    """
+
+    def __init__(
+        self,
+        *args,
+        grad_clip: float = 1.0,
+        warmup_steps: int = 200,
+        lr_min: float = 1e-6,
+        progress: bool = True,
+        **kwargs,
+    ):
+        self.grad_clip = float(grad_clip)
+        self.warmup_steps = int(warmup_steps)
+        self.lr_min = float(lr_min)
+        self.progress = bool(progress)
+        self.step_scheduler: LambdaLR | None = None
+        self._scheduler_state: dict | None = None
+        self.global_step = 0
+        super().__init__(*args, **kwargs)
+        if self.lr_scheduler is not None:
+            logger.info("well-upao trainers schedule the LR per step; the harness's epoch scheduler is ignored")
+            self.lr_scheduler = None
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def bare_model(self) -> torch.nn.Module:
+        return unwrap(self.model)
+
+    def batch_frames(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Input and output frames of a batch concatenated in time: ``(B, T_in + T_out, *space, C)``."""
+        return torch.cat([batch["input_fields"], batch["output_fields"]], dim=1).to(self.device)
+
+    def slot_mask(self) -> torch.Tensor:
+        model = self.bare_model
+        if hasattr(model, "slot_mask"):
+            return model.slot_mask(self.device)
+        return torch.ones(N_SLOTS, device=self.device)
+
+    def _ensure_scheduler(self, steps_per_epoch: int) -> None:
+        if self.step_scheduler is not None or self.optimizer is None:
+            return
+        total = max(1, steps_per_epoch * self.max_epoch)
+        base_lr = self.optimizer.param_groups[0]["lr"]
+        if "initial_lr" not in self.optimizer.param_groups[0]:
+            for group in self.optimizer.param_groups:
+                group["initial_lr"] = group["lr"]
+        else:
+            base_lr = self.optimizer.param_groups[0]["initial_lr"]
+        ratio = min(1.0, self.lr_min / base_lr) if base_lr > 0 else 0.0
+        # short runs: never spend more than half of the steps warming up
+        warmup = max(1, min(self.warmup_steps, total // 2))
+        self.step_scheduler = LambdaLR(self.optimizer, lambda s: warmup_cosine(s, warmup, total, ratio))
+        if self._scheduler_state is not None:
+            self.step_scheduler.load_state_dict(self._scheduler_state)
+
+    # ------------------------------------------------------------------ training
+    def training_loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """Scalar loss of one batch and named values to log. Subclasses implement this."""
+        raise NotImplementedError
+
+    def train_one_epoch(self, epoch: int, dataloader) -> tuple[float, dict[str, Any]]:
+        self.model.train()
+        self._ensure_scheduler(len(dataloader))
+        totals: dict[str, float] = {}
+        epoch_loss = 0.0
+        start = time.time()
+        bar = tqdm(dataloader, desc=f"epoch {epoch}/{self.max_epoch}", leave=False, disable=not self.progress)
+        for batch in bar:
+            with torch.autocast(self.device.type, enabled=self.enable_amp, dtype=self.amp_type):
+                loss, logs = self.training_loss(batch)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"non-finite training loss at epoch {epoch}: {loss.item()}")
+            self.optimizer.zero_grad(set_to_none=True)
+            self.grad_scaler.scale(loss).backward()
+            if self.grad_clip > 0:
+                self.grad_scaler.unscale_(self.optimizer)
+                logs["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip))
+            self.grad_scaler.step(self.optimizer)
+            self.grad_scaler.update()
+            if self.step_scheduler is not None:
+                self.step_scheduler.step()
+            self.global_step += 1
+            epoch_loss += loss.item() / len(dataloader)
+            for key, value in logs.items():
+                totals[key] = totals.get(key, 0.0) + float(value) / len(dataloader)
+            bar.set_postfix(loss=f"{loss.item():.3e}")
+        logs = {f"train_{k}": v for k, v in totals.items()}
+        logs["train_loss"] = epoch_loss
+        logs["time_per_train_iter"] = (time.time() - start) / max(1, len(dataloader))
+        logs["lr"] = self.optimizer.param_groups[0]["lr"]
+        logger.info(f"epoch {epoch}: train loss {epoch_loss:.4e} lr {logs['lr']:.2e}")
+        return epoch_loss, logs
+
+    def train(self):
+        if self.starting_epoch > self.max_epoch:
+            logger.warning(
+                f"the run already finished its {self.max_epoch} epochs (resumed from its recent.pt); nothing to "
+                "train. Raise trainer.epochs, or start a new run with auto_resume=false."
+            )
+            return
+        super().train()
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:
+        return build_payload(
+            self.model,
+            epoch=epoch,
+            optimizer=self.optimizer,
+            scheduler_state=self.step_scheduler.state_dict() if self.step_scheduler else None,
+            validation_loss=validation_loss,
+            best_validation_loss=self.best_val_loss,
+            extra_train={"global_step": self.global_step},
+        )
+
+    def save_model(self, epoch: int, validation_loss: float, output_path: str) -> None:
+        save_checkpoint(output_path, self.checkpoint_payload(epoch, validation_loss))
+
+    def load_checkpoint(self, checkpoint_path: str) -> None:
+        logger.info(f"resuming from {checkpoint_path}")
+        if not os.path.isfile(checkpoint_path):
+            raise CheckpointError(f"checkpoint {checkpoint_path} does not exist")
+        payload = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        state = payload.get("state_dict", payload.get("model_state_dict"))
+        if state is None:
+            raise CheckpointError(f"{checkpoint_path} has no model weights")
+        self.bare_model.load_state_dict(clean_state_dict(state))
+        optimizer_state = payload.get("optimizer_state_dit")
+        if self.optimizer is not None and optimizer_state is not None:
+            self.optimizer.load_state_dict(optimizer_state)
+        train = payload.get("train", {})
+        self._scheduler_state = train.get("scheduler")
+        self.global_step = int(train.get("global_step", 0))
+        self.best_val_loss = payload.get("best_validation_loss")
+        self.starting_val_loss = payload.get("validation_loss") or float("inf")
+        self.starting_epoch = int(payload.get("epoch", 0)) + 1
+
+    def log(self, values: dict[str, Any], step: int) -> None:
+        if wandb.run is not None:
+            wandb.log(values, step=step)

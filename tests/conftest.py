@@ -13,7 +13,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def pytest_configure(config: pytest.Config) -> None:
     installed_at = Path(well_upao.__file__).resolve()
-    if REPO_ROOT in installed_at.parents:
+    if installed_at.parent == REPO_ROOT / "well_upao":
         raise pytest.UsageError(
             f"well_upao was imported from the source tree ({installed_at}); run the tests with the installed "
             "package as the README says (`.venv/bin/pytest`, not `python -m pytest` from the repo root)."

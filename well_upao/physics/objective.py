@@ -1,0 +1,153 @@
+"""The UPAO objective: boundary-band loss plus normalised PDE residual (paper eqs. for L_BC, L_PDE, L).
+
+For each sample and each predicted frame (the model's shifted prediction ``u^_{tau+1}``, tau = 0..T-1):
+
+    L_BC  = sqrt( 1/|S_b| sum_{x in S_b} sum_c (u^_{tau+1} - u*_{tau+1})^2 )          (active channels c)
+    L_PDE = sqrt( 1/K sum_k 1/(s_k^2 |S_p|) sum_{x in S_p} R_k(u_tau, u^_{tau+1})^2 )
+    L     = lambda_BC * L_BC + L_PDE
+
+averaged over frames and samples. ``S_b`` is the band of width 1 on every face of the grid, ``S_p`` the rest.
+``s_k^2`` is the mean square of ``R_k`` over the input window (pairs of observed frames), floored at
+``(floor_rel * scale_k)^2`` where ``scale_k`` is the rms size of the equation's terms: on exact data ``s_k`` is
+only the discretisation error and could be ~0. Strategies (paper table "normalization strategy"):
+
+* ``norm``: as above, ``lambda_BC = 1e4``;
+* ``rescaled_norm``: as above, ``lambda_BC = 1e4 / min_k s_k^2`` (per sample);
+* ``no_norm``: ``s_k = 1``, ``lambda_BC = 1e4``.
+
+The band references ``u*_{tau+1}`` come from the observed inputs for ``tau < T-1`` and, for the last frame,
+from the *band only* of the next frame (``band_values``): interior ground truth never enters.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from well_upao.data.slots import N_SLOTS, SLOT_INDEX
+from well_upao.physics.pdes import PDE
+from well_upao.physics.residual import SCHEMES, equation_scales, pde_residuals, slot_fields
+from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior
+
+STRATEGIES = ("norm", "rescaled_norm", "no_norm")
+
+
+@functools.lru_cache(maxsize=32)
+def band_index(shape: tuple[int, ...], width: int = 1) -> torch.Tensor:
+    """Flat indices of the band ``S_b`` in a C-ordered grid of ``shape``."""
+    return torch.nonzero(boundary_band_mask(shape, width).flatten()).flatten()
+
+
+def band_values(frame: torch.Tensor, dims: int, width: int = 1) -> torch.Tensor:
+    """Only the band of ``frame`` ``(B, *space, C)`` -> ``(B, n_band, C)`` (a gather: interior never read)."""
+    space = tuple(frame.shape[1 : 1 + dims])
+    flat = frame.reshape(frame.shape[0], -1, frame.shape[-1])
+    return flat[:, band_index(space, width).to(frame.device)]
+
+
+@dataclass
+class UpaoTerms:
+    total: torch.Tensor
+    boundary: torch.Tensor  # L_BC, mean over samples and frames
+    residual: torch.Tensor  # L_PDE, mean over samples and frames
+    lambda_bc: torch.Tensor  # effective weight per sample
+    s2: dict[str, torch.Tensor] = field(default_factory=dict)  # per sub-equation, per sample
+    residual_mse: dict[str, torch.Tensor] = field(default_factory=dict)  # un-normalised, mean
+
+
+@dataclass
+class UpaoObjective:
+    pde: PDE
+    lambda_bc: float = 1e4
+    normalization: str = "rescaled_norm"
+    scheme: str = "crank_nicolson"
+    derivative: str = "fd"
+    floor_rel: float = 1e-4
+    floor_abs: float = 1e-30
+    band_width: int = 1
+    constants: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.normalization not in STRATEGIES:
+            raise ValueError(f"normalization must be one of {STRATEGIES}, got {self.normalization!r}")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"time scheme must be one of {SCHEMES}, got {self.scheme!r}")
+
+    def check_slots(self, active_slots: Sequence[int]) -> None:
+        missing = [v for v in self.pde.variables if SLOT_INDEX[v] not in set(active_slots)]
+        if missing:
+            raise ValueError(f"PDE {self.pde.name!r} needs slots {missing} that the dataset does not provide")
+
+    def residual_mean_squares(self, old, new, dt, params, ops, dims) -> dict[str, torch.Tensor]:
+        """Mean over S_p of R_k^2 per sample and frame: ``{k: (B, T)}``."""
+        residuals = pde_residuals(self.pde, old, new, dt, params, ops, self.scheme)
+        return {k: interior(r, dims, self.band_width).square().flatten(2).mean(-1) for k, r in residuals.items()}
+
+    def __call__(
+        self,
+        prediction: torch.Tensor,
+        inputs: torch.Tensor,
+        next_band: torch.Tensor,
+        dt: torch.Tensor,
+        scalars: Mapping[str, torch.Tensor],
+        grid: Grid,
+        mask: torch.Tensor,
+    ) -> UpaoTerms:
+        """``prediction``/``inputs``: ``(B, T, *space, 18)`` physical; ``next_band``: ``(B, n_band, 18)``;
+        ``dt``: ``(B,)``; ``scalars``: the sample's named parameters ``(B,)``; ``mask``: ``(18,)`` active slots."""
+        dims = grid.dims
+        batch, steps = inputs.shape[:2]
+        ops = Stencils(grid)
+        params = self.pde.resolve_parameters(scalars, self.constants)
+        channel_mask = mask.to(prediction.dtype).view(*([1] * 3), N_SLOTS)
+
+        # boundary band: references are the observed later inputs and the next frame's band
+        predicted_band = torch.stack([band_values(prediction[:, t], dims, self.band_width) for t in range(steps)], 1)
+        observed_band = [band_values(inputs[:, t], dims, self.band_width) for t in range(1, steps)]
+        reference_band = torch.stack([*observed_band, next_band], 1)
+        band_error = ((predicted_band - reference_band) ** 2 * channel_mask).sum(-1).mean(-1)  # (B, T)
+        l_bc = torch.sqrt(band_error + 1e-30)
+
+        old = slot_fields(inputs, self.pde.variables)
+        new = slot_fields(prediction, self.pde.variables)
+        mean_squares = self.residual_mean_squares(old, new, dt, params, ops, dims)
+
+        s2 = self.input_window_scales(inputs, dt, params, ops, dims)
+        normalized = torch.stack([mean_squares[k] / s2[k][:, None] for k in mean_squares]).mean(0)
+        l_pde = torch.sqrt(normalized + 1e-30)  # (B, T)
+        if self.normalization == "rescaled_norm":
+            lambda_bc = self.lambda_bc / torch.stack(list(s2.values())).min(0).values
+        else:
+            lambda_bc = torch.full((batch,), float(self.lambda_bc), device=inputs.device, dtype=inputs.dtype)
+        total = (lambda_bc[:, None] * l_bc + l_pde).mean()
+        return UpaoTerms(
+            total=total,
+            boundary=l_bc.mean(),
+            residual=l_pde.mean(),
+            lambda_bc=lambda_bc,
+            s2=s2,
+            residual_mse={k: v.mean() for k, v in mean_squares.items()},
+        )
+
+    @torch.no_grad()
+    def input_window_scales(self, inputs, dt, params, ops, dims) -> dict[str, torch.Tensor]:
+        """``s_k^2`` per sample from the observed window (floored), or ones for ``no_norm``."""
+        batch = inputs.shape[0]
+        names = [e.name for e in self.pde.equations]
+        if self.normalization == "no_norm":
+            return {k: torch.ones(batch, device=inputs.device, dtype=inputs.dtype) for k in names}
+        if inputs.shape[1] < 2:
+            raise ValueError(f"{self.normalization!r} needs at least 2 history frames to compute s_k")
+        old = slot_fields(inputs[:, :-1], self.pde.variables)
+        new = slot_fields(inputs[:, 1:], self.pde.variables)
+        mean_squares = self.residual_mean_squares(old, new, dt, params, ops, dims)
+        scales = equation_scales(self.pde, old, new, dt, params, ops)
+        out = {}
+        for k in names:
+            scale2 = interior(scales[k], dims, self.band_width).square().flatten(1).mean(-1)
+            floor = torch.clamp(self.floor_rel**2 * scale2, min=self.floor_abs)
+            out[k] = torch.maximum(mean_squares[k].mean(-1), floor)
+        return out

@@ -19,8 +19,8 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from well_upao.models.neighborhood_attention import axis_window_mask, neighborhood_attention
 from well_upao.models.na_transformer import NATransformer
+from well_upao.models.neighborhood_attention import axis_window_mask, neighborhood_attention
 
 KERNEL, CAUSAL = (5, 5, 5), (True, False, False)
 
@@ -81,7 +81,10 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    print(f"torch {torch.__version__}, {args.threads} threads; batch 2, 4 heads, head dim 32, kernel (5, 5, 5) causal in t\n")
+    print(
+        f"torch {torch.__version__}, {args.threads} threads; batch 2, 4 heads, head dim 32, "
+        "kernel (5, 5, 5) causal in t\n"
+    )
     print("## Forward at equal semantics (ms)\n")
     print("| token grid (t, x, y) | tokens | ours | dense masked SDPA | NATTEN CPU | full attention (lower bound) |")
     print("|---|---|---|---|---|---|")

@@ -35,7 +35,7 @@ def test_backbone_of_another_preset_is_refused(tmp_path):
     small = NATransformer(preset="small", channel_slots=[0], dims=(2,), layers=1)
     path = tmp_path / "small.pt"
     save_checkpoint(path, build_payload(small))
-    with pytest.raises(CheckpointError, match="preset 'small'.*hidden: checkpoint 192 vs model 96"):
+    with pytest.raises(CheckpointError, match=r"preset 'small'.*hidden: checkpoint 192 vs model 96"):
         NATransformer(preset="tiny", channel_slots=[0], dims=(2,), layers=1, pretrained=str(path))
 
 

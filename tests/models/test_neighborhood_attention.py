@@ -49,7 +49,10 @@ def test_matches_natten_cpu_forward(grid, kernel, dilation, causal):
 
 @pytest.mark.parametrize(
     "grid, kernel, dilation, causal",
-    [((6, 12, 14), (5, 5, 9), (1, 1, 1), (True, False, False)), ((4, 13, 11), (3, 5, 3), (1, 2, 3), (True, False, False))],
+    [
+        ((6, 12, 14), (5, 5, 9), (1, 1, 1), (True, False, False)),
+        ((4, 13, 11), (3, 5, 3), (1, 2, 3), (True, False, False)),
+    ],
 )
 def test_tiled_path_matches_natten(monkeypatch, grid, kernel, dilation, causal):
     monkeypatch.setattr(na_module, "DENSE_TOKEN_LIMIT", 16)  # force query tiles with halos
@@ -98,7 +101,14 @@ def windows(mask):
 
 def test_hand_written_windows():
     # non-causal, kernel 3 on 6 points: shifted at the borders so every query keeps 3 neighbours
-    assert windows(axis_window_mask(6, 3, 1, False)) == [[0, 1, 2], [0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5], [3, 4, 5]]
+    assert windows(axis_window_mask(6, 3, 1, False)) == [
+        [0, 1, 2],
+        [0, 1, 2],
+        [1, 2, 3],
+        [2, 3, 4],
+        [3, 4, 5],
+        [3, 4, 5],
+    ]
     # even kernel 4: window i-2 .. i+1, clamped
     assert windows(axis_window_mask(6, 4, 1, False))[2] == [0, 1, 2, 3]
     assert windows(axis_window_mask(6, 4, 1, False))[5] == [2, 3, 4, 5]

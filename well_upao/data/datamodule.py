@@ -19,5 +19,6 @@ class WellUpaoDataModule(WellDataModule):
         register_dataset_names([well_dataset_name])
         for split in ("train", "valid", "test"):
             first_file(well_base_path, well_dataset_name, split)  # clear error when missing
-        super().__init__(well_base_path=str(well_base_path), well_dataset_name=well_dataset_name,
-                         batch_size=batch_size, **kwargs)
+        super().__init__(
+            well_base_path=str(well_base_path), well_dataset_name=well_dataset_name, batch_size=batch_size, **kwargs
+        )

@@ -69,9 +69,7 @@ class PatchDecoder(nn.Module):
         self.up2 = CONV_TRANSPOSE[dims](width, channels, s1, stride=s1)
         self.conv0 = CONV[dims](channels, channels, 3, padding=1)
         pad = smoothing_kernel // 2
-        self.smooth = nn.ModuleList(
-            CONV[dims](channels, channels, smoothing_kernel, padding=pad) for _ in range(3)
-        )
+        self.smooth = nn.ModuleList(CONV[dims](channels, channels, smoothing_kernel, padding=pad) for _ in range(3))
         for conv in (self.conv0, self.smooth[-1]):
             nn.init.zeros_(conv.weight)
             nn.init.zeros_(conv.bias)

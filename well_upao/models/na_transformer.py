@@ -152,9 +152,7 @@ class NATransformer(nn.Module):
             if len(channel_slots) > N_SLOTS or len(set(channel_slots)) != len(channel_slots):
                 raise SlotError(f"{len(channel_slots)} channels cannot map one-to-one onto {N_SLOTS} slots")
             if dim_out is not None and int(dim_out) != len(channel_slots):
-                raise ModelInputError(
-                    f"the dataset has {dim_out} channels but the slot map lists {len(channel_slots)}"
-                )
+                raise ModelInputError(f"the dataset has {dim_out} channels but the slot map lists {len(channel_slots)}")
         elif dim_out is not None and int(dim_out) > N_SLOTS:
             raise SlotError(f"{dim_out} channels exceed the {N_SLOTS} slots of the unified representation")
         if history is not None and int(history) > size["n_steps_input"]:
@@ -183,10 +181,7 @@ class NATransformer(nn.Module):
             {str(d): PatchEncoder(d, N_SLOTS, hidden, size["encoder_width"], patch) for d in dims}
         )
         self.decoders = nn.ModuleDict(
-            {
-                str(d): PatchDecoder(d, N_SLOTS, hidden, size["encoder_width"], patch, 7 if d < 3 else 3)
-                for d in dims
-            }
+            {str(d): PatchDecoder(d, N_SLOTS, hidden, size["encoder_width"], patch, 7 if d < 3 else 3) for d in dims}
         )
         self.time_embedding = nn.Parameter(torch.randn(self.t_in, hidden) * 0.02)
         self.blocks = nn.ModuleList(

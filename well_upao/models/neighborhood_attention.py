@@ -136,9 +136,7 @@ def _torch_neighborhood_attention(q, k, v, kernel, dilation, causal, tile):
     n_tokens = math.prod(grid)
     query_index, key_index, mask, select = _tiling(tuple(grid), kernel, dilation, causal, tile)
     device = q.device
-    query_index, key_index, mask, select = (
-        t.to(device) for t in (query_index, key_index, mask, select)
-    )
+    query_index, key_index, mask, select = (t.to(device) for t in (query_index, key_index, mask, select))
     # (B, heads, N, D) token-major
     q, k, v = (t.reshape(batch, n_tokens, heads, dim).transpose(1, 2) for t in (q, k, v))
     # tiles ride in SDPA's "heads" slot and batch x heads in its batch slot: 4-D inputs keep SDPA's fused CPU
@@ -214,7 +212,7 @@ def reference_neighborhood_attention(
     Non-causal: centre ``c = clamp(j, k // 2, L_r - 1 - (k // 2 + k % 2 - 1))`` within the residue class,
     window ``c - k // 2 .. c - k // 2 + k - 1``. Causal: ``j - k + 1 .. j`` truncated at 0.
     """
-    batch, *grid, heads, dim = query.shape
+    _, *grid, _, dim = query.shape
     neighbours_per_axis = []
     for length, k, d, c in zip(grid, kernel_size, dilation, is_causal, strict=True):
         lists = []

@@ -37,14 +37,14 @@ VELOCITY = ("Vx", "Vy", "Vz")
 class SubEquation:
     """``R = (Q(u_new) - Q(u_old)) / dt + N(u_theta)``; ``rate=None`` makes it a constraint ``R = N(u_theta)``.
 
-    ``scale`` (optional) gives the magnitude of the equation's terms for the normalisation floor; by default
-    the magnitude of the rate term is used.
+    ``flux`` may return one tensor or a tuple of the operator's separate terms (summed into ``N``); the terms'
+    magnitudes ``|d_t Q| + sum |term|`` give the equation's natural scale (used for the normalisation floor
+    and to report relative residuals), so return the terms separately when they can cancel each other.
     """
 
     name: str
     rate: Term | None
     flux: Term
-    scale: Term | None = None
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,10 @@ def field_of(name: str) -> Term:
     return lambda f, p, ops: f[name]
 
 
-def advection(ops: Stencils, quantity: torch.Tensor, velocities: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Conservative upwind ``div(v q) = sum_a d_a(v_a q)``, face velocity ``v_a`` (``= v . grad q`` when
-    ``div v = 0``)."""
-    return sum(ops.upwind_derivative(v * quantity, v, a) for a, v in enumerate(velocities))
+def advection(ops: Stencils, quantity: torch.Tensor, velocities: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """Conservative upwind ``div(v q) = sum_a d_a(v_a q)`` as its per-axis terms (face velocity ``v_a``);
+    equals ``v . grad q`` when ``div v = 0``."""
+    return tuple(ops.upwind_derivative(v * quantity, v, a) for a, v in enumerate(velocities))
 
 
 def velocities(f: Fields, dims: int) -> list[torch.Tensor]:
@@ -110,12 +110,11 @@ def velocities(f: Fields, dims: int) -> list[torch.Tensor]:
 
 
 def continuity(dims: int) -> SubEquation:
-    """``div v = 0`` (central differences), scaled by the size of the velocity gradients."""
+    """``div v = 0`` (central differences); terms ``d_a v_a``."""
     return SubEquation(
         "continuity",
         rate=None,
-        flux=lambda f, p, ops: ops.divergence(velocities(f, dims)),
-        scale=lambda f, p, ops: sum(ops.d(v, a).abs() for a, v in enumerate(velocities(f, dims))),
+        flux=lambda f, p, ops: tuple(ops.d(v, a) for a, v in enumerate(velocities(f, dims))),
     )
 
 
@@ -125,10 +124,10 @@ def incompressible_momentum(dims: int, viscosity: Callable[[Params], torch.Tenso
     def make(a: int) -> SubEquation:
         def flux(f, p, ops):
             vel = velocities(f, dims)
-            out = advection(ops, vel[a], vel) + ops.d(f["pressure"], a) - viscosity(p) * ops.laplacian(vel[a])
+            terms = (*advection(ops, vel[a], vel), ops.d(f["pressure"], a), -viscosity(p) * ops.laplacian(vel[a]))
             if buoyancy_axis == a:
-                out = out - f["buoyancy"]
-            return out
+                terms = (*terms, -f["buoyancy"])
+            return terms
 
         return SubEquation(f"momentum_{'xyz'[a]}", rate=field_of(VELOCITY[a]), flux=flux)
 
@@ -139,8 +138,10 @@ def advection_diffusion(name: str, quantity: str, dims: int, diffusivity: Callab
     return SubEquation(
         name,
         rate=field_of(quantity),
-        flux=lambda f, p, ops: advection(ops, f[quantity], velocities(f, dims))
-        - diffusivity(p) * ops.laplacian(f[quantity]),
+        flux=lambda f, p, ops: (
+            *advection(ops, f[quantity], velocities(f, dims)),
+            -diffusivity(p) * ops.laplacian(f[quantity]),
+        ),
     )
 
 
@@ -150,10 +151,9 @@ def constant_velocity_advection(quantity: str, speed_names: Sequence[str], diffu
     def flux(f, p, ops):
         u = f[quantity]
         speeds = [p[s] * torch.ones_like(u) for s in speed_names]
-        out = advection(ops, u, speeds)
-        if diffusivity is not None:
-            out = out - p[diffusivity] * ops.laplacian(u)
-        return out
+        if diffusivity is None:
+            return advection(ops, u, speeds)
+        return (*advection(ops, u, speeds), -p[diffusivity] * ops.laplacian(u))
 
     return SubEquation("advection", rate=field_of(quantity), flux=flux)
 
@@ -175,7 +175,7 @@ register_pde(
         parameters=("c",),
         equations=(
             SubEquation("u", rate=field_of("height"), flux=lambda f, p, ops: -f["Vz"]),
-            SubEquation("w", rate=field_of("Vz"), flux=lambda f, p, ops: -p["c"] ** 2 * ops.laplacian(f["height"])),
+            SubEquation("w", rate=field_of("Vz"), flux=lambda f, p, ops: -(p["c"] ** 2) * ops.laplacian(f["height"])),
         ),
         description="first-order wave system: d_t u = w, d_t w = c^2 Lap u (u in 'height', w in 'Vz')",
     )
@@ -196,7 +196,7 @@ def _burgers2d_momentum(a: int) -> SubEquation:
     def flux(f, p, ops):
         kinetic = 0.5 * (f["Vx"] ** 2 + f["Vy"] ** 2)
         own = f[VELOCITY[a]]
-        return ops.upwind_derivative(kinetic, own, a) - p["nu"] * ops.laplacian(own)
+        return ops.upwind_derivative(kinetic, own, a), -p["nu"] * ops.laplacian(own)
 
     return SubEquation(f"momentum_{'xy'[a]}", rate=field_of(VELOCITY[a]), flux=flux)
 
@@ -220,8 +220,10 @@ register_pde(
             SubEquation(
                 "momentum_x",
                 rate=field_of("Vx"),
-                flux=lambda f, p, ops: ops.upwind_derivative(0.5 * f["Vx"] ** 2, f["Vx"], 0)
-                - p["nu"] * ops.d2(f["Vx"], 0),
+                flux=lambda f, p, ops: (
+                    ops.upwind_derivative(0.5 * f["Vx"] ** 2, f["Vx"], 0),
+                    -p["nu"] * ops.d2(f["Vx"], 0),
+                ),
             ),
         ),
         description="viscous Burgers: d_t u + d_x(u^2 / 2) = nu d_xx u",
@@ -258,16 +260,20 @@ register_pde(
             SubEquation(
                 "A",
                 rate=field_of("concentration_u"),
-                flux=lambda f, p, ops: -p["delta_A"] * ops.laplacian(f["concentration_u"])
-                + f["concentration_u"] * f["concentration_v"] ** 2
-                - p["F"] * (1 - f["concentration_u"]),
+                flux=lambda f, p, ops: (
+                    -p["delta_A"] * ops.laplacian(f["concentration_u"]),
+                    f["concentration_u"] * f["concentration_v"] ** 2,
+                    -p["F"] * (1 - f["concentration_u"]),
+                ),
             ),
             SubEquation(
                 "B",
                 rate=field_of("concentration_v"),
-                flux=lambda f, p, ops: -p["delta_B"] * ops.laplacian(f["concentration_v"])
-                - f["concentration_u"] * f["concentration_v"] ** 2
-                + (p["F"] + p["k"]) * f["concentration_v"],
+                flux=lambda f, p, ops: (
+                    -p["delta_B"] * ops.laplacian(f["concentration_v"]),
+                    -f["concentration_u"] * f["concentration_v"] ** 2,
+                    (p["F"] + p["k"]) * f["concentration_v"],
+                ),
             ),
         ),
         description="Gray-Scott: d_t A = dA Lap A - A B^2 + F(1 - A), d_t B = dB Lap B + A B^2 - (F + k) B",
@@ -315,7 +321,7 @@ register_pde(
         parameters=(),
         constants={"d_T": 0.05},
         equations=(continuity(2), advection_diffusion("concentration", "concentration_rho", 2, lambda p: p["d_T"])),
-        description="partial: Stokes incompressibility div v = 0 and concentration transport d_t c + div(v c) = d_T Lap c",
+        description="partial: incompressibility div v = 0 and concentration transport d_t c + div(v c) = d_T Lap c",
         notes=(
             "The paper keeps only concentration and velocity. From them we can form (1) incompressibility of the "
             "Stokes flow and (2) conservation of the concentration advected by it with translational diffusion "
@@ -337,14 +343,18 @@ register_pde(
             SubEquation(
                 "u",
                 rate=field_of("concentration_u"),
-                flux=lambda f, p, ops: -p["D_u"] * ops.laplacian(f["concentration_u"])
-                - (f["concentration_u"] - f["concentration_u"] ** 3 - p["k"] - f["concentration_v"]),
+                flux=lambda f, p, ops: (
+                    -p["D_u"] * ops.laplacian(f["concentration_u"]),
+                    -(f["concentration_u"] - f["concentration_u"] ** 3 - p["k"] - f["concentration_v"]),
+                ),
             ),
             SubEquation(
                 "v",
                 rate=field_of("concentration_v"),
-                flux=lambda f, p, ops: -p["D_v"] * ops.laplacian(f["concentration_v"])
-                - (f["concentration_u"] - f["concentration_v"]),
+                flux=lambda f, p, ops: (
+                    -p["D_v"] * ops.laplacian(f["concentration_v"]),
+                    -(f["concentration_u"] - f["concentration_v"]),
+                ),
             ),
         ),
         description="FitzHugh-Nagumo: d_t u = Du Lap u + u - u^3 - k - v, d_t v = Dv Lap v + u - v (PDEBench values)",
@@ -358,11 +368,11 @@ def _swe_momentum(a: int) -> SubEquation:
 
     def flux(f, p, ops):
         h, vel = f["height"], velocities(f, 2)
-        out = 0
+        terms = []
         for b in range(2):
             momentum_flux = h * vel[a] * vel[b] + (0.5 * p["g"] * h**2 if a == b else 0)
-            out = out + ops.upwind_derivative(momentum_flux, vel[b], b)
-        return out
+            terms.append(ops.upwind_derivative(momentum_flux, vel[b], b))
+        return tuple(terms)
 
     return SubEquation(f"momentum_{'xy'[a]}", rate=rate, flux=flux)
 
@@ -374,7 +384,9 @@ register_pde(
         parameters=(),
         constants={"g": 1.0},
         equations=(
-            SubEquation("mass", rate=field_of("height"), flux=lambda f, p, ops: advection(ops, f["height"], velocities(f, 2))),
+            SubEquation(
+                "mass", rate=field_of("height"), flux=lambda f, p, ops: advection(ops, f["height"], velocities(f, 2))
+            ),
             _swe_momentum(0),
             _swe_momentum(1),
         ),
@@ -396,9 +408,11 @@ register_pde(
             SubEquation(
                 "vorticity",
                 rate=_vorticity,
-                flux=lambda f, p, ops: advection(ops, _vorticity(f, p, ops), velocities(f, 2))
-                - p["nu"] * ops.laplacian(_vorticity(f, p, ops))
-                - f["buoyancy"],
+                flux=lambda f, p, ops: (
+                    *advection(ops, _vorticity(f, p, ops), velocities(f, 2)),
+                    -p["nu"] * ops.laplacian(_vorticity(f, p, ops)),
+                    -f["buoyancy"],
+                ),
             ),
             continuity(2),
         ),
@@ -424,12 +438,12 @@ def _compressible_ns(dims: int) -> PDE:
         def flux(f, p, ops):
             vel = velocities(f, dims)
             divergence = ops.divergence(vel)
-            out = sum(ops.upwind_derivative(f["density"] * vel[a] * vel[b], vel[b], b) for b in range(dims))
+            convection = sum(ops.upwind_derivative(f["density"] * vel[a] * vel[b], vel[b], b) for b in range(dims))
             return (
-                out
-                + ops.d(f["pressure"], a)
-                - p["eta"] * ops.laplacian(vel[a])
-                - (p["zeta"] + p["eta"] / 3.0) * ops.d(divergence, a)
+                convection,
+                ops.d(f["pressure"], a),
+                -p["eta"] * ops.laplacian(vel[a]),
+                -(p["zeta"] + p["eta"] / 3.0) * ops.d(divergence, a),
             )
 
         return SubEquation(f"momentum_{'xyz'[a]}", rate=lambda f, p, ops: f["density"] * f[VELOCITY[a]], flux=flux)
@@ -440,11 +454,9 @@ def _compressible_ns(dims: int) -> PDE:
     def energy_flux(f, p, ops):
         vel = velocities(f, dims)
         total = energy_rate(f, p, ops) + f["pressure"]
-        out = sum(ops.upwind_derivative(total * vel[b], vel[b], b) for b in range(dims))
-        for b in range(dims):
-            work = sum(vel[a] * viscous_stress(f, p, ops, a, b) for a in range(dims))
-            out = out - ops.d(work, b)
-        return out
+        convection = sum(ops.upwind_derivative(total * vel[b], vel[b], b) for b in range(dims))
+        viscous = sum(ops.d(sum(vel[a] * viscous_stress(f, p, ops, a, b) for a in range(dims)), b) for b in range(dims))
+        return convection, -viscous
 
     return PDE(
         name=f"compressible_ns_{dims}d",
@@ -452,7 +464,9 @@ def _compressible_ns(dims: int) -> PDE:
         parameters=("eta", "zeta"),
         equations=(
             SubEquation(
-                "mass", rate=field_of("density"), flux=lambda f, p, ops: advection(ops, f["density"], velocities(f, dims))
+                "mass",
+                rate=field_of("density"),
+                flux=lambda f, p, ops: advection(ops, f["density"], velocities(f, dims)),
             ),
             *(momentum(a) for a in range(dims)),
             SubEquation("energy", rate=energy_rate, flux=energy_flux),

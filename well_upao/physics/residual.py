@@ -58,26 +58,31 @@ def pde_residuals(
     state = theta_state(old, new, scheme)
     residuals = {}
     for equation in pde.equations:
-        value = equation.flux(state, params, ops)
+        value = sum_terms(equation.flux(state, params, ops))
         if equation.rate is not None:
             value = (equation.rate(new, params, ops) - equation.rate(old, params, ops)) / dt + value
         residuals[equation.name] = value
     return residuals
 
 
+def sum_terms(terms: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+    return terms if isinstance(terms, torch.Tensor) else sum(terms)
+
+
 def equation_scales(
     pde: PDE, old: Fields, new: Fields, dt: torch.Tensor, params: Mapping, ops: Stencils
 ) -> dict[str, torch.Tensor]:
-    """Pointwise magnitude of each sub-equation's terms (its ``scale`` term, else ``|d_t Q_k|``)."""
+    """Pointwise size of each sub-equation's terms, ``|d_t Q_k| + sum_i |N_k,i|`` at the midpoint state."""
     ndim = next(iter(old.values())).ndim
     dt = broadcast_parameters({"dt": dt}, ndim)["dt"]
     params = broadcast_parameters(params, ndim)
+    state = theta_state(old, new, "crank_nicolson")
     out = {}
     for equation in pde.equations:
-        if equation.scale is not None:
-            out[equation.name] = equation.scale(theta_state(old, new, "crank_nicolson"), params, ops)
-        elif equation.rate is not None:
-            out[equation.name] = ((equation.rate(new, params, ops) - equation.rate(old, params, ops)) / dt).abs()
-        else:
-            out[equation.name] = torch.zeros_like(next(iter(old.values())))
+        terms = equation.flux(state, params, ops)
+        terms = (terms,) if isinstance(terms, torch.Tensor) else tuple(terms)
+        size = sum(t.abs() if isinstance(t, torch.Tensor) else abs(t) for t in terms)
+        if equation.rate is not None:
+            size = size + ((equation.rate(new, params, ops) - equation.rate(old, params, ops)) / dt).abs()
+        out[equation.name] = size * torch.ones_like(next(iter(old.values())))
     return out

@@ -1,5 +1,6 @@
 """Trainers for The Well's harness: ``shifted`` (supervised) and ``upao`` (unsupervised)."""
 
 from well_upao.trainers.shifted import ShiftedTrainer
+from well_upao.trainers.upao import UpaoTrainer
 
-__all__ = ["ShiftedTrainer"]
+__all__ = ["ShiftedTrainer", "UpaoTrainer"]

@@ -8,6 +8,7 @@ schema (which also carries the Well's keys), and gives subclasses one hook: ``tr
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -16,10 +17,10 @@ from typing import Any
 
 import torch
 import wandb
+from the_well.benchmark.trainer import Trainer
 from torch.optim.lr_scheduler import LambdaLR
 from tqdm.auto import tqdm
 
-from the_well.benchmark.trainer import Trainer
 from well_upao.data.slots import N_SLOTS
 from well_upao.models.checkpoint import (
     CheckpointError,
@@ -44,7 +45,9 @@ class WellUpaoTrainer(Trainer):
     """The Well's ``Trainer`` with per-step warm-up + cosine LR, gradient clipping and our checkpoints.
 
     Extra arguments (all from the trainer config): ``grad_clip`` (max gradient norm, ``0`` disables),
-    ``warmup_steps``, ``lr_min`` (end of the cosine), ``progress`` (tqdm bars).
+    ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
+    validations without improvement of the selection criterion, ``0`` disables), ``progress`` (tqdm bars).
+    Every epoch's logs are also appended to ``<run>/artifacts/metrics.jsonl``.
     """
 
     def __init__(
@@ -53,12 +56,15 @@ class WellUpaoTrainer(Trainer):
         grad_clip: float = 1.0,
         warmup_steps: int = 200,
         lr_min: float = 1e-6,
+        patience: int = 0,
         progress: bool = True,
         **kwargs,
     ):
         self.grad_clip = float(grad_clip)
         self.warmup_steps = int(warmup_steps)
         self.lr_min = float(lr_min)
+        self.patience = int(patience)
+        self.epochs_without_improvement = 0
         self.progress = bool(progress)
         self.step_scheduler: LambdaLR | None = None
         self._scheduler_state: dict | None = None
@@ -138,14 +144,60 @@ class WellUpaoTrainer(Trainer):
         logger.info(f"epoch {epoch}: train loss {epoch_loss:.4e} lr {logs['lr']:.2e}")
         return epoch_loss, logs
 
+    def after_validation(self, epoch: int, validation_loss: float, improved: bool) -> dict[str, Any]:
+        """Hook run after each validation (e.g. the LoRA -> NSLoRA switch); returns values to log."""
+        return {}
+
     def train(self):
+        """The Well's epoch loop plus early stopping, an after-validation hook and a metrics.jsonl log."""
         if self.starting_epoch > self.max_epoch:
             logger.warning(
                 f"the run already finished its {self.max_epoch} epochs (resumed from its recent.pt); nothing to "
                 "train. Raise trainer.epochs, or start a new run with auto_resume=false."
             )
             return
-        super().train()
+        train_loader = self.datamodule.train_dataloader()
+        val_loader = self.datamodule.val_dataloader()
+        rollout_loader = self.datamodule.rollout_val_dataloader()
+        val_loss = self.starting_val_loss
+        epoch = self.starting_epoch
+        for epoch in range(self.starting_epoch, self.max_epoch + 1):
+            if self.is_distributed and hasattr(train_loader.sampler, "set_epoch"):
+                train_loader.sampler.set_epoch(epoch)
+            _, logs = self.train_one_epoch(epoch, train_loader)
+            last = epoch == self.max_epoch
+            stop = False
+            if epoch % self.val_frequency == 0 or last:
+                val_loss, val_logs = self.validation_loop(val_loader, full=last, epoch=epoch)
+                improved = self.best_val_loss is None or val_loss < self.best_val_loss
+                if improved:
+                    self.best_val_loss = val_loss
+                    self.epochs_without_improvement = 0
+                    self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, "best.pt"))
+                else:
+                    self.epochs_without_improvement += 1
+                logs |= val_logs | {"valid": val_loss, "best_valid": self.best_val_loss}
+                logs |= self.after_validation(epoch, val_loss, improved)
+                logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")
+                stop = 0 < self.patience <= self.epochs_without_improvement
+            self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, "recent.pt"))
+            if self.checkpoint_frequency >= 1 and epoch % self.checkpoint_frequency == 0:
+                self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, f"checkpoint_{epoch}.pt"))
+            if epoch % self.rollout_val_frequency == 0 or last or stop:
+                _, rollout_logs = self.validation_loop(rollout_loader, "rollout_valid", full=last or stop, epoch=epoch)
+                logs |= rollout_logs
+            self.record(logs | {"epoch": epoch}, epoch)
+            if stop:
+                logger.info(f"early stopping at epoch {epoch}: no improvement for {self.patience} validations")
+                break
+        test_loss, test_logs = self.validation_loop(
+            self.datamodule.test_dataloader(), "test", full=True, epoch=epoch + 1000
+        )
+        _, rollout_logs = self.validation_loop(
+            self.datamodule.rollout_test_dataloader(), "rollout_test", full=True, epoch=epoch + 1000
+        )
+        self.record(test_logs | rollout_logs | {"test": test_loss, "epoch": epoch}, epoch)
+        logger.info(f"test criterion {test_loss:.4e}")
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:
@@ -181,6 +233,10 @@ class WellUpaoTrainer(Trainer):
         self.starting_val_loss = payload.get("validation_loss") or float("inf")
         self.starting_epoch = int(payload.get("epoch", 0)) + 1
 
-    def log(self, values: dict[str, Any], step: int) -> None:
+    def record(self, values: dict[str, Any], step: int) -> None:
+        """Log to wandb (when on) and append one JSON line to ``<run>/artifacts/metrics.jsonl``."""
+        clean = {k: (v.item() if isinstance(v, torch.Tensor) else v) for k, v in values.items()}
         if wandb.run is not None:
-            wandb.log(values, step=step)
+            wandb.log(clean, step=step)
+        with open(os.path.join(self.artifact_folder, "metrics.jsonl"), "a") as stream:
+            stream.write(json.dumps(clean, default=float) + "\n")

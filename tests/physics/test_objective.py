@@ -1,0 +1,96 @@
+"""The UPAO objective on exact trajectories: zero band loss for the truth, residual ratios, the strategies."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from well_upao.data.slots import DATASET_SLOTS, N_SLOTS, SLOT_INDEX
+from well_upao.datasets_exact import EXACT_PDES
+from well_upao.physics import Grid, UpaoObjective, band_values, get_pde
+
+
+def exact_window(name="burgers2d", resolution=32, steps=9, index=0):
+    """18-slot frames (1, steps, *S, 18) of an exact trajectory and its scalars."""
+    pde = EXACT_PDES[name]
+    params = pde.sample_parameters(np.random.default_rng([2, index]), index)
+    times = 0.2 + np.arange(steps) * pde.default_dt
+    fields = pde.evaluate(params, pde.grid_axes(resolution), times)
+    frames = torch.zeros(1, steps, *([resolution] * pde.n_spatial_dims), N_SLOTS, dtype=torch.float64)
+    for channel, slot in DATASET_SLOTS[name].items():
+        field, _, component = channel.rpartition("_")
+        array = fields[field][..., "xyz".index(component)] if field in fields else fields[channel]
+        frames[0, ..., SLOT_INDEX[slot]] = torch.as_tensor(array)
+    mask = torch.zeros(N_SLOTS, dtype=torch.float64)
+    mask[[SLOT_INDEX[s] for s in DATASET_SLOTS[name].values()]] = 1
+    scalars = {k: torch.tensor([v], dtype=torch.float64) for k, v in params.scalars.items()}
+    grid = Grid((2 * math.pi / resolution,) * pde.n_spatial_dims, (True,) * pde.n_spatial_dims)
+    return frames, scalars, grid, mask, torch.tensor([pde.default_dt], dtype=torch.float64)
+
+
+def evaluate(objective, frames, scalars, grid, mask, dt, prediction=None):
+    inputs, truth = frames[:, :-1], frames[:, 1:]
+    prediction = truth if prediction is None else prediction
+    next_band = band_values(frames[:, -1], grid.dims)
+    return objective(prediction, inputs, next_band, dt, scalars, grid, mask)
+
+
+@pytest.mark.parametrize("name", ["burgers2d", "tg2d", "wave2d", "adv1d", "adv3d"])
+def test_the_true_next_frames_have_zero_band_loss_and_unit_scale_residual(name):
+    resolution = {1: 128, 2: 32, 3: 16}[EXACT_PDES[name].n_spatial_dims]
+    frames, scalars, grid, mask, dt = exact_window(name, resolution)
+    terms = evaluate(UpaoObjective(get_pde(name), normalization="norm"), frames, scalars, grid, mask, dt)
+    assert terms.boundary < 1e-12
+    # the truth's residual is the discretisation error, the same size as the window's own s_k
+    assert 0.3 < terms.residual.item() < 3.0
+
+
+def test_perturbed_predictions_are_penalised_by_both_terms():
+    frames, scalars, grid, mask, dt = exact_window()
+    objective = UpaoObjective(get_pde("burgers2d"), normalization="norm")
+    clean = evaluate(objective, frames, scalars, grid, mask, dt)
+    noisy_prediction = frames[:, 1:] * (1 + 1e-3 * torch.randn_like(frames[:, 1:]))
+    noisy = evaluate(objective, frames, scalars, grid, mask, dt, noisy_prediction)
+    assert noisy.residual > 20 * clean.residual
+    assert noisy.boundary > 1e-6 and noisy.total > clean.total
+
+
+def test_strategies_follow_the_paper_definitions():
+    frames, scalars, grid, mask, dt = exact_window()
+    prediction = frames[:, 1:] * 1.01
+    terms = {
+        s: evaluate(UpaoObjective(get_pde("burgers2d"), normalization=s), frames, scalars, grid, mask, dt, prediction)
+        for s in ("norm", "rescaled_norm", "no_norm")
+    }
+    s2 = terms["norm"].s2
+    assert terms["norm"].lambda_bc.item() == 1e4 and terms["no_norm"].lambda_bc.item() == 1e4
+    assert terms["rescaled_norm"].lambda_bc.item() == pytest.approx(1e4 / min(v.item() for v in s2.values()))
+    assert all(v.item() == 1.0 for v in terms["no_norm"].s2.values())
+    # no_norm's L_PDE is the raw rms residual; norm divides each sub-equation by its own s_k^2
+    raw = math.sqrt(sum(v.item() for v in terms["no_norm"].residual_mse.values()) / 2)
+    assert terms["no_norm"].residual.item() == pytest.approx(raw, rel=0.05)
+    assert terms["norm"].residual.item() > 10 * terms["no_norm"].residual.item()
+
+
+def test_scale_floor_binds_when_the_window_residual_is_tiny():
+    frames, scalars, grid, mask, dt = exact_window()
+    raw = evaluate(UpaoObjective(get_pde("burgers2d"), normalization="norm"), frames, scalars, grid, mask, dt).s2
+    floored = evaluate(
+        UpaoObjective(get_pde("burgers2d"), normalization="norm", floor_rel=1.0), frames, scalars, grid, mask, dt
+    ).s2
+    for k in raw:  # exact data: residual << terms, so a floor of 100% of the terms' size binds
+        assert floored[k] > 1e3 * raw[k]
+    zero = evaluate(UpaoObjective(get_pde("burgers2d"), normalization="norm"), frames * 0, scalars, grid, mask, dt)
+    assert all(torch.isfinite(v).all() and (v > 0).all() for v in zero.s2.values())
+    assert torch.isfinite(zero.total)
+
+
+def test_single_frame_history_needs_no_norm():
+    frames, scalars, grid, mask, dt = exact_window(steps=2)
+    with pytest.raises(ValueError, match="at least 2 history frames"):
+        evaluate(UpaoObjective(get_pde("burgers2d")), frames, scalars, grid, mask, dt)
+    terms = evaluate(UpaoObjective(get_pde("burgers2d"), normalization="no_norm"), frames, scalars, grid, mask, dt)
+    assert torch.isfinite(terms.total)

@@ -1,0 +1,136 @@
+"""Stencils against analytic derivatives, their order, ghost cells, the upwind face rule, periodic vs not."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior, pad_axis
+
+
+@pytest.fixture(autouse=True)
+def float64():
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
+
+
+def grid_1d(n, periodic=True, length=2 * math.pi):
+    dx = length / n if periodic else length / (n - 1)
+    x = torch.arange(n) * dx
+    return x, Stencils(Grid((dx,), (periodic,)))
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+def test_central_derivatives_converge_at_second_order(periodic):
+    errors = {}
+    for n in (32, 64, 128):
+        x, ops = grid_1d(n, periodic)
+        f = torch.sin(2 * x) + 0.3 * torch.cos(3 * x)
+        df = 2 * torch.cos(2 * x) - 0.9 * torch.sin(3 * x)
+        d2f = -4 * torch.sin(2 * x) - 2.7 * torch.cos(3 * x)
+        errors[n] = (
+            (ops.d(f, 0) - df).abs()[1:-1].max().item(),
+            (ops.d2(f, 0) - d2f).abs()[1:-1].max().item(),
+        )
+    for k in range(2):
+        assert 1.9 < math.log2(errors[32][k] / errors[64][k]) < 2.1
+        assert 1.9 < math.log2(errors[64][k] / errors[128][k]) < 2.1
+
+
+def test_spectral_derivative_is_exact_for_band_limited_fields():
+    n = 32
+    dx = 2 * math.pi / n
+    x = torch.arange(n) * dx
+    X, Y = torch.meshgrid(x, x, indexing="ij")
+    f = torch.sin(3 * X) * torch.cos(2 * Y)
+    ops = Stencils(Grid((dx, dx), (True, True), derivative="spectral"))
+    torch.testing.assert_close(ops.d(f, 0), 3 * torch.cos(3 * X) * torch.cos(2 * Y), atol=1e-12, rtol=0)
+    torch.testing.assert_close(ops.laplacian(f), -13 * f, atol=1e-11, rtol=0)
+
+
+def test_ghost_cells_reproduce_quadratics_exactly():
+    x = torch.linspace(0.0, 1.0, 11)
+    f = 2 * x**2 - 3 * x + 0.5
+    padded = pad_axis(f, 0, periodic=False)
+    dx = x[1] - x[0]
+    torch.testing.assert_close(padded[0], 2 * (-dx) ** 2 - 3 * (-dx) + 0.5)
+    torch.testing.assert_close(padded[-1], 2 * (1 + dx) ** 2 - 3 * (1 + dx) + 0.5)
+    ops = Stencils(Grid((float(dx),), (False,)))
+    torch.testing.assert_close(ops.d(f, 0), 4 * x - 3)  # exact everywhere, boundary included
+    torch.testing.assert_close(ops.d2(f, 0), torch.full_like(x, 4.0))
+
+
+def test_upwind_matches_a_hand_computed_stencil():
+    flux = torch.tensor([1.0, 4.0, 9.0, 16.0, 25.0, 36.0, 49.0])
+    dx = 0.5
+    ops = Stencils(Grid((dx,), (True,)))
+    i = 3
+    positive = ops.upwind_derivative(flux, torch.ones(7), 0)
+    # faces from the left-biased candidates: F_{i+1/2} = 1.5 F_i - 0.5 F_{i-1}
+    expected = ((1.5 * flux[i] - 0.5 * flux[i - 1]) - (1.5 * flux[i - 1] - 0.5 * flux[i - 2])) / dx
+    assert positive[i].item() == pytest.approx(expected.item())
+    negative = ops.upwind_derivative(flux, -torch.ones(7), 0)
+    # right-biased: F_{i+1/2} = 1.5 F_{i+1} - 0.5 F_{i+2}
+    expected = ((1.5 * flux[i + 1] - 0.5 * flux[i + 2]) - (1.5 * flux[i] - 0.5 * flux[i + 1])) / dx
+    assert negative[i].item() == pytest.approx(expected.item())
+    # the face velocity is the mean of the two cell velocities: a sign change picks per face
+    mixed_velocity = torch.tensor([1.0, 1.0, 1.0, 0.5, -2.0, -1.0, -1.0])
+    mixed = ops.upwind_derivative(flux, mixed_velocity, 0)
+    face_right = 1.5 * flux[4] - 0.5 * flux[5]  # face 3+1/2: (0.5 - 2)/2 < 0
+    face_left = 1.5 * flux[2] - 0.5 * flux[1]  # face 2+1/2: (1 + 0.5)/2 > 0
+    assert mixed[3].item() == pytest.approx(((face_right - face_left) / dx).item())
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+def test_upwind_is_second_order(periodic):
+    errors = []
+    for n in (32, 64, 128):
+        x, ops = grid_1d(n, periodic)
+        u = 1.5 + torch.sin(x)  # positive velocity
+        flux = 0.5 * u**2
+        exact = u * torch.cos(x)
+        errors.append((ops.upwind_derivative(flux, u, 0) - exact).abs()[1:-1].max().item())
+    assert 1.8 < math.log2(errors[0] / errors[1]) < 2.2
+    assert 1.8 < math.log2(errors[1] / errors[2]) < 2.2
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_periodic_and_non_periodic_paths_agree_in_the_interior(dims):
+    n = 12
+    generator = torch.Generator().manual_seed(0)
+    f = torch.randn(2, *([n] * dims), generator=generator)
+    v = torch.randn(2, *([n] * dims), generator=generator)
+    periodic = Stencils(Grid((0.1,) * dims, (True,) * dims))
+    walls = Stencils(Grid((0.1,) * dims, (False,) * dims))
+    torch.testing.assert_close(interior(periodic.laplacian(f), dims), interior(walls.laplacian(f), dims))
+    torch.testing.assert_close(interior(periodic.d(f, dims - 1), dims), interior(walls.d(f, dims - 1), dims))
+    for a in range(dims):
+        torch.testing.assert_close(
+            interior(periodic.upwind_derivative(f * v, v, a), dims, 2),
+            interior(walls.upwind_derivative(f * v, v, a), dims, 2),
+        )
+
+
+def test_multidimensional_operators_on_analytic_fields():
+    n = 64
+    dx = 2 * math.pi / n
+    x = torch.arange(n) * dx
+    X, Y, Z = torch.meshgrid(x, x, x, indexing="ij")
+    f = torch.sin(X) * torch.sin(2 * Y) * torch.cos(Z)
+    ops = Stencils(Grid((dx,) * 3, (True,) * 3))
+    # central Laplacian of sin(kx): -4 sin^2(k dx / 2) / dx^2 per axis (the discrete symbol), exactly
+    symbol = sum(-4 * math.sin(k * dx / 2) ** 2 / dx**2 for k in (1, 2, 1))
+    torch.testing.assert_close(ops.laplacian(f), symbol * f, atol=1e-10, rtol=1e-10)
+    divergence = ops.divergence([f, f, f])
+    assert divergence.shape == f.shape
+
+
+def test_band_and_interior_partition_the_grid():
+    mask = boundary_band_mask((5, 6))
+    assert mask.sum() == 5 * 6 - 3 * 4
+    assert interior(torch.zeros(2, 5, 6), 2).shape == (2, 3, 4)
+    assert not mask[1:-1, 1:-1].any() and mask[0].all() and mask[:, -1].all()

@@ -1,0 +1,114 @@
+"""``trainer=upao``: no interior labels reach the gradients, label-free selection, the harness command."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from the_well.benchmark.metrics import MSE
+
+from well_upao.data.datamodule import WellUpaoDataModule
+from well_upao.models.checkpoint import read_checkpoint
+from well_upao.models.na_transformer import NATransformer
+from well_upao.trainers.upao import UpaoTrainer
+
+spec = importlib.util.spec_from_file_location("harness", Path(__file__).parents[1] / "harness.py")
+harness = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(harness)
+
+
+def make_trainer(base, tmp_path, dataset="burgers2d", **kwargs) -> UpaoTrainer:
+    datamodule = WellUpaoDataModule(
+        str(base), dataset, batch_size=2, n_steps_input=8, n_steps_output=1, data_workers=0, max_rollout_steps=3
+    )
+    torch.manual_seed(0)
+    model = NATransformer(preset="tiny", layers=1, dataset_name=dataset, well_base_path=str(base), history=8)
+    folders = {name: str(tmp_path / name) for name in ("checkpoints", "artifacts", "viz")}
+    for folder in folders.values():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    return UpaoTrainer(
+        checkpoint_folder=folders["checkpoints"],
+        artifact_folder=folders["artifacts"],
+        viz_folder=folders["viz"],
+        formatter="channels_last_default",
+        model=model,
+        datamodule=datamodule,
+        optimizer=torch.optim.AdamW(model.parameters(), lr=1e-4),
+        loss_fn=MSE(),
+        epochs=1,
+        checkpoint_frequency=0,
+        val_frequency=1,
+        rollout_val_frequency=1,
+        max_rollout_steps=2,
+        short_validation_length=1,
+        make_rollout_videos=False,
+        num_time_intervals=2,
+        device=torch.device("cpu"),
+        progress=False,
+        **kwargs,
+    )
+
+
+def gradients(trainer, batch):
+    trainer.model.zero_grad()
+    terms = trainer.upao_terms(batch)
+    terms.total.backward()
+    return terms, [p.grad.clone() for p in trainer.model.parameters() if p.grad is not None]
+
+
+def test_interior_targets_never_reach_the_loss_or_its_gradients(small_datasets, tmp_path):
+    trainer = make_trainer(small_datasets, tmp_path)
+    batch = next(iter(trainer.datamodule.train_dataloader()))
+    clean_terms, clean = gradients(trainer, batch)
+    for garbage in (float("nan"), 1e30):
+        poisoned = dict(batch)
+        target = batch["output_fields"].clone()
+        target[:, :, 1:-1, 1:-1] = garbage  # everything but the width-1 band
+        poisoned["output_fields"] = target
+        terms, dirty = gradients(trainer, poisoned)
+        assert torch.equal(terms.total, clean_terms.total)
+        assert all(torch.equal(a, b) for a, b in zip(clean, dirty, strict=True))
+    # sanity: the band itself does matter
+    moved = dict(batch)
+    moved["output_fields"] = batch["output_fields"] + 1.0
+    terms, _ = gradients(trainer, moved)
+    assert terms.boundary > clean_terms.boundary
+
+
+def test_label_free_selection_by_default_and_vrmse_under_the_paper_protocol(small_datasets, tmp_path):
+    trainer = make_trainer(small_datasets, tmp_path / "default")
+    loss, logs = trainer.validation_loop(trainer.datamodule.val_dataloader(), full=False)
+    assert loss == pytest.approx(logs["valid_upao_loss"])
+    assert "valid_paper_VRMSE_velocity_x" in logs and "valid_burgers2d/full_VRMSE_T=all" in logs  # both, labelled
+    paper = make_trainer(small_datasets, tmp_path / "paper", paper_protocol=True)
+    loss, logs = paper.validation_loop(paper.datamodule.val_dataloader(), full=False)
+    assert loss == pytest.approx(logs["valid_paper_VRMSE"])
+
+
+def test_grid_dt_and_scalars_come_from_the_sample(small_datasets, tmp_path):
+    trainer = make_trainer(small_datasets, tmp_path)
+    batch = next(iter(trainer.datamodule.train_dataloader()))
+    grid = trainer.sample_grid(batch)
+    assert grid.periodic == (True, True)
+    assert grid.spacing[0] == pytest.approx(2 * torch.pi / 16)
+    assert torch.allclose(trainer.sample_dt(batch), torch.full((2,), 0.01))
+    assert set(trainer.sample_scalars(batch)) == {"nu", "eps_x", "eps_y", "k_x", "k_y"}
+
+
+def test_a_pde_that_needs_missing_slots_is_refused(small_datasets, tmp_path):
+    with pytest.raises(ValueError, match="needs slots"):
+        make_trainer(small_datasets, tmp_path, pde="tg2d")  # burgers2d has no pressure channel
+
+
+def test_harness_runs_upao_end_to_end(small_datasets, tmp_path):
+    result = harness.run_harness(tmp_path, small_datasets, "model=na", "trainer=upao", "data=tg2d", *harness.FAST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = harness.run_folders(tmp_path)[0]
+    assert folder.parent.name == "tg2d-na-upao-NATransformer-0.0001"
+    payload = read_checkpoint(folder / "checkpoints" / "best.pt")
+    assert payload["train"]["selection"] == "upao_loss" and payload["train"]["regime"] == "windows"
+    lines = [json.loads(line) for line in (folder / "artifacts" / "metrics.jsonl").read_text().splitlines()]
+    assert {"train_L_BC", "train_L_PDE", "valid_upao_loss", "valid_paper_VRMSE"} <= set(lines[0])

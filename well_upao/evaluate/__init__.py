@@ -1,0 +1,1 @@
+"""Evaluation: metrics under both VRMSE definitions, classical baselines, tables and figures."""

@@ -29,8 +29,8 @@ import torch
 
 from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.physics.pdes import PDE
-from well_upao.physics.residual import SCHEMES, equation_scales, pde_residuals, slot_fields
-from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior
+from well_upao.physics.residual import SCHEMES, pde_residuals, residuals_and_scales, slot_fields
+from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior_mean_square
 
 STRATEGIES = ("norm", "rescaled_norm", "no_norm")
 
@@ -84,7 +84,7 @@ class UpaoObjective:
     def residual_mean_squares(self, old, new, dt, params, ops, dims) -> dict[str, torch.Tensor]:
         """Mean over S_p of R_k^2 per sample and frame: ``{k: (B, T)}``."""
         residuals = pde_residuals(self.pde, old, new, dt, params, ops, self.scheme)
-        return {k: interior(r, dims, self.band_width).square().flatten(2).mean(-1) for k, r in residuals.items()}
+        return {k: interior_mean_square(r, dims, self.band_width) for k, r in residuals.items()}
 
     def __call__(
         self,
@@ -105,9 +105,11 @@ class UpaoObjective:
         channel_mask = mask.to(prediction.dtype).view(*([1] * 3), N_SLOTS)
 
         # boundary band: references are the observed later inputs and the next frame's band
-        predicted_band = torch.stack([band_values(prediction[:, t], dims, self.band_width) for t in range(steps)], 1)
-        observed_band = [band_values(inputs[:, t], dims, self.band_width) for t in range(1, steps)]
-        reference_band = torch.stack([*observed_band, next_band], 1)
+        predicted_band = band_values(prediction.flatten(0, 1), dims, self.band_width).unflatten(0, (batch, steps))
+        reference_band = next_band[:, None]
+        if steps > 1:
+            observed = band_values(inputs[:, 1:].flatten(0, 1), dims, self.band_width).unflatten(0, (batch, steps - 1))
+            reference_band = torch.cat([observed, reference_band], 1)
         band_error = ((predicted_band - reference_band) ** 2 * channel_mask).sum(-1).mean(-1)  # (B, T)
         l_bc = torch.sqrt(band_error + 1e-30)
 
@@ -143,11 +145,11 @@ class UpaoObjective:
             raise ValueError(f"{self.normalization!r} needs at least 2 history frames to compute s_k")
         old = slot_fields(inputs[:, :-1], self.pde.variables)
         new = slot_fields(inputs[:, 1:], self.pde.variables)
-        mean_squares = self.residual_mean_squares(old, new, dt, params, ops, dims)
-        scales = equation_scales(self.pde, old, new, dt, params, ops)
+        residuals, scales = residuals_and_scales(self.pde, old, new, dt, params, ops, self.scheme)
         out = {}
         for k in names:
-            scale2 = interior(scales[k], dims, self.band_width).square().flatten(1).mean(-1)
+            mean_square = interior_mean_square(residuals[k], dims, self.band_width).mean(-1)
+            scale2 = interior_mean_square(scales[k], dims, self.band_width).mean(-1)
             floor = torch.clamp(self.floor_rel**2 * scale2, min=self.floor_abs)
-            out[k] = torch.maximum(mean_squares[k].mean(-1), floor)
+            out[k] = torch.maximum(mean_square, floor)
         return out

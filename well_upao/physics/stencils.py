@@ -35,9 +35,17 @@ def pad_axis(f: torch.Tensor, axis: int, periodic: bool) -> torch.Tensor:
     return torch.cat([first, f, last], dim=axis)
 
 
-def _shifted(padded: torch.Tensor, axis: int, offset: int, n: int) -> torch.Tensor:
-    """``f_{i + offset}`` for i = 0..n-1 from a tensor padded by one layer on each side."""
-    return padded.narrow(axis, 1 + offset, n)
+def neighbours(f: torch.Tensor, axis: int, periodic: bool, offsets: Sequence[int]) -> dict[int, torch.Tensor]:
+    """``{o: f_{i+o}}`` for i = 0..n-1 along ``axis``: ``torch.roll`` on periodic axes (cheap in autograd),
+    repeated quadratic ghost extrapolation on non-periodic ones."""
+    if periodic:
+        return {o: torch.roll(f, -o, dims=axis) if o else f for o in offsets}
+    width = max(abs(o) for o in offsets)
+    padded = f
+    for _ in range(width):
+        padded = pad_axis(padded, axis, periodic=False)
+    n = f.shape[axis]
+    return {o: padded.narrow(axis, width + o, n) for o in offsets}
 
 
 @dataclass(frozen=True)
@@ -91,16 +99,16 @@ class Stencils:
         if self._use_spectral(axis):
             return self._spectral(f, axis, 1)
         ax = self._tensor_axis(f, axis)
-        n, p = f.shape[ax], pad_axis(f, ax, self.grid.periodic[axis])
-        return (_shifted(p, ax, 1, n) - _shifted(p, ax, -1, n)) / (2 * self.grid.spacing[axis])
+        near = neighbours(f, ax, self.grid.periodic[axis], (-1, 1))
+        return (near[1] - near[-1]) / (2 * self.grid.spacing[axis])
 
     def d2(self, f: torch.Tensor, axis: int) -> torch.Tensor:
         """Second derivative, central: ``(f_{i+1} - 2 f_i + f_{i-1}) / dx^2``."""
         if self._use_spectral(axis):
             return self._spectral(f, axis, 2)
         ax = self._tensor_axis(f, axis)
-        n, p = f.shape[ax], pad_axis(f, ax, self.grid.periodic[axis])
-        return (_shifted(p, ax, 1, n) - 2 * f + _shifted(p, ax, -1, n)) / self.grid.spacing[axis] ** 2
+        near = neighbours(f, ax, self.grid.periodic[axis], (-1, 1))
+        return (near[1] - 2 * f + near[-1]) / self.grid.spacing[axis] ** 2
 
     def gradient(self, f: torch.Tensor) -> list[torch.Tensor]:
         """``[d f / d x_a for each axis]``."""
@@ -124,18 +132,16 @@ class Stencils:
         """
         ax = self._tensor_axis(flux, axis)
         periodic = self.grid.periodic[axis]
-        n = flux.shape[ax]
-        f = pad_axis(pad_axis(flux, ax, periodic), ax, periodic)  # two layers: indices -2 .. n+1
-        v = pad_axis(velocity, ax, periodic)  # one layer: -1 .. n
+        f = neighbours(flux, ax, periodic, (-2, -1, 0, 1, 2))
+        v = neighbours(velocity, ax, periodic, (-1, 0, 1))
 
-        def fs(offset: int) -> torch.Tensor:  # F_{i + offset} for i = -1 .. n-1 (faces -1/2 .. n-1/2)
-            return f.narrow(ax, 1 + offset, n + 1)
+        def face(o: int) -> torch.Tensor:  # value at face i + o + 1/2
+            left_biased = 1.5 * f[o] - 0.5 * f[o - 1]  # F^+
+            right_biased = 1.5 * f[o + 1] - 0.5 * f[o + 2]  # F^-
+            upwind_from_left = (v[o] + v[o + 1] >= 0).to(flux.dtype)  # a product: cheaper in autograd than where
+            return right_biased + (left_biased - right_biased) * upwind_from_left
 
-        left_biased = 1.5 * fs(0) - 0.5 * fs(-1)  # F^+_{i+1/2}
-        right_biased = 1.5 * fs(1) - 0.5 * fs(2)  # F^-_{i+1/2}
-        face_velocity = 0.5 * (v.narrow(ax, 0, n + 1) + v.narrow(ax, 1, n + 1))
-        face = torch.where(face_velocity >= 0, left_biased, right_biased)  # faces i - 1/2 for i = 0..n
-        return (face.narrow(ax, 1, n) - face.narrow(ax, 0, n)) / self.grid.spacing[axis]
+        return (face(0) - face(-1)) / self.grid.spacing[axis]
 
 
 def interior(f: torch.Tensor, dims: int, width: int = 1) -> torch.Tensor:
@@ -143,6 +149,15 @@ def interior(f: torch.Tensor, dims: int, width: int = 1) -> torch.Tensor:
     for ax in range(f.ndim - dims, f.ndim):
         f = f.narrow(ax, width, f.shape[ax] - 2 * width)
     return f
+
+
+def interior_mean_square(f: torch.Tensor, dims: int, width: int = 1) -> torch.Tensor:
+    """Mean of ``f^2`` over ``S_p`` for each leading index: ``(*lead, *space) -> (*lead,)``.
+
+    A multiplication by the interior mask rather than slicing: slicing's backward zero-fills a full tensor."""
+    space = tuple(f.shape[f.ndim - dims :])
+    mask = (~boundary_band_mask(space, width, device=f.device)).to(f.dtype)
+    return (f.square() * mask).flatten(f.ndim - dims).sum(-1) / mask.sum()
 
 
 def boundary_band_mask(shape: Sequence[int], width: int = 1, device=None) -> torch.Tensor:

@@ -1,0 +1,89 @@
+"""Cost of the UPAO objective relative to one forward + backward of the tiny backbone, measured in one run.
+
+For a batch of 4 windows of 8 frames at 64x64 (tg2d: 3 sub-equations, the most expensive 2D exact PDE), time
+
+* the model's forward + backward alone (loss = mean of the predictions), and
+* the UPAO objective (residuals on the 8 shifted predictions, s_k on the input window, band loss) plus its
+  backward into the predictions,
+
+and print the ratio. Goal (issue 4): the objective costs < 10% of the forward + backward.
+
+    python benchmarks/upao_loss_cost.py [--threads 2] [--pde tg2d]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+import torch
+
+from well_upao.data.slots import DATASET_SLOTS, N_SLOTS, SLOT_INDEX
+from well_upao.datasets_exact import EXACT_PDES
+from well_upao.models.na_transformer import NATransformer
+from well_upao.physics import Grid, UpaoObjective, band_values, get_pde
+
+
+def best_time(function, repeats: int = 10) -> float:
+    function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pde", default="tg2d")
+    parser.add_argument("--resolution", type=int, default=64)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    pde_exact = EXACT_PDES[args.pde]
+    resolution, batch, steps = args.resolution, 4, 8
+    frames = torch.zeros(batch, steps + 1, resolution, resolution, N_SLOTS)
+    scalars: dict[str, list[float]] = {}
+    for b in range(batch):
+        params = pde_exact.sample_parameters(np.random.default_rng(b), b)
+        fields = pde_exact.evaluate(params, pde_exact.grid_axes(resolution), np.arange(steps + 1) * 0.01, np.float32)
+        for channel, slot in DATASET_SLOTS[args.pde].items():
+            field, _, component = channel.rpartition("_")
+            array = fields[field][..., "xy".index(component)] if field in fields else fields[channel]
+            frames[b, ..., SLOT_INDEX[slot]] = torch.as_tensor(array)
+        for k, v in params.scalars.items():
+            scalars.setdefault(k, []).append(v)
+    scalar_tensors = {k: torch.tensor(v) for k, v in scalars.items()}
+    slots = [SLOT_INDEX[s] for s in DATASET_SLOTS[args.pde].values()]
+    model = NATransformer(preset="tiny", channel_slots=slots, dims=(2,))
+    inputs, next_band = frames[:, :steps], band_values(frames[:, steps], 2)
+    grid = Grid((2 * math.pi / resolution,) * 2, (True, True))
+    dt = torch.full((batch,), 0.01)
+    mask = model.slot_mask()
+    objective = UpaoObjective(get_pde(args.pde))
+
+    def model_step():
+        model.zero_grad()
+        model.forward_sequence(inputs).mean().backward()
+
+    prediction = model.forward_sequence(inputs).detach()
+
+    def objective_step():
+        leaf = prediction.clone().requires_grad_(True)
+        objective(leaf, inputs, next_band, dt, scalar_tensors, grid, mask).total.backward()
+
+    model_seconds = best_time(model_step)
+    objective_seconds = best_time(objective_step)
+    print(
+        f"| {args.pde} | {batch} x {steps} frames x {resolution}^2 | {len(objective.pde.equations)} "
+        f"| {model_seconds * 1e3:.0f} | {objective_seconds * 1e3:.1f} | {objective_seconds / model_seconds:.1%} |"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -112,3 +112,31 @@ def test_harness_runs_upao_end_to_end(small_datasets, tmp_path):
     assert payload["train"]["selection"] == "upao_loss" and payload["train"]["regime"] == "windows"
     lines = [json.loads(line) for line in (folder / "artifacts" / "metrics.jsonl").read_text().splitlines()]
     assert {"train_L_BC", "train_L_PDE", "valid_upao_loss", "valid_paper_VRMSE"} <= set(lines[0])
+
+
+def test_a_user_pde_registered_outside_the_package_runs_in_the_harness(small_datasets, tmp_path):
+    plugin = tmp_path / "plugins"
+    plugin.mkdir()
+    (plugin / "my_pdes.py").write_text(
+        "from well_upao.physics import PDE, SubEquation, register_pde\n"
+        "register_pde(PDE(name='my_advection', variables=('concentration_rho',), parameters=('a',),\n"
+        "    equations=(SubEquation('transport', rate=lambda f, p, ops: f['concentration_rho'],\n"
+        "        flux=lambda f, p, ops: p['a'] * ops.d(f['concentration_rho'], 0)),)))\n"
+    )
+    import os
+
+    os.environ["PYTHONPATH"] = str(plugin) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    try:
+        result = harness.run_harness(
+            tmp_path,
+            small_datasets,
+            "trainer=upao",
+            "data=adv1d",
+            "data.imports=[my_pdes]",
+            "trainer.pde=my_advection",
+            *harness.FAST,
+        )
+    finally:
+        os.environ["PYTHONPATH"] = os.environ["PYTHONPATH"].split(os.pathsep, 1)[1]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "PDE my_advection (1 sub-equations)" in result.stderr + result.stdout

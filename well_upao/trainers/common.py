@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import wandb
 from the_well.benchmark.trainer import Trainer
+from the_well.benchmark.trainer import training as well_training
 from torch.optim.lr_scheduler import LambdaLR
 from tqdm.auto import tqdm
 
@@ -198,6 +199,18 @@ class WellUpaoTrainer(Trainer):
         )
         self.record(test_logs | rollout_logs | {"test": test_loss, "epoch": epoch}, epoch)
         logger.info(f"test criterion {test_loss:.4e}")
+
+    def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
+        """The Well's validation, with its power-spectrum plots skipped for 1D data (the_well 1.2.0's
+        ``build_1d_power_spectrum`` indexes a 0-d tensor when there is a single spatial axis)."""
+        if self.dset_metadata.n_spatial_dims > 1:
+            return super().validation_loop(dataloader, valid_or_test, full, epoch)
+        plots = well_training.validation_plots
+        well_training.validation_plots = [p for p in plots if p.__name__ != "plot_power_spectrum_by_field"]
+        try:
+            return super().validation_loop(dataloader, valid_or_test, full, epoch)
+        finally:
+            well_training.validation_plots = plots
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:

@@ -9,9 +9,8 @@ VRMSE). VRMSE under both definitions is still computed on the validation split a
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -33,9 +32,9 @@ class UpaoTrainer(WellUpaoTrainer):
     Extra arguments: ``pde`` (registry name; default: the dataset's), ``lambda_bc`` (1e4),
     ``normalization`` (``rescaled_norm`` | ``norm`` | ``no_norm``), ``time_scheme`` (``crank_nicolson`` |
     ``explicit`` | ``implicit``), ``derivative`` (``fd`` | ``spectral``), ``floor_rel``, ``pde_constants``
-    (fixed coefficients), ``paper_protocol`` (select by VRMSE), ``imports`` (modules to import first, e.g.
-    where a user registers a PDE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
-    validation; the whole split at the last epoch).
+    (fixed coefficients), ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used
+    for the paper's VRMSE per validation; the whole split at the last epoch). User PDEs are registered by the
+    modules listed in the data config's ``imports``.
     """
 
     def __init__(
@@ -49,12 +48,9 @@ class UpaoTrainer(WellUpaoTrainer):
         floor_rel: float = 1e-4,
         pde_constants: Mapping[str, float] | None = None,
         paper_protocol: bool = False,
-        imports: Sequence[str] = (),
         vrmse_trajectories: int = 2,
         **kwargs,
     ):
-        for module in imports:
-            importlib.import_module(module)
         super().__init__(*args, **kwargs)
         dataset = self.dset_metadata.dataset_name
         self.objective = UpaoObjective(

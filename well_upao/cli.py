@@ -147,6 +147,33 @@ def _run_validate(args: argparse.Namespace) -> int:
     return 0 if not problems else EXIT_FAILED
 
 
+# --------------------------------------------------------------------------- adapters-report
+def _adapters_report_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "adapters-report",
+        help="stable rank, participation ratio and entropy rank of every LoRA/NSLoRA update in a checkpoint",
+        description="Spectral diagnostics of DeltaW per adapter module and averaged (the paper's spectral table). "
+        "Prints a markdown table; --json writes the numbers.",
+    )
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("--json", type=Path, help="also write the report as JSON to this path")
+    parser.set_defaults(handler=_run_adapters_report)
+
+
+def _run_adapters_report(args: argparse.Namespace) -> int:
+    from well_upao.evaluate.spectral import adapters_report, report_markdown, write_report
+    from well_upao.models.checkpoint import CheckpointError
+
+    try:
+        report = adapters_report(args.checkpoint)
+    except (CheckpointError, ValueError) as error:
+        raise CommandError(str(error)) from error
+    print(report_markdown(report))
+    if args.json:
+        write_report(report, args.json)
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -156,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _generate_exact_parser(sub)
     _validate_parser(sub)
+    _adapters_report_parser(sub)
     return parser
 
 

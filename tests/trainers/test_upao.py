@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from the_well.benchmark.metrics import MSE
 
 from well_upao.data.datamodule import WellUpaoDataModule
 from well_upao.models.checkpoint import read_checkpoint
+from well_upao.models.lora import adapter_layers
 from well_upao.models.na_transformer import NATransformer
 from well_upao.trainers.upao import UpaoTrainer
 
@@ -20,12 +23,14 @@ harness = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(harness)
 
 
-def make_trainer(base, tmp_path, dataset="burgers2d", **kwargs) -> UpaoTrainer:
+def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, **kwargs) -> UpaoTrainer:
     datamodule = WellUpaoDataModule(
         str(base), dataset, batch_size=2, n_steps_input=8, n_steps_output=1, data_workers=0, max_rollout_steps=3
     )
     torch.manual_seed(0)
-    model = NATransformer(preset="tiny", layers=1, dataset_name=dataset, well_base_path=str(base), history=8)
+    model = NATransformer(
+        preset="tiny", layers=1, dataset_name=dataset, well_base_path=str(base), history=8, **(model_kwargs or {})
+    )
     folders = {name: str(tmp_path / name) for name in ("checkpoints", "artifacts", "viz")}
     for folder in folders.values():
         Path(folder).mkdir(parents=True, exist_ok=True)
@@ -140,3 +145,58 @@ def test_a_user_pde_registered_outside_the_package_runs_in_the_harness(small_dat
         os.environ["PYTHONPATH"] = os.environ["PYTHONPATH"].split(os.pathsep, 1)[1]
     assert result.returncode == 0, result.stderr[-3000:]
     assert "PDE my_advection (1 sub-equations)" in result.stderr + result.stdout
+
+
+def test_lora_to_nslora_switch_after_patience(small_datasets, tmp_path):
+    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": {"kind": "nslora", "switch_patience": 2}})
+    layers = adapter_layers(trainer.bare_model)
+    with torch.no_grad():
+        for layer in layers.values():
+            layer.lora_B.normal_(0, 0.01)
+    trainer.epochs_without_improvement = 1
+    assert trainer.after_validation(1, 1.0, improved=False) == {}
+    assert not any(bool(layer.ns_active) for layer in layers.values())
+    trainer.epochs_without_improvement = 2
+    optimizer_state = trainer.optimizer.state_dict()
+    logs = trainer.after_validation(2, 1.0, improved=False)
+    assert logs["nslora_switch_epoch"] == 2
+    assert logs["delta_w_norm_before_switch"] > 0 and logs["delta_w_norm_after_switch"] > 0
+    assert all(bool(layer.ns_active) for layer in layers.values())
+    assert trainer.epochs_without_improvement == 0  # early stopping restarts after the switch
+    assert trainer.optimizer.state_dict() == optimizer_state  # A, B and the AdamW state are kept
+    assert trainer.after_validation(3, 1.0, improved=False) == {}  # switches once
+
+
+def test_harness_runs_nslora_with_upao_and_reports_the_adapters(small_datasets, tmp_path):
+    result = harness.run_harness(
+        tmp_path,
+        small_datasets,
+        "model=na_nslora",
+        "trainer=upao",
+        "data=burgers2d",
+        "trainer.epochs=2",
+        "model.adapter.switch_patience=0",
+        *harness.FAST[1:],
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "switching adapters LoRA -> NSLoRA" in result.stderr + result.stdout
+    folder = harness.run_folders(tmp_path)[0]
+    assert folder.parent.name == "burgers2d-na_nslora-upao-NATransformer-0.0001"
+    best = folder / "checkpoints" / "recent.pt"
+    report = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("well-upao")),
+            "adapters-report",
+            str(best),
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert report.returncode == 0, report.stderr
+    assert "**mean**" in report.stdout and "| nslora |" in report.stdout
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["n_modules"] == 4 * (5 * 2 + 3)  # 4 layers x (1D, three 2D, 3D NA: qkv, proj; SwiGLU: 3)
+    assert data["n_untouched"] == 4 * 4 * 2  # the 1D, 3D and two unused 2D variants get no gradient on 16x16 data
+    assert 1.0 <= data["mean"]["stable_rank"] <= 16

@@ -79,6 +79,9 @@ def build_payload(
 ) -> dict[str, Any]:
     bare = unwrap(model)
     state = clean_state_dict(bare.state_dict())
+    complete = True
+    if adapters is None:
+        adapters, state, complete = adapter_section(bare, state)
     optimizer_state = optimizer.state_dict() if optimizer is not None else None
     return {
         "format": FORMAT,
@@ -86,6 +89,7 @@ def build_payload(
         "model": {"target": model_target(bare), "config": dict(getattr(bare, "config", {}))},
         "slot_table": slot_table_hash(),
         "state_dict": state,
+        "state_dict_complete": complete,
         "adapters": adapters,
         "train": {
             "epoch": epoch,
@@ -101,6 +105,60 @@ def build_payload(
         "validation_loss": validation_loss,
         "best_validation_loss": best_validation_loss,
     }
+
+
+def adapter_section(model: nn.Module, state: dict) -> tuple[dict | None, dict, bool]:
+    """``(adapters, state_dict, complete)`` for a model; with adapters on a pretrained backbone the file keeps
+    only what training changes (adapters, encoders, decoders) plus the backbone's hash and path."""
+    from well_upao.models.lora import adapter_layers, backbone_sha256
+
+    if not adapter_layers(model):
+        return None, state, True
+    spec = model.config["adapter"]
+    adapter_state = {k: v for k, v in state.items() if "lora_" in k or k.endswith("ns_active")}
+    section = {
+        "kind": spec["kind"],
+        "config": dict(spec),
+        "state_dict": adapter_state,
+        "backbone_sha256": backbone_sha256(model),
+        "backbone": model.config.get("pretrained"),
+    }
+    if not model.config.get("pretrained"):
+        return section, state, True  # no backbone file to rebuild from: keep everything
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    slim = {k: v for k, v in state.items() if k in trainable or k in adapter_state}
+    return section, slim, False
+
+
+def load_state(model: nn.Module, payload: dict[str, Any], path: str | Path = "checkpoint") -> None:
+    """Load a payload's weights into a model built from its config; adapters must sit on the same backbone."""
+    model = unwrap(model)
+    state = clean_state_dict(payload["state_dict"])
+    adapters = payload.get("adapters")
+    if adapters is not None:
+        from well_upao.models.lora import backbone_sha256
+
+        own = backbone_sha256(model)
+        if payload.get("state_dict_complete", True):
+            # the frozen weights are in the file: load them first, then compare with the recorded hash
+            model.load_state_dict(state)
+            if backbone_sha256(model) != adapters["backbone_sha256"]:
+                raise CheckpointError(f"{path}: the stored backbone does not match the adapters' backbone hash")
+            return
+        if own != adapters["backbone_sha256"]:
+            raise CheckpointError(
+                f"{path}: these adapters were trained on another backbone (sha256 {adapters['backbone_sha256'][:12]}"
+                f", this model's is {own[:12]}); load the backbone they were trained on ({adapters.get('backbone')})"
+            )
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
+        frozen |= {name for name, _ in model.named_buffers() if not name.endswith("ns_active")}
+        if unexpected or set(missing) - frozen:
+            raise CheckpointError(
+                f"{path}: weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})"
+            )
+        return
+    model.load_state_dict(state)
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
@@ -134,18 +192,22 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
-    """Instantiate the model class named in the checkpoint with its stored config (plus ``overrides``)."""
+    """Instantiate the model class named in the checkpoint with its stored config (plus ``overrides``).
+
+    The backbone file (``pretrained``) is only read when the checkpoint does not hold every weight itself."""
     module_name, _, class_name = payload["model"]["target"].rpartition(".")
     cls = getattr(importlib.import_module(module_name), class_name)
-    config = {k: v for k, v in payload["model"]["config"].items() if k != "pretrained"}
+    config = dict(payload["model"]["config"])
+    if payload.get("state_dict_complete", True):
+        config["pretrained"] = None
     return cls(**{**config, **overrides})
 
 
 def load_model(path: str | Path, **overrides) -> nn.Module:
-    """Rebuild a model from the checkpoint file alone and load its weights."""
+    """Rebuild a model from the checkpoint file (and, for slim adapter files, its backbone) and load it."""
     payload = read_checkpoint(path)
     model = build_model(payload, **overrides)
-    model.load_state_dict(payload["state_dict"])
+    load_state(model, payload, path)
     return model
 
 

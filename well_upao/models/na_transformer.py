@@ -116,6 +116,7 @@ class NATransformer(nn.Module):
         residual_in_time: bool = True,
         attention_backend: str = "auto",
         pretrained: str | None = None,
+        adapter: dict | None = None,
     ):
         super().__init__()
         if preset not in PRESETS:
@@ -172,6 +173,8 @@ class NATransformer(nn.Module):
             formatter=formatter,
             residual_in_time=bool(residual_in_time),
             attention_backend=attention_backend,
+            pretrained=pretrained or None,
+            adapter=resolve_adapter_config(adapter),
         )
         hidden, patch = size["hidden"], size["patch"]
         self.hidden, self.patch, self.t_in = hidden, patch, size["n_steps_input"]
@@ -193,6 +196,20 @@ class NATransformer(nn.Module):
             from well_upao.models.checkpoint import load_backbone_weights
 
             load_backbone_weights(self, pretrained)
+        if self.config["adapter"] is not None:
+            from well_upao.models.lora import inject_adapters, set_ns_active
+
+            spec = self.config["adapter"]
+            inject_adapters(
+                self,
+                spec["rank"],
+                spec["alpha"],
+                spec["targets"],
+                spec["ns_steps"],
+                getattr(torch, spec["ns_dtype"]),
+            )
+            if spec["kind"] == "nslora" and spec["schedule"] == "from_start":
+                set_ns_active(self, True)
 
     # ------------------------------------------------------------------ slots
     def slot_mask(self, device: torch.device | None = None) -> torch.Tensor:
@@ -311,6 +328,36 @@ class NATransformer(nn.Module):
         if channels_first:
             prediction = rearrange(prediction, "b ... c -> b c ...")
         return prediction
+
+
+ADAPTER_DEFAULTS: dict[str, Any] = dict(
+    kind="nslora",  # lora | nslora
+    rank=16,
+    alpha=32.0,
+    targets=["qkv", "proj", "gate_proj", "up_proj", "down_proj"],
+    ns_steps=5,
+    ns_dtype="float32",  # float32 | bfloat16
+    schedule="warmup",  # warmup: LoRA until the validation criterion stalls, then NS | from_start
+    switch_patience=5,
+)
+
+
+def resolve_adapter_config(adapter: dict | None) -> dict | None:
+    """Adapter settings with defaults filled in (``None``: full model, no adapters)."""
+    if not adapter:
+        return None
+    spec = {**ADAPTER_DEFAULTS, **dict(adapter)}
+    unknown = set(spec) - set(ADAPTER_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown adapter settings {sorted(unknown)}; known: {sorted(ADAPTER_DEFAULTS)}")
+    if spec["kind"] not in ("lora", "nslora"):
+        raise ValueError(f"adapter kind must be 'lora' or 'nslora', got {spec['kind']!r}")
+    if spec["schedule"] not in ("warmup", "from_start"):
+        raise ValueError(f"adapter schedule must be 'warmup' or 'from_start', got {spec['schedule']!r}")
+    if spec["ns_dtype"] not in ("float32", "bfloat16"):
+        raise ValueError(f"ns_dtype must be float32 or bfloat16, got {spec['ns_dtype']!r}")
+    spec["targets"] = list(spec["targets"])
+    return spec
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -27,9 +27,11 @@ from well_upao.models.checkpoint import (
     CheckpointError,
     build_payload,
     clean_state_dict,
+    load_state,
     save_checkpoint,
     unwrap,
 )
+from well_upao.models.lora import adapter_layers, delta_norms, set_ns_active
 
 logger = logging.getLogger(__name__)
 
@@ -146,8 +148,31 @@ class WellUpaoTrainer(Trainer):
         return epoch_loss, logs
 
     def after_validation(self, epoch: int, validation_loss: float, improved: bool) -> dict[str, Any]:
-        """Hook run after each validation (e.g. the LoRA -> NSLoRA switch); returns values to log."""
-        return {}
+        """Hook run after each validation; returns values to log. Here: the paper's LoRA -> NSLoRA switch.
+
+        With ``adapter.kind=nslora`` and ``schedule=warmup`` the adapters run the standard LoRA forward until the
+        selection criterion has not improved for ``adapter.switch_patience`` validations, then switch to the NS
+        forward, keeping A, B and the optimizer state. ``||DeltaW||`` is logged on both sides of the switch
+        (the two parametrisations give different norms, paper-decisions.md point 4), and the early-stopping
+        counter restarts.
+        """
+        spec = getattr(self.bare_model, "config", {}).get("adapter")
+        if not spec or spec["kind"] != "nslora" or spec["schedule"] != "warmup":
+            return {}
+        layers = adapter_layers(self.bare_model)
+        if any(bool(layer.ns_active) for layer in layers.values()):
+            return {}
+        if self.epochs_without_improvement < spec["switch_patience"]:
+            return {}
+        before = sum(delta_norms(self.bare_model).values())
+        set_ns_active(self.bare_model, True)
+        after = sum(delta_norms(self.bare_model).values())
+        self.epochs_without_improvement = 0
+        logger.info(
+            f"epoch {epoch}: switching adapters LoRA -> NSLoRA after {spec['switch_patience']} validations without "
+            f"improvement; sum of ||DeltaW||_F {before:.4e} -> {after:.4e}"
+        )
+        return {"nslora_switch_epoch": epoch, "delta_w_norm_before_switch": before, "delta_w_norm_after_switch": after}
 
     def train(self):
         """The Well's epoch loop plus early stopping, an after-validation hook and a metrics.jsonl log."""
@@ -232,10 +257,12 @@ class WellUpaoTrainer(Trainer):
         if not os.path.isfile(checkpoint_path):
             raise CheckpointError(f"checkpoint {checkpoint_path} does not exist")
         payload = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
-        state = payload.get("state_dict", payload.get("model_state_dict"))
-        if state is None:
+        if payload.get("format") == "well-upao":
+            load_state(self.bare_model, payload, checkpoint_path)
+        elif "model_state_dict" in payload:  # a checkpoint of the Well's own trainer
+            self.bare_model.load_state_dict(clean_state_dict(payload["model_state_dict"]))
+        else:
             raise CheckpointError(f"{checkpoint_path} has no model weights")
-        self.bare_model.load_state_dict(clean_state_dict(state))
         optimizer_state = payload.get("optimizer_state_dit")
         if self.optimizer is not None and optimizer_state is not None:
             self.optimizer.load_state_dict(optimizer_state)

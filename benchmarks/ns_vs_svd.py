@@ -68,7 +68,8 @@ def main() -> None:
 
     print(f"torch {torch.__version__}, {args.threads} threads, rank 16, batch 8 x {args.tokens} tokens, fp32\n")
     print(
-        "| module | in -> out | NS orthogonalise ms | SVD orthogonalise ms | speed-up | NS layer fwd ms | SVD layer fwd ms | speed-up |"
+        "| module | in -> out | NS orthogonalise ms | SVD orthogonalise ms | speed-up "
+        "| NS layer fwd ms | SVD layer fwd ms | speed-up |"
     )
     print("|---|---|---|---|---|---|---|---|")
     total_ns = total_svd = 0.0

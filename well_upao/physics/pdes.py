@@ -13,7 +13,7 @@ Register your own PDE without editing the package::
 
     register_pde(PDE(
         name="my_heat", variables=("temperature",), parameters=("kappa",),
-        equations=(SubEquation("heat", rate=lambda f, p, ops: f["temperature"],
+        equations=(SubEquation("heat", rate="temperature",
                                flux=lambda f, p, ops: -p["kappa"] * ops.laplacian(f["temperature"])),),
     ))
 """
@@ -37,14 +37,26 @@ VELOCITY = ("Vx", "Vy", "Vz")
 class SubEquation:
     """``R = (Q(u_new) - Q(u_old)) / dt + N(u_theta)``; ``rate=None`` makes it a constraint ``R = N(u_theta)``.
 
+    ``rate`` is a slot name when ``Q`` is that field, or a function ``(fields, params, ops) -> Q``.
+
     ``flux`` may return one tensor or a tuple of the operator's separate terms (summed into ``N``); the terms'
     magnitudes ``|d_t Q| + sum |term|`` give the equation's natural scale (used for the normalisation floor
     and to report relative residuals), so return the terms separately when they can cancel each other.
     """
 
     name: str
-    rate: Term | None
+    rate: str | Term | None
     flux: Term
+
+    @property
+    def evolves(self) -> str | None:
+        """The slot whose time derivative the equation gives when ``Q_k`` is that field itself (``rate`` given
+        as a slot name); lets the solver baseline step ``d_t u = -N(u)``. ``None`` otherwise."""
+        return self.rate if isinstance(self.rate, str) else None
+
+    def conserved(self, fields: Fields, params: Params, ops: Stencils) -> torch.Tensor:
+        """``Q_k`` of the state."""
+        return fields[self.rate] if isinstance(self.rate, str) else self.rate(fields, params, ops)
 
 
 @dataclass(frozen=True)
@@ -95,10 +107,6 @@ def get_pde(name: str) -> PDE:
 
 
 # ---------------------------------------------------------------------------- building blocks
-def field_of(name: str) -> Term:
-    return lambda f, p, ops: f[name]
-
-
 def advection(ops: Stencils, quantity: torch.Tensor, velocities: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """Conservative upwind ``div(v q) = sum_a d_a(v_a q)`` as its per-axis terms (face velocity ``v_a``);
     equals ``v . grad q`` when ``div v = 0``."""
@@ -129,7 +137,7 @@ def incompressible_momentum(dims: int, viscosity: Callable[[Params], torch.Tenso
                 terms = (*terms, -f["buoyancy"])
             return terms
 
-        return SubEquation(f"momentum_{'xyz'[a]}", rate=field_of(VELOCITY[a]), flux=flux)
+        return SubEquation(f"momentum_{'xyz'[a]}", rate=VELOCITY[a], flux=flux)
 
     return tuple(make(a) for a in range(dims))
 
@@ -137,7 +145,7 @@ def incompressible_momentum(dims: int, viscosity: Callable[[Params], torch.Tenso
 def advection_diffusion(name: str, quantity: str, dims: int, diffusivity: Callable[[Params], torch.Tensor]):
     return SubEquation(
         name,
-        rate=field_of(quantity),
+        rate=quantity,
         flux=lambda f, p, ops: (
             *advection(ops, f[quantity], velocities(f, dims)),
             -diffusivity(p) * ops.laplacian(f[quantity]),
@@ -155,7 +163,7 @@ def constant_velocity_advection(quantity: str, speed_names: Sequence[str], diffu
             return advection(ops, u, speeds)
         return (*advection(ops, u, speeds), -p[diffusivity] * ops.laplacian(u))
 
-    return SubEquation("advection", rate=field_of(quantity), flux=flux)
+    return SubEquation("advection", rate=quantity, flux=flux)
 
 
 # ---------------------------------------------------------------------------- exact-solution datasets
@@ -174,8 +182,8 @@ register_pde(
         variables=("height", "Vz"),
         parameters=("c",),
         equations=(
-            SubEquation("u", rate=field_of("height"), flux=lambda f, p, ops: -f["Vz"]),
-            SubEquation("w", rate=field_of("Vz"), flux=lambda f, p, ops: -(p["c"] ** 2) * ops.laplacian(f["height"])),
+            SubEquation("u", rate="height", flux=lambda f, p, ops: -f["Vz"]),
+            SubEquation("w", rate="Vz", flux=lambda f, p, ops: -(p["c"] ** 2) * ops.laplacian(f["height"])),
         ),
         description="first-order wave system: d_t u = w, d_t w = c^2 Lap u (u in 'height', w in 'Vz')",
     )
@@ -198,7 +206,7 @@ def _burgers2d_momentum(a: int) -> SubEquation:
         own = f[VELOCITY[a]]
         return ops.upwind_derivative(kinetic, own, a), -p["nu"] * ops.laplacian(own)
 
-    return SubEquation(f"momentum_{'xy'[a]}", rate=field_of(VELOCITY[a]), flux=flux)
+    return SubEquation(f"momentum_{'xy'[a]}", rate=VELOCITY[a], flux=flux)
 
 
 register_pde(
@@ -219,7 +227,7 @@ register_pde(
         equations=(
             SubEquation(
                 "momentum_x",
-                rate=field_of("Vx"),
+                rate="Vx",
                 flux=lambda f, p, ops: (
                     ops.upwind_derivative(0.5 * f["Vx"] ** 2, f["Vx"], 0),
                     -p["nu"] * ops.d2(f["Vx"], 0),
@@ -259,7 +267,7 @@ register_pde(
         equations=(
             SubEquation(
                 "A",
-                rate=field_of("concentration_u"),
+                rate="concentration_u",
                 flux=lambda f, p, ops: (
                     -p["delta_A"] * ops.laplacian(f["concentration_u"]),
                     f["concentration_u"] * f["concentration_v"] ** 2,
@@ -268,7 +276,7 @@ register_pde(
             ),
             SubEquation(
                 "B",
-                rate=field_of("concentration_v"),
+                rate="concentration_v",
                 flux=lambda f, p, ops: (
                     -p["delta_B"] * ops.laplacian(f["concentration_v"]),
                     -f["concentration_u"] * f["concentration_v"] ** 2,
@@ -342,7 +350,7 @@ register_pde(
         equations=(
             SubEquation(
                 "u",
-                rate=field_of("concentration_u"),
+                rate="concentration_u",
                 flux=lambda f, p, ops: (
                     -p["D_u"] * ops.laplacian(f["concentration_u"]),
                     -(f["concentration_u"] - f["concentration_u"] ** 3 - p["k"] - f["concentration_v"]),
@@ -350,7 +358,7 @@ register_pde(
             ),
             SubEquation(
                 "v",
-                rate=field_of("concentration_v"),
+                rate="concentration_v",
                 flux=lambda f, p, ops: (
                     -p["D_v"] * ops.laplacian(f["concentration_v"]),
                     -(f["concentration_u"] - f["concentration_v"]),
@@ -384,9 +392,7 @@ register_pde(
         parameters=(),
         constants={"g": 1.0},
         equations=(
-            SubEquation(
-                "mass", rate=field_of("height"), flux=lambda f, p, ops: advection(ops, f["height"], velocities(f, 2))
-            ),
+            SubEquation("mass", rate="height", flux=lambda f, p, ops: advection(ops, f["height"], velocities(f, 2))),
             _swe_momentum(0),
             _swe_momentum(1),
         ),
@@ -465,7 +471,7 @@ def _compressible_ns(dims: int) -> PDE:
         equations=(
             SubEquation(
                 "mass",
-                rate=field_of("density"),
+                rate="density",
                 flux=lambda f, p, ops: advection(ops, f["density"], velocities(f, dims)),
             ),
             *(momentum(a) for a in range(dims)),

@@ -86,7 +86,7 @@ def residuals_and_scales(
         value = sum(terms)
         size = sum(t.abs() if isinstance(t, torch.Tensor) else abs(t) for t in terms) if with_scales else None
         if equation.rate is not None:
-            rate = (equation.rate(new, params, ops) - equation.rate(old, params, ops)) / dt
+            rate = (equation.conserved(new, params, ops) - equation.conserved(old, params, ops)) / dt
             value = rate + value
             if with_scales:
                 size = size + rate.abs()

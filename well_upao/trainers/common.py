@@ -86,6 +86,15 @@ class WellUpaoTrainer(Trainer):
         """Input and output frames of a batch concatenated in time: ``(B, T_in + T_out, *space, C)``."""
         return torch.cat([batch["input_fields"], batch["output_fields"]], dim=1).to(self.device)
 
+    def require_backbone(self) -> None:
+        """Our shifted/UPAO losses need a well-upao backbone (18 slots, ``forward_sequence``)."""
+        if not hasattr(self.bare_model, "forward_sequence"):
+            raise TypeError(
+                f"{type(self).__name__} needs a well-upao backbone (model=na, na_lora or na_nslora); "
+                f"got {type(self.bare_model).__name__}. Train neural-operator baselines with trainer=supervised "
+                "(or experiment=fno / tfno / unet_classic / unet_convnext)."
+            )
+
     def slot_mask(self) -> torch.Tensor:
         model = self.bare_model
         if hasattr(model, "slot_mask"):

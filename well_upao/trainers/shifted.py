@@ -25,6 +25,10 @@ def masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tenso
 class ShiftedTrainer(WellUpaoTrainer):
     """``trainer=shifted``: the Well's trainer with the shifted supervised loss on ``forward_sequence``."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.require_backbone()
+
     def training_loss(self, batch):
         model = self.bare_model
         frames = model.to_slots(self.batch_frames(batch))

@@ -52,6 +52,7 @@ class UpaoTrainer(WellUpaoTrainer):
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
+        self.require_backbone()
         dataset = self.dset_metadata.dataset_name
         self.objective = UpaoObjective(
             pde=pde_for_dataset(pde or dataset),

@@ -147,6 +147,92 @@ def _run_validate(args: argparse.Namespace) -> int:
     return 0 if not problems else EXIT_FAILED
 
 
+# --------------------------------------------------------------------------- evaluate
+def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "evaluate",
+        help="one-step and rollout VRMSE (both definitions) of models and classical baselines on a split",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent(
+            """\
+            Compare checkpoints (or run folders) with the classical baselines on a dataset split: persistence,
+            linear and quadratic extrapolation of the history, and one step of a numerical solver of the PDE
+            (where one exists). One-step errors use every frame's true history (the paper's protocol); the
+            rollout starts from each trajectory's first window. Prints a markdown table, writes JSON and PNG
+            figures (truth / prediction / error / PDE residual; error vs rollout step) to --out.
+
+            examples:
+              well-upao evaluate --data wave2d
+              well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0 --data wave2d --stride 5
+            """
+        ),
+    )
+    parser.add_argument("checkpoints", nargs="*", type=Path, help="well-upao checkpoints or run folders")
+    parser.add_argument("--data", required=True, help="dataset name (a folder under the base path)")
+    parser.add_argument("--base-path", type=Path, default=None, help="Well base path ($WELL_BASE_PATH or ./datasets)")
+    parser.add_argument("--split", default="valid", choices=["train", "valid", "test"])
+    parser.add_argument("--history", type=int, default=8, help="input frames per prediction (8)")
+    parser.add_argument("--stride", type=int, default=1, help="time stride between frames (the Well's dt_stride)")
+    parser.add_argument("--rollout-steps", type=int, default=10)
+    parser.add_argument("--max-trajectories", type=int, default=None)
+    parser.add_argument("--no-solver", action="store_true", help="skip the numerical-solver baseline")
+    parser.add_argument("--out", type=Path, default=Path("evaluation"), help="folder for JSON and PNG (./evaluation)")
+    parser.add_argument("--quiet", action="store_true")
+    parser.set_defaults(handler=_run_evaluate)
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    import os
+
+    from well_upao.data.metadata import dataset_channel_names
+    from well_upao.evaluate.plots import plot_fields, plot_rollout
+    from well_upao.evaluate.predictors import classical_predictors, load_predictor
+    from well_upao.evaluate.run import EvaluationError, markdown_table, open_split, sample_context, save
+    from well_upao.models.checkpoint import CheckpointError
+    from well_upao.physics.pdes import PDE_REGISTRY, pde_for_dataset
+
+    base = args.base_path or Path(os.environ.get("WELL_BASE_PATH", "datasets"))
+    if args.history < 1 or args.stride < 1 or args.rollout_steps < 0:
+        raise CommandError("--history and --stride must be >= 1, --rollout-steps >= 0")
+    try:
+        channels = dataset_channel_names(base, args.data)
+        split = open_split(base, args.data, args.split, args.history, args.stride)
+        if len(split) == 0:
+            raise CommandError(f"split {args.split!r} of {args.data!r} has no trajectory")
+        from well_upao.data.slots import slot_indices
+
+        pde = pde_for_dataset(args.data) if args.data in PDE_REGISTRY else None
+        context = sample_context(
+            split[0], list(split.metadata.constant_scalar_names), slot_indices(args.data, channels)
+        )
+        predictors = classical_predictors(pde, context.grid, solver=not args.no_solver)
+        predictors += [load_predictor(p, args.data, channels, args.history) for p in args.checkpoints]
+        evaluation, first = evaluate_with(predictors, base, args)
+    except (EvaluationError, CheckpointError, FileNotFoundError, KeyError) as error:
+        raise CommandError(str(error).strip("'\"")) from error
+    print(markdown_table(evaluation))
+    path = save(evaluation, args.out)
+    figures = [plot_rollout(evaluation, args.out), *plot_fields(evaluation, first, pde, args.out)]
+    print(f"\nwrote {path} and {len(figures)} figures to {args.out}/")
+    return 0
+
+
+def evaluate_with(predictors, base, args):
+    from well_upao.evaluate.run import evaluate
+
+    return evaluate(
+        predictors,
+        base,
+        args.data,
+        args.split,
+        args.history,
+        args.stride,
+        args.rollout_steps,
+        args.max_trajectories,
+        progress=not args.quiet,
+    )
+
+
 # --------------------------------------------------------------------------- adapters-report
 def _adapters_report_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -183,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _generate_exact_parser(sub)
     _validate_parser(sub)
+    _evaluate_parser(sub)
     _adapters_report_parser(sub)
     return parser
 

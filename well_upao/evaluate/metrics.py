@@ -1,7 +1,7 @@
 """The two VRMSE definitions, labelled everywhere they are reported (paper-decisions.md, point 3).
 
 * The Well's VRMSE, per sample, time and channel: ``sqrt(mean_x (u^ - u)^2 / (var_x(u) + 1e-7))`` where the
-  variance is over space at that time (``the_well.benchmark.metrics.VRMSE``).
+  variance is over space at that time, unbiased (N - 1) as ``torch.std`` in ``the_well.benchmark.metrics.VRMSE``.
 * The paper's VRMSE (its eq. for VRMSE), per trajectory and channel over the full time series:
   ``sqrt(sum_{x,t} (u^ - u)^2 / (sum_{x,t} (u - mean_t u(x))^2 + 1e-8))`` with the temporal mean at each
   location; the paper then averages over active channels.
@@ -21,7 +21,7 @@ def vrmse_well(prediction: torch.Tensor, target: torch.Tensor, spatial_dims: int
     """The Well's VRMSE, ``(..., T, C)`` for inputs ``(..., T, *space, C)``."""
     axes = tuple(range(-spatial_dims - 1, -1))
     mse = ((prediction - target) ** 2).mean(dim=axes)
-    variance = target.var(dim=axes, unbiased=False)
+    variance = target.var(dim=axes, unbiased=True)
     return torch.sqrt(mse / (variance + WELL_EPS))
 
 

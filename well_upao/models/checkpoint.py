@@ -76,6 +76,7 @@ def build_payload(
     metrics: dict | None = None,
     adapters: dict | None = None,
     extra_train: dict | None = None,
+    extra_model: dict | None = None,
 ) -> dict[str, Any]:
     bare = unwrap(model)
     state = clean_state_dict(bare.state_dict())
@@ -86,7 +87,7 @@ def build_payload(
     return {
         "format": FORMAT,
         "version": VERSION,
-        "model": {"target": model_target(bare), "config": dict(getattr(bare, "config", {}))},
+        "model": {"target": model_target(bare), "config": dict(getattr(bare, "config", {})), **(extra_model or {})},
         "slot_table": slot_table_hash(),
         "state_dict": state,
         "state_dict_complete": complete,
@@ -195,6 +196,11 @@ def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
     """Instantiate the model class named in the checkpoint with its stored config (plus ``overrides``).
 
     The backbone file (``pretrained``) is only read when the checkpoint does not hold every weight itself."""
+    if not payload["model"]["config"] and payload["model"].get("hydra"):
+        # a harness model without its own config (e.g. the Well's FNO): its Hydra node + the harness arguments
+        from hydra.utils import instantiate
+
+        return instantiate(payload["model"]["hydra"], **payload["model"].get("harness_args", {}), **overrides)
     module_name, _, class_name = payload["model"]["target"].rpartition(".")
     cls = getattr(importlib.import_module(module_name), class_name)
     config = dict(payload["model"]["config"])

@@ -64,6 +64,11 @@ def equation_scales(
     return residuals_and_scales(pde, old, new, dt, params, ops, "crank_nicolson", with_scales=True)[1]
 
 
+def sum_terms(terms: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+    """``N`` from a flux that returned one tensor or a tuple of its terms."""
+    return terms if isinstance(terms, torch.Tensor) else sum(terms)
+
+
 def residuals_and_scales(
     pde: PDE,
     old: Fields,

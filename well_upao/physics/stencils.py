@@ -128,8 +128,11 @@ class Stencils:
         Face ``i + 1/2`` takes the left-biased value ``3/2 F_i - 1/2 F_{i-1}`` when the face velocity
         ``(v_i + v_{i+1}) / 2`` is >= 0, else the right-biased ``3/2 F_{i+1} - 1/2 F_{i+2}``; the derivative is
         ``(F_{i+1/2} - F_{i-1/2}) / dx``. Stencil width 2 on each side: non-periodic axes extrapolate a second
-        ghost layer from the first (both quadratic), which only matters next to the excluded band.
+        ghost layer from the first (both quadratic), which only matters next to the excluded band. With
+        ``derivative="spectral"`` on a periodic axis this is the spectral derivative of the flux.
         """
+        if self._use_spectral(axis):
+            return self._spectral(flux, axis, 1)  # smooth periodic data: the exact derivative, no upwinding
         ax = self._tensor_axis(flux, axis)
         periodic = self.grid.periodic[axis]
         f = neighbours(flux, ax, periodic, (-2, -1, 0, 1, 2))

@@ -73,6 +73,7 @@ class WellUpaoTrainer(Trainer):
         self._scheduler_state: dict | None = None
         self.global_step = 0
         super().__init__(*args, **kwargs)
+        self.formatter_name = kwargs.get("formatter", args[3] if len(args) > 3 else "channels_last_default")
         if self.lr_scheduler is not None:
             logger.info("well-upao trainers schedule the LR per step; the harness's epoch scheduler is ignored")
             self.lr_scheduler = None
@@ -247,6 +248,30 @@ class WellUpaoTrainer(Trainer):
             well_training.validation_plots = plots
 
     # ------------------------------------------------------------------ checkpoints
+    def model_description(self) -> dict[str, Any]:
+        """How the harness built the model: dataset, formatter, constructor arguments, and its Hydra node
+        (from the run's ``extended_config.yaml``) for models without their own stored config."""
+        meta = self.dset_metadata
+        history = self.datamodule.train_dataset.n_steps_input
+        description = {
+            "dataset": meta.dataset_name,
+            "formatter": self.formatter_name,
+            "harness_args": {
+                "n_spatial_dims": meta.n_spatial_dims,
+                "spatial_resolution": list(meta.spatial_resolution),
+                "dim_in": history * meta.n_fields + meta.n_constant_fields,
+                "dim_out": meta.n_fields,
+            },
+        }
+        config_file = os.path.join(os.path.dirname(self.checkpoint_folder), "extended_config.yaml")
+        if not getattr(self.bare_model, "config", None) and os.path.isfile(config_file):
+            from omegaconf import OmegaConf
+
+            node = OmegaConf.load(config_file).get("model")
+            if node is not None:
+                description["hydra"] = OmegaConf.to_container(node, resolve=False)
+        return description
+
     def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:
         return build_payload(
             self.model,
@@ -256,6 +281,7 @@ class WellUpaoTrainer(Trainer):
             validation_loss=validation_loss,
             best_validation_loss=self.best_val_loss,
             extra_train={"global_step": self.global_step},
+            extra_model=self.model_description(),
         )
 
     def save_model(self, epoch: int, validation_loss: float, output_path: str) -> None:

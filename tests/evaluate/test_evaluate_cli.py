@@ -1,0 +1,110 @@
+"""``well-upao evaluate``: tables with the classical baselines, JSON, figures, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from well_upao.cli import main
+from well_upao.models.checkpoint import build_payload, save_checkpoint
+from well_upao.models.na_transformer import NATransformer
+
+
+def checkpoint(path, dataset, base, **kwargs):
+    model = NATransformer(preset="tiny", layers=1, dims=(2,), dataset_name=dataset, well_base_path=str(base), **kwargs)
+    save_checkpoint(path, build_payload(model))
+    return path
+
+
+def test_evaluate_prints_baselines_and_models_and_writes_files(small_datasets, tmp_path, capsys):
+    ckpt = checkpoint(tmp_path / "model.pt", "burgers2d", small_datasets)
+    out = tmp_path / "out"
+    code = main(
+        [
+            "evaluate",
+            str(ckpt),
+            "--data",
+            "burgers2d",
+            "--base-path",
+            str(small_datasets),
+            "--rollout-steps",
+            "3",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    table = capsys.readouterr().out
+    for name in ("persistence", "extrap1", "extrap2", "solver", "model"):
+        assert f"| {name} |" in table or name in table
+    assert "VRMSE (paper, per trajectory)" in table and "VRMSE (the Well, per frame)" in table
+    result = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())
+    names = {s["name"] for s in result["scores"]}
+    assert {"persistence", "extrap1", "extrap2", "solver", "model"} <= names
+    solver = next(s for s in result["scores"] if s["name"] == "solver")
+    persistence = next(s for s in result["scores"] if s["name"] == "persistence")
+    assert solver["mean_vrmse_paper"] < 0.01 * persistence["mean_vrmse_paper"]  # the solver knows the PDE
+    assert len(persistence["rollout_vrmse_well"]) == 3
+    assert (out / "rollout_burgers2d_valid_stride1.png").stat().st_size > 1000
+    assert (out / "fields_burgers2d_model.png").exists()
+
+
+def test_stride_is_applied_and_reported(small_datasets, tmp_path):
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                "adv1d",
+                "--base-path",
+                str(small_datasets),
+                "--history",
+                "2",
+                "--stride",
+                "3",
+                "--rollout-steps",
+                "2",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-solver",
+            ]
+        )
+        == 0
+    )
+    result = json.loads((out / "evaluation_adv1d_valid_stride3.json").read_text())
+    assert result["stride"] == 3 and result["dt"] == pytest.approx(0.03)
+
+
+def test_a_checkpoint_for_another_channel_set_is_refused(small_datasets, tmp_path, capsys):
+    ckpt = checkpoint(tmp_path / "tg.pt", "tg2d", small_datasets)
+    code = main(
+        [
+            "evaluate",
+            str(ckpt),
+            "--data",
+            "burgers2d",
+            "--base-path",
+            str(small_datasets),
+            "--quiet",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "trained on 'tg2d'" in err and err.count("\n") == 1
+
+
+def test_missing_split_and_empty_directory_are_explained(small_datasets, tmp_path, capsys):
+    base = tmp_path / "base"
+    shutil.copytree(small_datasets / "adv1d", base / "adv1d")
+    shutil.rmtree(base / "adv1d" / "data" / "test")
+    assert main(["evaluate", "--data", "adv1d", "--base-path", str(base), "--split", "test", "--quiet"]) != 0
+    assert "no HDF5 files" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["evaluate", "--data", "adv1d", "--base-path", str(tmp_path / "empty"), "--quiet"]) != 0
+    assert "generate-exact" in capsys.readouterr().err

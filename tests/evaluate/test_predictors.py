@@ -1,0 +1,69 @@
+"""Classical baselines: extrapolation orders, and the solver step against the closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from well_upao.data.slots import DATASET_SLOTS, slot_indices
+from well_upao.datasets_exact import EXACT_PDES
+from well_upao.evaluate.predictors import Context, Extrapolation, Persistence, SolverStep
+from well_upao.evaluate.solver import supports
+from well_upao.physics import Grid, get_pde
+
+
+def polynomial_window(degree, steps=5):
+    t = torch.arange(steps + 1, dtype=torch.float64)[:, None, None]
+    values = (1 + 0.3 * t + 0.05 * t**2 * (degree >= 2))[None] * torch.ones(1, steps + 1, 4, 2)
+    return values[:, :steps], values[:, steps]
+
+
+@pytest.mark.parametrize("order, exact_for", [(1, 1), (2, 2)])
+def test_extrapolation_is_exact_for_polynomials_of_its_degree(order, exact_for):
+    window, nxt = polynomial_window(exact_for)
+    torch.testing.assert_close(Extrapolation(order).predict(window, None), nxt)
+    if order == 1:
+        quad_window, quad_next = polynomial_window(2)
+        assert (Extrapolation(1).predict(quad_window, None) - quad_next).abs().max() > 1e-3
+
+
+def test_persistence_repeats_the_last_frame():
+    window = torch.randn(2, 3, 4, 1)
+    assert torch.equal(Persistence().predict(window, None), window[:, -1])
+
+
+def exact_context(name, resolution, dt, index=0, t0=0.3):
+    pde = EXACT_PDES[name]
+    params = pde.sample_parameters(np.random.default_rng([9, index]), index)
+    fields = pde.evaluate(params, pde.grid_axes(resolution), np.array([t0, t0 + dt]))
+    channels = list(DATASET_SLOTS[name])
+    frames = []
+    for channel in channels:
+        field, _, component = channel.rpartition("_")
+        array = fields[field][..., "xyz".index(component)] if field in fields else fields[channel]
+        frames.append(torch.as_tensor(array))
+    frames = torch.stack(frames, -1).float()  # (2, *S, C)
+    grid = Grid((2 * math.pi / resolution,) * pde.n_spatial_dims, (True,) * pde.n_spatial_dims)
+    scalars = {k: torch.tensor([v], dtype=torch.float64) for k, v in params.scalars.items()}
+    return frames, Context(torch.tensor([dt]), grid, scalars, slot_indices(name, channels))
+
+
+@pytest.mark.parametrize("name", ["tg2d", "wave2d", "advdiff2d", "burgers2d", "burgers1d", "adv1d", "adv3d"])
+def test_solver_step_reproduces_the_exact_solution(name):
+    resolution = {1: 256, 2: 64, 3: 16}[EXACT_PDES[name].n_spatial_dims]
+    frames, context = exact_context(name, resolution, 5 * EXACT_PDES[name].default_dt)  # a stride-5 step
+    pde = get_pde(name)
+    assert supports(pde, context.grid)
+    predicted = SolverStep(pde).predict(frames[None, :1], context)[0]
+    error = (predicted - frames[1]).abs().max() / frames[1].abs().max()
+    persistence = (frames[0] - frames[1]).abs().max() / frames[1].abs().max()
+    assert error < 1e-3 * persistence + 1e-5, (name, float(error), float(persistence))
+
+
+def test_solver_is_not_offered_where_it_cannot_run():
+    assert not supports(get_pde("rayleigh_benard"), Grid((0.1, 0.1), (True, False)))  # walls + pressure
+    assert not supports(get_pde("shallow_water_2d"), Grid((0.1, 0.1), (True, True)))  # conservative variables
+    assert not supports(get_pde("active_matter"), Grid((0.1, 0.1), (True, True)))  # velocity has no equation

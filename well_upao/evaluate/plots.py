@@ -1,0 +1,115 @@
+"""Figures of ``well-upao evaluate``: truth / prediction / error / PDE residual, and error vs rollout step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import torch
+
+from well_upao.data.slots import SLOT_NAMES
+from well_upao.evaluate.run import Evaluation
+from well_upao.physics.pdes import PDE
+from well_upao.physics.residual import pde_residuals
+from well_upao.physics.stencils import Stencils
+
+
+def _view(field: torch.Tensor) -> torch.Tensor:
+    """A 2-D (or 1-D) view of a spatial field: the middle slice of 3-D data."""
+    while field.ndim > 2:
+        field = field[field.shape[0] // 2]
+    return field
+
+
+def _show(axis, field: torch.Tensor, title: str, cmap: str = "RdBu_r", symmetric: bool = True):
+    field = _view(field).cpu()
+    axis.set_title(title, fontsize=8)
+    if field.ndim == 1:
+        axis.plot(field.numpy())
+        return
+    limit = float(field.abs().max()) or 1.0
+    kwargs = {"vmin": -limit, "vmax": limit} if symmetric else {}
+    image = axis.imshow(field.T.numpy(), origin="lower", cmap=cmap, **kwargs)
+    axis.set_xticks([])
+    axis.set_yticks([])
+    plt.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
+
+
+def residual_fields(pde: PDE, previous: torch.Tensor, prediction: torch.Tensor, context) -> dict[str, torch.Tensor]:
+    """``|R_k|`` of the pair (true frame t-1, predicted frame t) for each sub-equation (Crank-Nicolson)."""
+
+    def fields(frame):
+        return {SLOT_NAMES[s]: frame[None, None, ..., i].double() for i, s in enumerate(context.channel_slots)}
+
+    old, new = fields(previous), fields(prediction)
+    if not set(pde.variables) <= set(old):
+        return {}
+    params = pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
+    residuals = pde_residuals(pde, old, new, context.dt.double(), params, Stencils(context.grid))
+    return {k: r[0, 0].abs().float() for k, r in residuals.items()}
+
+
+def plot_fields(
+    evaluation: Evaluation, first: dict, pde: PDE | None, out: Path, frame: int | None = None
+) -> list[Path]:
+    """One PNG per predictor for the first trajectory at one predicted frame."""
+    truth_frames, context = first["__truth__"], first["__context__"]
+    history = evaluation.history
+    n_predicted = truth_frames.shape[0] - history
+    frame = n_predicted // 2 if frame is None else max(0, min(frame, n_predicted - 1))
+    truth = truth_frames[history + frame]
+    previous = truth_frames[history + frame - 1]
+    paths = []
+    for name, predictions in first.items():
+        if name.startswith("__"):
+            continue
+        prediction = predictions[frame]
+        residuals = residual_fields(pde, previous, prediction, context) if pde is not None else {}
+        columns = 4 if residuals else 3
+        rows = len(evaluation.channels)
+        figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.6 * rows), squeeze=False)
+        residual_items = list(residuals.items())
+        for row, channel in enumerate(evaluation.channels):
+            _show(axes[row, 0], truth[..., row], f"truth {channel}")
+            _show(axes[row, 1], prediction[..., row], f"prediction {channel}")
+            _show(axes[row, 2], (prediction - truth)[..., row], "error")
+            if residuals:
+                if row < len(residual_items):
+                    label, value = residual_items[row]
+                    _show(axes[row, 3], value, f"|PDE residual| {label}", cmap="magma", symmetric=False)
+                else:
+                    axes[row, 3].axis("off")
+        figure.suptitle(
+            f"{name} on {evaluation.dataset}/{evaluation.split}, trajectory 0, predicted frame {history + frame} "
+            f"(stride {evaluation.stride})",
+            fontsize=9,
+        )
+        figure.tight_layout()
+        safe = name.replace("/", "_")
+        path = out / f"fields_{evaluation.dataset}_{safe}.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
+def plot_rollout(evaluation: Evaluation, out: Path) -> Path:
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for score in evaluation.scores:
+        if score.rollout_vrmse_well:
+            steps = range(1, len(score.rollout_vrmse_well) + 1)
+            style = "--" if score.kind != "model" else "-"
+            axis.semilogy(steps, score.rollout_vrmse_well, style, marker="o", markersize=3, label=score.name)
+    axis.set_xlabel("autoregressive step")
+    axis.set_ylabel("VRMSE (the Well's definition)")
+    axis.set_title(f"{evaluation.dataset}/{evaluation.split}: rollout error (stride {evaluation.stride})")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    path = out / f"rollout_{evaluation.dataset}_{evaluation.split}_stride{evaluation.stride}.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

@@ -1,0 +1,193 @@
+"""Everything ``well-upao evaluate`` can compare, behind one interface: next frame from a history window.
+
+``predict(window, context) -> next frame`` with ``window`` of shape ``(B, T, *space, C)`` in the dataset's
+channels and physical units. Classical baselines are first-class entries (INTERFACES.md section 7):
+
+* ``persistence``: ``u_{t+1} = u_t``
+* ``extrap1``: linear extrapolation of the last two frames, ``2 u_t - u_{t-1}``
+* ``extrap2``: quadratic extrapolation of the last three, ``3 u_t - 3 u_{t-1} + u_{t-2}``
+* ``solver``: one step of a numerical solver of the dataset's PDE (``well_upao.evaluate.solver``)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from einops import rearrange
+
+from well_upao.data.slots import SLOT_INDEX, SLOT_NAMES
+from well_upao.physics.pdes import PDE
+from well_upao.physics.stencils import Grid
+
+
+@dataclass
+class Context:
+    """What a sample tells about its physics: time step, grid, named scalars, slot map."""
+
+    dt: torch.Tensor  # (B,)
+    grid: Grid
+    scalars: dict[str, torch.Tensor]
+    channel_slots: list[int]
+
+
+@dataclass
+class Predictor:
+    name: str
+    kind: str  # "classical", "solver", "model"
+    seconds: float = 0.0
+    calls: int = 0
+    notes: dict = field(default_factory=dict)
+
+    def predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
+        start = time.perf_counter()
+        out = self._predict(window, context)
+        self.seconds += time.perf_counter() - start
+        self.calls += window.shape[0]
+        return out
+
+    def _predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
+        raise NotImplementedError
+
+    @property
+    def seconds_per_prediction(self) -> float:
+        return self.seconds / max(self.calls, 1)
+
+
+class Persistence(Predictor):
+    def __init__(self):
+        super().__init__("persistence", "classical")
+
+    def _predict(self, window, context):
+        return window[:, -1]
+
+
+#: weights of u_t, u_{t-1}, ... for polynomial extrapolation of degree 1 and 2 (Newton's backward differences)
+EXTRAPOLATION_WEIGHTS: dict[int, tuple[float, ...]] = {1: (2.0, -1.0), 2: (3.0, -3.0, 1.0)}
+
+
+class Extrapolation(Predictor):
+    """Polynomial extrapolation of the last ``order + 1`` frames."""
+
+    def __init__(self, order: int):
+        super().__init__(f"extrap{order}", "classical")
+        self.order = order
+
+    def _predict(self, window, context):
+        weights = EXTRAPOLATION_WEIGHTS[self.order]
+        if window.shape[1] < len(weights):
+            return window[:, -1]
+        return sum(w * window[:, -1 - i] for i, w in enumerate(weights))
+
+
+class SolverStep(Predictor):
+    def __init__(self, pde: PDE):
+        super().__init__("solver", "solver")
+        self.pde = pde
+        self._solvers: dict = {}
+
+    def _predict(self, window, context):
+        from well_upao.evaluate.solver import PDESolver
+
+        key = (context.grid.spacing, context.grid.periodic)
+        if key not in self._solvers:
+            self._solvers[key] = PDESolver(self.pde, context.grid)
+        solver = self._solvers[key]
+        last = window[:, -1].double()
+        slots = {SLOT_NAMES[s]: last[..., i] for i, s in enumerate(context.channel_slots)}
+        state = {name: slots[name] for name in self.pde.variables}
+        params = self.pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
+        new, substeps = solver.step(state, params, context.dt.double())
+        self.notes["substeps"] = max(self.notes.get("substeps", 0), substeps)
+        out = last.clone()
+        for i, s in enumerate(context.channel_slots):
+            name = SLOT_NAMES[s]
+            if name in new:
+                out[..., i] = new[name]
+        return out.to(window.dtype)
+
+
+class BackboneModel(Predictor):
+    """A well-upao backbone (``forward_sequence`` on the 18 slots)."""
+
+    def __init__(self, name: str, model: torch.nn.Module):
+        super().__init__(name, "model")
+        self.model = model.eval()
+
+    @torch.no_grad()
+    def _predict(self, window, context):
+        slotted = self.model.to_slots(window)
+        return self.model.from_slots(self.model.forward_sequence(slotted)[:, -1])
+
+
+class HarnessModel(Predictor):
+    """Any model of the Well's harness (``model(x)`` on formatted histories, e.g. the FNO baselines)."""
+
+    def __init__(self, name: str, model: torch.nn.Module, formatter: str, history: int):
+        super().__init__(name, "model")
+        self.model, self.formatter, self.history = model.eval(), formatter, history
+
+    @torch.no_grad()
+    def _predict(self, window, context):
+        window = window[:, -self.history :]
+        if self.formatter == "channels_first_default":
+            out = self.model(rearrange(window, "b t ... c -> b (t c) ..."))
+            return rearrange(out, "b c ... -> b ... c")
+        return self.model(rearrange(window, "b t ... c -> b ... (t c)"))
+
+
+def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:
+    from well_upao.evaluate.solver import supports
+
+    predictors: list[Predictor] = [Persistence(), Extrapolation(1), Extrapolation(2)]
+    if solver and pde is not None and grid is not None and supports(pde, grid):
+        predictors.append(SolverStep(pde))
+    return predictors
+
+
+def load_predictor(path: str | Path, dataset_name: str, channel_names: list[str], history: int) -> Predictor:
+    """A trained model from a well-upao checkpoint file or a run folder (``<run>/checkpoints/best.pt``)."""
+    from well_upao.data.slots import slot_indices
+    from well_upao.models.checkpoint import CheckpointError, load_model, read_checkpoint
+
+    path = Path(path)
+    if path.is_dir():
+        candidates = [path / "checkpoints" / "best.pt", path / "best.pt"]
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            raise CheckpointError(f"{path} has no checkpoints/best.pt")
+        path = found
+    payload = read_checkpoint(path)
+    model = load_model(path)
+    name = f"{path.parent.parent.name}/{path.stem}" if path.parent.name == "checkpoints" else path.stem
+    config = payload["model"]["config"]
+    if hasattr(model, "forward_sequence"):
+        expected = slot_indices(dataset_name, channel_names)
+        if config.get("channel_slots") != expected:
+            raise CheckpointError(
+                f"{path} was trained on {config.get('dataset_name')!r} with slots {config.get('channel_slots')}; "
+                f"{dataset_name!r} has slots {expected} ({', '.join(channel_names)})"
+            )
+        if history > config["n_steps_input"]:
+            raise CheckpointError(f"{path}: history {history} exceeds the model's T_in {config['n_steps_input']}")
+        return BackboneModel(name, model)
+    harness = payload["model"].get("harness_args", {})
+    if harness.get("dim_out") not in (None, len(channel_names)) or payload["model"].get("dataset") not in (
+        None,
+        dataset_name,
+    ):
+        raise CheckpointError(
+            f"{path} was trained on {payload['model'].get('dataset')!r} with {harness.get('dim_out')} channels; "
+            f"{dataset_name!r} has {len(channel_names)}"
+        )
+    return HarnessModel(name, model, payload["model"].get("formatter", "channels_first_default"), history)
+
+
+def slot_fields_of(frame: torch.Tensor, channel_slots: list[int]) -> dict[str, torch.Tensor]:
+    """``{slot name: (..., *space)}`` of a dataset-channel frame ``(..., *space, C)``."""
+    return {SLOT_NAMES[s]: frame[..., i] for i, s in enumerate(channel_slots)}
+
+
+__all__ = ["SLOT_INDEX", "Context", "Predictor", "classical_predictors", "load_predictor", "slot_fields_of"]

@@ -1,0 +1,237 @@
+"""``well-upao evaluate``: one-step and k-step rollout errors of models and classical baselines on a split.
+
+For every trajectory of the split (read whole, at time stride ``stride``):
+
+* one-step: frame ``t`` predicted from the true frames ``t - history .. t - 1`` for every ``t >= history``
+  (the paper's protocol); VRMSE under both definitions, per channel (The Well's: averaged over frames; the
+  paper's: over the trajectory's full time series);
+* rollout: ``rollout_steps`` autoregressive steps from the first window; The Well's VRMSE per step.
+
+Results are averaged over trajectories. Classical baselines are always part of the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from well_upao.data.metadata import first_file
+from well_upao.data.registry import register_dataset_names
+from well_upao.data.slots import slot_indices
+from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
+from well_upao.evaluate.predictors import Context, Predictor
+from well_upao.physics.stencils import Grid
+
+PERIODIC_CODE = 2
+
+
+class EvaluationError(ValueError):
+    """Bad evaluation request (missing split, incompatible checkpoint, ...)."""
+
+
+@dataclass
+class Scores:
+    name: str
+    kind: str
+    one_step_vrmse_well: dict[str, float]
+    one_step_vrmse_paper: dict[str, float]
+    rollout_vrmse_well: list[float]
+    seconds_per_prediction: float
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def mean_well(self) -> float:
+        return sum(self.one_step_vrmse_well.values()) / len(self.one_step_vrmse_well)
+
+    @property
+    def mean_paper(self) -> float:
+        return sum(self.one_step_vrmse_paper.values()) / len(self.one_step_vrmse_paper)
+
+
+@dataclass
+class Evaluation:
+    dataset: str
+    split: str
+    stride: int
+    dt: float
+    history: int
+    rollout_steps: int
+    n_trajectories: int
+    channels: list[str]
+    regime: str
+    scores: list[Scores]
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        for row, score in zip(data["scores"], self.scores, strict=True):
+            row["mean_vrmse_well"], row["mean_vrmse_paper"] = score.mean_well, score.mean_paper
+        return json.dumps(data, indent=2)
+
+
+def open_split(base_path: str | Path, dataset: str, split: str, history: int, stride: int):
+    """The split as whole trajectories (The Well's full-trajectory mode)."""
+    from the_well.data import WellDataset
+
+    try:
+        first_file(base_path, dataset, split)
+    except FileNotFoundError as error:
+        raise EvaluationError(str(error)) from error
+    register_dataset_names([dataset])
+    return WellDataset(
+        well_base_path=str(base_path),
+        well_dataset_name=dataset,
+        well_split_name=split,
+        n_steps_input=history,
+        n_steps_output=1,
+        full_trajectory_mode=True,
+        max_rollout_steps=10**9,
+        min_dt_stride=stride,
+        max_dt_stride=stride,
+    )
+
+
+def sample_context(sample: dict, scalar_names: list[str], channel_slots: list[int]) -> Context:
+    space = sample["space_grid"]
+    dims = space.shape[-1]
+    spacing = []
+    for axis in range(dims):
+        index = [0] * dims
+        index[axis] = 1
+        spacing.append(float(space[tuple(index)][axis] - space[(0,) * dims][axis]))
+    codes = sample["boundary_conditions"]
+    periodic = tuple(bool((codes[a] == PERIODIC_CODE).all()) for a in range(dims))
+    times = torch.cat([sample["input_time_grid"], sample["output_time_grid"]])
+    dt = float(times[1] - times[0])
+    scalars = sample.get("constant_scalars", torch.zeros(0))
+    named = {n: scalars[i : i + 1].double() for i, n in enumerate(scalar_names)}
+    return Context(torch.tensor([dt]), Grid(tuple(spacing), periodic), named, channel_slots)
+
+
+def one_step_all(predictor: Predictor, frames: torch.Tensor, history: int, context: Context, batch: int = 8):
+    """Predictions of frames ``history .. T-1`` from their true histories: ``(T - history, *space, C)``."""
+    outputs = []
+    for start in range(history, frames.shape[0], batch):
+        stop = min(start + batch, frames.shape[0])
+        windows = torch.stack([frames[t - history : t] for t in range(start, stop)])
+        ctx = Context(
+            context.dt.expand(len(windows)),
+            context.grid,
+            {k: v.expand(len(windows)) for k, v in context.scalars.items()},
+            context.channel_slots,
+        )
+        outputs.append(predictor.predict(windows, ctx))
+    return torch.cat(outputs)
+
+
+def rollout(predictor: Predictor, frames: torch.Tensor, history: int, steps: int, context: Context):
+    """``steps`` autoregressive predictions from the first window: ``(steps, *space, C)``."""
+    window = frames[:history].clone()
+    out = []
+    for _ in range(steps):
+        nxt = predictor.predict(window[None], context)[0]
+        out.append(nxt)
+        window = torch.cat([window[1:], nxt[None]])
+    return torch.stack(out)
+
+
+@torch.no_grad()
+def evaluate(
+    predictors: list[Predictor],
+    base_path: str | Path,
+    dataset: str,
+    split: str = "valid",
+    history: int = 8,
+    stride: int = 1,
+    rollout_steps: int = 10,
+    max_trajectories: int | None = None,
+    progress: bool = True,
+    keep_first: bool = True,
+) -> tuple[Evaluation, dict]:
+    """Scores of every predictor; also returns the first trajectory's frames and predictions (for figures)."""
+    data = open_split(base_path, dataset, split, history, stride)
+    meta = data.metadata
+    channels = [n for names in meta.field_names.values() for n in names]
+    slots = slot_indices(dataset, channels)
+    count = len(data) if max_trajectories is None else min(max_trajectories, len(data))
+    if count == 0:
+        raise EvaluationError(f"split {split!r} of {dataset!r} has no trajectory long enough for history {history}")
+    one_well = {p.name: [] for p in predictors}
+    one_paper = {p.name: [] for p in predictors}
+    rolled = {p.name: [] for p in predictors}
+    first: dict = {}
+    dt = 0.0
+    bar = tqdm(range(count), desc=f"evaluate {dataset}/{split}", unit="traj", disable=not progress)
+    for index in bar:
+        sample = data[index]
+        frames = torch.cat([sample["input_fields"], sample["output_fields"]]).float()
+        context = sample_context(sample, list(meta.constant_scalar_names), slots)
+        dt = float(context.dt)
+        truth = frames[history:]
+        steps = min(rollout_steps, truth.shape[0])
+        for predictor in predictors:
+            prediction = one_step_all(predictor, frames, history, context)
+            one_well[predictor.name].append(vrmse_well(prediction, truth, meta.n_spatial_dims).mean(0))
+            one_paper[predictor.name].append(vrmse_paper(prediction, truth))
+            if steps:
+                rolled_prediction = rollout(predictor, frames, history, steps, context)
+                rolled[predictor.name].append(
+                    vrmse_well(rolled_prediction, truth[:steps], meta.n_spatial_dims).mean(-1)
+                )
+            if keep_first and index == 0:
+                first[predictor.name] = prediction
+        if keep_first and index == 0:
+            first["__truth__"], first["__context__"] = frames, context
+    scores = []
+    for p in predictors:
+        well = torch.stack(one_well[p.name]).mean(0)
+        paper = torch.stack(one_paper[p.name]).mean(0)
+        roll = torch.stack(rolled[p.name]).mean(0).tolist() if rolled[p.name] else []
+        scores.append(
+            Scores(
+                p.name,
+                p.kind,
+                {c: float(v) for c, v in zip(channels, well, strict=True)},
+                {c: float(v) for c, v in zip(channels, paper, strict=True)},
+                roll,
+                p.seconds_per_prediction,
+                dict(p.notes),
+            )
+        )
+    evaluation = Evaluation(dataset, split, stride, dt, history, rollout_steps, count, channels, "windows", scores)
+    return evaluation, first
+
+
+def markdown_table(evaluation: Evaluation) -> str:
+    e = evaluation
+    header = (
+        f"{e.dataset} / {e.split}: {e.n_trajectories} trajectories, stride {e.stride} (dt = {e.dt:g}), history "
+        f"{e.history}; one-step = every frame from its true history (regime: {e.regime})\n\n"
+        "| model | kind | one-step VRMSE (paper, per trajectory) | one-step VRMSE (the Well, per frame) "
+        + "".join(f"| {c} (paper) " for c in e.channels)
+        + f"| {e.rollout_steps}-step rollout VRMSE (the Well) | ms / prediction |\n"
+        + "|---|---|---|---|"
+        + "---|" * len(e.channels)
+        + "---|---|"
+    )
+    rows = []
+    for s in sorted(e.scores, key=lambda s: s.mean_paper):
+        rollout_value = f"{s.rollout_vrmse_well[-1]:.4g}" if s.rollout_vrmse_well else "n/a"
+        rows.append(
+            f"| {s.name} | {s.kind} | {s.mean_paper:.4g} | {s.mean_well:.4g} "
+            + "".join(f"| {s.one_step_vrmse_paper[c]:.4g} " for c in e.channels)
+            + f"| {rollout_value} | {s.seconds_per_prediction * 1e3:.2f} |"
+        )
+    return header + "\n" + "\n".join(rows)
+
+
+def save(evaluation: Evaluation, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"evaluation_{evaluation.dataset}_{evaluation.split}_stride{evaluation.stride}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(evaluation.to_json())
+    tmp.replace(path)
+    return path

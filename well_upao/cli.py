@@ -233,6 +233,29 @@ def evaluate_with(predictors, base, args):
     )
 
 
+# --------------------------------------------------------------------------- leaderboard
+def _leaderboard_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "leaderboard",
+        help="the Well's published VRMSE and the paper's numbers beside ours for the Well's four datasets",
+        description="Print the Well's leaderboard (FNO, TFNO, U-Net, CNextU-Net) and the paper's main-table rows "
+        "for active_matter, gray_scott_reaction_diffusion, rayleigh_benard and shear_flow, with ours from "
+        "`well-upao evaluate` JSON files (both VRMSE definitions, labelled).",
+    )
+    parser.add_argument("evaluations", nargs="*", type=Path, help="evaluation_*.json files from well-upao evaluate")
+    parser.set_defaults(handler=_run_leaderboard)
+
+
+def _run_leaderboard(args: argparse.Namespace) -> int:
+    from well_upao.evaluate.leaderboard import leaderboard_markdown
+
+    missing = [str(p) for p in args.evaluations if not p.is_file()]
+    if missing:
+        raise CommandError(f"no such evaluation file: {', '.join(missing)}")
+    print(leaderboard_markdown(args.evaluations))
+    return 0
+
+
 # --------------------------------------------------------------------------- adapters-report
 def _adapters_report_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -270,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     _generate_exact_parser(sub)
     _validate_parser(sub)
     _evaluate_parser(sub)
+    _leaderboard_parser(sub)
     _adapters_report_parser(sub)
     return parser
 

@@ -108,3 +108,21 @@ def test_missing_split_and_empty_directory_are_explained(small_datasets, tmp_pat
     (tmp_path / "empty").mkdir()
     assert main(["evaluate", "--data", "adv1d", "--base-path", str(tmp_path / "empty"), "--quiet"]) != 0
     assert "generate-exact" in capsys.readouterr().err
+
+
+def test_leaderboard_lists_the_wells_numbers_and_ours(tmp_path, capsys):
+    evaluation = tmp_path / "evaluation_shear_flow_valid_stride1.json"
+    evaluation.write_text(
+        json.dumps(
+            {
+                "dataset": "shear_flow",
+                "split": "valid",
+                "scores": [{"name": "mine", "mean_vrmse_well": 0.5, "mean_vrmse_paper": 0.25}],
+            }
+        )
+    )
+    assert main(["leaderboard", str(evaluation)]) == 0
+    table = capsys.readouterr().out
+    assert "| shear_flow | the Well | test, one-step (Well VRMSE) | 1.189 | 1.472 | 3.447 | 0.808 |" in table
+    assert "ours: mine | valid: Well VRMSE 0.5, paper VRMSE 0.25" in table
+    assert main(["leaderboard", str(tmp_path / "missing.json")]) != 0

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import h5py
 
+from well_upao.data.slots import selected_fields
 from well_upao.data.validate import flattened_channel_names
 
 
@@ -25,7 +26,12 @@ def first_file(well_base_path: str | Path, dataset_name: str, split: str = "trai
     return files[0]
 
 
-def dataset_channel_names(well_base_path: str | Path, dataset_name: str) -> list[str]:
-    """Flattened channel names in the Well's order (t0 fields, then t1 components, then t2)."""
+def dataset_channel_names(well_base_path: str | Path, dataset_name: str, fields: list[str] | None = None) -> list[str]:
+    """Flattened channel names in the Well's order (t0 fields, then t1 components, then t2), restricted to the
+    field selection (``fields``, else the paper's selection for the dataset)."""
     with h5py.File(first_file(well_base_path, dataset_name), "r") as f:
-        return flattened_channel_names(f)
+        names = flattened_channel_names(f)
+    kept = selected_fields(dataset_name, fields)
+    if kept is None:
+        return names
+    return [n for n in names if any(n == k or n.startswith(f"{k}_") for k in kept)]

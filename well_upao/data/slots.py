@@ -62,6 +62,18 @@ DATASET_SLOTS: dict[str, dict[str, str]] = {
 }
 
 
+#: the paper's field selection where it drops fields (appendix "The Well Downstream Datasets"): active matter
+#: keeps concentration and velocity and drops the orientation (D) and strain-rate (E) tensors
+PAPER_FIELDS: dict[str, tuple[str, ...]] = {"active_matter": ("concentration", "velocity")}
+
+
+def selected_fields(dataset_name: str, fields: Sequence[str] | None = None) -> tuple[str, ...] | None:
+    """Core field names to keep for a dataset: ``fields`` if given, else the paper's selection, else all (None)."""
+    if fields:
+        return tuple(fields)
+    return PAPER_FIELDS.get(dataset_name)
+
+
 class SlotError(ValueError):
     """A dataset or channel that the slot table does not know, or an inconsistent mapping."""
 

@@ -73,15 +73,17 @@ class Evaluation:
 
 
 def open_split(base_path: str | Path, dataset: str, split: str, history: int, stride: int):
-    """The split as whole trajectories (The Well's full-trajectory mode)."""
-    from the_well.data import WellDataset
+    """The split as whole trajectories (The Well's full-trajectory mode), with the dataset's field selection."""
+    from well_upao.data.datamodule import FieldSelectingWellDataset
+    from well_upao.data.slots import selected_fields
 
     try:
         first_file(base_path, dataset, split)
     except FileNotFoundError as error:
         raise EvaluationError(str(error)) from error
     register_dataset_names([dataset])
-    return WellDataset(
+    return FieldSelectingWellDataset(
+        fields=selected_fields(dataset),
         well_base_path=str(base_path),
         well_dataset_name=dataset,
         well_split_name=split,

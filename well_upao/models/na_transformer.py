@@ -112,6 +112,7 @@ class NATransformer(nn.Module):
         dataset_name: str | None = None,
         well_base_path: str | None = None,
         history: int | None = None,
+        fields: Sequence[str] | None = None,
         formatter: str = "channels_last_default",
         residual_in_time: bool = True,
         attention_backend: str = "auto",
@@ -147,7 +148,8 @@ class NATransformer(nn.Module):
                 raise ValueError("dataset_name needs well_base_path to read the dataset's channels")
             from well_upao.data.metadata import dataset_channel_names
 
-            channel_slots = slot_indices(dataset_name, dataset_channel_names(well_base_path, dataset_name))
+            names = dataset_channel_names(well_base_path, dataset_name, list(fields) if fields else None)
+            channel_slots = slot_indices(dataset_name, names)
         if channel_slots is not None:
             channel_slots = [int(s) for s in channel_slots]
             if len(channel_slots) > N_SLOTS or len(set(channel_slots)) != len(channel_slots):

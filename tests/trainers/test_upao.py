@@ -23,13 +23,19 @@ harness = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(harness)
 
 
-def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, **kwargs) -> UpaoTrainer:
+def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, data_kwargs=None, **kwargs) -> UpaoTrainer:
+    data_kwargs = {"n_steps_input": 8, **(data_kwargs or {})}
     datamodule = WellUpaoDataModule(
-        str(base), dataset, batch_size=2, n_steps_input=8, n_steps_output=1, data_workers=0, max_rollout_steps=3
+        str(base), dataset, batch_size=2, n_steps_output=1, data_workers=0, max_rollout_steps=3, **data_kwargs
     )
     torch.manual_seed(0)
     model = NATransformer(
-        preset="tiny", layers=1, dataset_name=dataset, well_base_path=str(base), history=8, **(model_kwargs or {})
+        preset="tiny",
+        layers=1,
+        dataset_name=dataset,
+        well_base_path=str(base),
+        history=data_kwargs["n_steps_input"],
+        **(model_kwargs or {}),
     )
     folders = {name: str(tmp_path / name) for name in ("checkpoints", "artifacts", "viz")}
     for folder in folders.values():
@@ -200,3 +206,18 @@ def test_harness_runs_nslora_with_upao_and_reports_the_adapters(small_datasets, 
     assert data["n_modules"] == 4 * (5 * 2 + 3)  # 4 layers x (1D, three 2D, 3D NA: qkv, proj; SwiGLU: 3)
     assert data["n_untouched"] == 4 * 4 * 2  # the 1D, 3D and two unused 2D variants get no gradient on 16x16 data
     assert 1.0 <= data["mean"]["stable_rank"] <= 16
+
+
+def test_time_strides_give_each_sample_its_own_dt(small_datasets, tmp_path):
+    trainer = make_trainer(
+        small_datasets,
+        tmp_path,
+        dataset="adv1d",
+        data_kwargs={"n_steps_input": 3, "min_dt_stride": 2, "max_dt_stride": 3},
+    )
+    seen = set()
+    for batch in trainer.datamodule.train_dataloader():
+        seen |= {round(float(v), 6) for v in trainer.sample_dt(batch)}
+        terms = trainer.upao_terms(batch)
+        assert torch.isfinite(terms.total)
+    assert seen <= {0.02, 0.03} and 0.02 in seen

@@ -55,8 +55,17 @@ class TrajectoryParameters:
         return len(next(iter(self.modes.values())))
 
 
-class ExactSolution(ABC):
-    """A PDE with a closed-form solution family and the paper's parameter distributions."""
+class TrajectoryFamily(ABC):
+    """A family of trajectories of one PDE: a parameter sampler and a way to produce the fields.
+
+    ``kind`` says how the fields are produced (``"closed_form"`` here, ``"simulation"`` for the numerical
+    solvers of the pretraining corpus); ``streams_in_time`` whether any time window can be produced alone
+    (closed forms) or the whole trajectory at once (time integration); ``boundary_types`` gives the Well's
+    boundary type per axis.
+    """
+
+    kind: str = "closed_form"
+    streams_in_time: bool = True
 
     #: dataset name, also the ``--pde`` key and the Well ``dataset_name``
     name: str
@@ -96,6 +105,10 @@ class ExactSolution(ABC):
         """
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def boundary_types(self) -> tuple[str, ...]:
+        return ("PERIODIC",) * self.n_spatial_dims
+
     def grid_axes(self, resolution: int) -> tuple[np.ndarray, ...]:
         """Periodic, boundary-exclusive coordinates ``x_i = i L / N``, one array per axis."""
         x = np.arange(resolution, dtype=np.float64) * (self.domain_length / resolution)
@@ -105,6 +118,12 @@ class ExactSolution(ABC):
         """Shape of one time step of ``spec`` on an isotropic grid."""
         spatial = (resolution,) * self.n_spatial_dims
         return spatial + (self.n_spatial_dims,) * spec.order
+
+
+class ExactSolution(TrajectoryFamily):
+    """A PDE with a closed-form solution family and the paper's parameter distributions."""
+
+    kind = "closed_form"
 
 
 def plane_wave_sum_2d(

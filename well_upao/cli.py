@@ -95,10 +95,10 @@ def _run_generate_exact(args: argparse.Namespace) -> int:
 
 
 def format_generation_summary(summary) -> str:
+    from well_upao.data.generate import trajectory_families
     from well_upao.data.slots import DATASET_SLOTS
-    from well_upao.datasets_exact import EXACT_PDES
 
-    pde = EXACT_PDES[summary.pde]
+    pde = trajectory_families()[summary.pde]
     grid = summary.grid
     shape = "x".join([str(grid.resolution)] * pde.n_spatial_dims)
     slots = ", ".join(f"{c}->{s}" for c, s in DATASET_SLOTS[summary.pde].items())
@@ -106,7 +106,12 @@ def format_generation_summary(summary) -> str:
     lines = [
         f"dataset      {summary.pde}: {pde.equation}",
         f"path         {summary.path}",
-        f"grid         {shape}, {grid.n_steps} steps, dt={grid.dt:g}, periodic x_i = i L/N, L={pde.domain_length:.6g}",
+        f"grid         {shape}, {grid.n_steps} steps, dt={grid.dt:g}, "
+        + (
+            f"periodic x_i = i L/N, L={pde.domain_length:.6g}"
+            if pde.kind == "closed_form"
+            else f"{'/'.join(pde.boundary_types)} borders, domain length {pde.domain_length:.6g}, {pde.kind}"
+        ),
         "trajectories "
         + ", ".join(f"{k} {v}" for k, v in summary.split_sizes.items())
         + test_note
@@ -120,6 +125,61 @@ def format_generation_summary(summary) -> str:
         f"({summary.megabytes_per_second:.0f} MiB/s)"
     )
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- generate-pretrain
+def _generate_pretrain_parser(sub: argparse._SubParsersAction) -> None:
+    from well_upao.pretrain.families import PRETRAIN_FAMILIES
+
+    rows = "\n".join(
+        f"  {f.name:<28} {f.n_spatial_dims}D {f.default_resolution}^{f.n_spatial_dims} x {f.default_n_steps} steps, "
+        f"dt={f.default_dt}, {f.default_n_traj} traj"
+        for f in PRETRAIN_FAMILIES.values()
+    )
+    parser = sub.add_parser(
+        "generate-pretrain",
+        help="simulate the pretraining corpus (PDEBench's families) in The Well's format",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Integrate the paper's pretraining families with our solvers (well_upao/pretrain/solvers.py) "
+        "and write each as a Well dataset OUT/<family>/ (splits, stats.yaml). Defaults fit a 2-core CPU:\n"
+        + rows
+        + "\n\nexample:\n  well-upao generate-pretrain --out datasets --n-traj 12",
+    )
+    parser.add_argument(
+        "--family", nargs="+", default=["all"], help=f"families ({', '.join(PRETRAIN_FAMILIES)}) or all"
+    )
+    parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
+    parser.add_argument("--n-traj", type=int, help="trajectories per family over all splits")
+    parser.add_argument("--resolution", type=int)
+    parser.add_argument("--n-steps", type=int)
+    parser.add_argument("--dt", type=float)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    parser.set_defaults(handler=_run_generate_pretrain)
+
+
+def _run_generate_pretrain(args: argparse.Namespace) -> int:
+    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+    from well_upao.pretrain.families import PRETRAIN_FAMILIES
+
+    names = list(PRETRAIN_FAMILIES) if args.family == ["all"] else args.family
+    unknown = [n for n in names if n not in PRETRAIN_FAMILIES]
+    if unknown:
+        raise CommandError(f"unknown families {unknown}; choose from {', '.join(PRETRAIN_FAMILIES)} or all")
+    for name in names:
+        request = GenerationRequest(
+            pde=name,
+            out=args.out,
+            n_traj=args.n_traj,
+            resolution=args.resolution,
+            n_steps=args.n_steps,
+            dt=args.dt,
+            seed=args.seed,
+            overwrite=args.overwrite,
+        )
+        print(format_generation_summary(generate_exact_dataset(request, progress=not args.quiet)))
+    return 0
 
 
 # --------------------------------------------------------------------------- validate
@@ -291,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _generate_exact_parser(sub)
+    _generate_pretrain_parser(sub)
     _validate_parser(sub)
     _evaluate_parser(sub)
     _leaderboard_parser(sub)

@@ -31,7 +31,8 @@ from tqdm.auto import tqdm
 from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.stats import FieldStatistics
 from well_upao.data.well_format import ExactFileWriter, GridSpec
-from well_upao.datasets_exact import EXACT_PDES, ExactSolution
+from well_upao.datasets_exact import EXACT_PDES
+from well_upao.datasets_exact.base import TrajectoryFamily
 
 SPLITS = ("train", "valid", "test")
 #: float64 working-set budget of one evaluation block
@@ -106,17 +107,18 @@ def trajectory_rng(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, index])
 
 
-def bytes_per_trajectory(pde: ExactSolution, grid: GridSpec) -> int:
+def bytes_per_trajectory(pde: TrajectoryFamily, grid: GridSpec) -> int:
     """Stored (float32) bytes of one trajectory over all fields."""
     per_step = sum(math.prod(pde.field_shape(spec, grid.resolution)) for spec in pde.fields)
     return 4 * per_step * grid.n_steps
 
 
-def resolve_request(request: GenerationRequest) -> tuple[ExactSolution, GridSpec, int, int]:
+def resolve_request(request: GenerationRequest) -> tuple[TrajectoryFamily, GridSpec, int, int]:
     """Apply the paper's defaults and validate sizes; returns (pde, grid, n_traj, traj_per_file)."""
-    if request.pde not in EXACT_PDES:
+    families = trajectory_families()
+    if request.pde not in families:
         raise GenerationError(f"unknown PDE {request.pde!r}; choose from {', '.join(EXACT_PDES)} or 'all'")
-    pde = EXACT_PDES[request.pde]
+    pde = families[request.pde]
     resolution = pde.default_resolution if request.resolution is None else request.resolution
     n_steps = pde.default_n_steps if request.n_steps is None else request.n_steps
     dt = pde.default_dt if request.dt is None else request.dt
@@ -151,8 +153,18 @@ def check_free_space(directory: Path, needed: int) -> None:
         )
 
 
-def time_blocks(pde: ExactSolution, grid: GridSpec) -> list[tuple[int, int]]:
-    """Consecutive [start, stop) time ranges whose float64 fields fit in ``BLOCK_BYTES``."""
+def trajectory_families() -> dict[str, TrajectoryFamily]:
+    """Every family the generator knows: the exact datasets and the simulated pretraining families."""
+    from well_upao.pretrain.families import PRETRAIN_FAMILIES
+
+    return {**EXACT_PDES, **PRETRAIN_FAMILIES}
+
+
+def time_blocks(pde: TrajectoryFamily, grid: GridSpec) -> list[tuple[int, int]]:
+    """Consecutive [start, stop) time ranges whose float64 fields fit in ``BLOCK_BYTES`` (one range for
+    families that integrate in time)."""
+    if not pde.streams_in_time:
+        return [(0, grid.n_steps)]
     per_step = 2 * bytes_per_trajectory(pde, grid) // grid.n_steps  # float64
     steps = max(1, BLOCK_BYTES // max(per_step, 1))
     return [(start, min(start + steps, grid.n_steps)) for start in range(0, grid.n_steps, steps)]

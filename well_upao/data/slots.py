@@ -54,6 +54,12 @@ DATASET_SLOTS: dict[str, dict[str, str]] = {
     "burgers1d": {"velocity_x": "Vx"},
     "adv1d": {"u": "concentration_rho"},
     "adv3d": {"u": "concentration_rho"},
+    # the simulated pretraining families (well-upao generate-pretrain), identical slots when adapting
+    "diffusion_reaction_2d": {"u": "concentration_u", "v": "concentration_v"},
+    "shallow_water_2d": {"height": "height", "velocity_x": "Vx", "velocity_y": "Vy"},
+    "incompressible_ns_forced_2d": {"forcing": "buoyancy", "velocity_x": "Vx", "velocity_y": "Vy"},
+    "compressible_ns_1d": {"density": "density", "pressure": "pressure", "velocity_x": "Vx"},
+    "compressible_ns_2d": {"density": "density", "pressure": "pressure", "velocity_x": "Vx", "velocity_y": "Vy"},
     # the Well's datasets used by the paper (field selection of the paper's appendix)
     "active_matter": {"concentration": "concentration_rho", "velocity_x": "Vx", "velocity_y": "Vy"},
     "gray_scott_reaction_diffusion": {"A": "concentration_u", "B": "concentration_v"},

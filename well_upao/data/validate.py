@@ -177,6 +177,8 @@ def _check_exact(f: h5py.File, path: Path) -> list[str]:
 
     if EXACT_GROUP not in f:
         return [f"{path.name}: no /{EXACT_GROUP} group, cannot re-evaluate the closed form"]
+    if str(f[EXACT_GROUP].attrs.get("kind", "closed_form")) != "closed_form":
+        return [f"{path.name}: simulated data has no closed form to compare with"]
     pde = EXACT_PDES[str(f[EXACT_GROUP].attrs["pde"])]
     spatial = [str(d) for d in f["dimensions"].attrs["spatial_dims"]]
     resolution = f["dimensions"][spatial[0]].shape[0]

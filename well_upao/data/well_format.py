@@ -6,10 +6,12 @@ Layout written (``n`` trajectories per file, ``T`` time steps, spatial grid ``N_
   attribute per simulation parameter (an array over the file's trajectories, since ours vary per trajectory);
 * ``/dimensions``: ``time (T,)`` and one coordinate array per axis (float64, so dt and dx are exact),
   attribute ``spatial_dims``;
-* ``/boundary_conditions/<axis>_periodic``: ``bc_type = "PERIODIC"``, ``mask`` True on the first and last point;
+* ``/boundary_conditions/<axis>_<type>``: ``bc_type`` of the family per axis (``PERIODIC`` for the exact
+  datasets), ``mask`` True on the first and last point;
 * ``/scalars``: one ``(n,)`` float64 dataset per per-trajectory parameter (sample varying, constant in time);
 * ``/t0_fields, /t1_fields, /t2_fields``: ``(n, T, *grid, D**order)`` float32, always all three groups;
-* ``/exact_solution`` (ours, not read by the Well): the multi-mode tables ``(n, max_modes)`` zero-padded,
+* ``/exact_solution`` (ours, not read by the Well; attribute ``kind``: ``closed_form`` or ``simulation``): the
+  parameter tables ``(n, max_modes)`` zero-padded (mode tables, or a simulation's initial-condition seed),
   ``n_modes (n,)`` and the global ``trajectory_index (n,)``, so the closed form can be re-evaluated from the file.
 
 Strings are written as ``str`` (h5py stores them as variable-length UTF-8), never bytes.
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
-from well_upao.datasets_exact.base import ExactSolution, TrajectoryParameters
+from well_upao.datasets_exact.base import TrajectoryFamily, TrajectoryParameters
 
 AXIS_NAMES = ("x", "y", "z")
 FIELD_GROUPS = ("t0_fields", "t1_fields", "t2_fields")
@@ -45,7 +47,7 @@ class GridSpec:
 
 
 class ExactFileWriter:
-    """Creates one Well file for ``len(trajectory_indices)`` trajectories of an exact PDE and fills it.
+    """Creates one Well file for ``len(trajectory_indices)`` trajectories of a family and fills it.
 
     Use as a context manager (or :meth:`open` / :meth:`close`); call :meth:`write_parameters` and
     :meth:`write_block` for each trajectory.
@@ -54,7 +56,7 @@ class ExactFileWriter:
     def __init__(
         self,
         path: str,
-        pde: ExactSolution,
+        pde: TrajectoryFamily,
         grid: GridSpec,
         trajectory_indices: Sequence[int],
         max_modes: int,
@@ -122,9 +124,9 @@ class ExactFileWriter:
             ds.attrs["time_varying"] = False
 
         bcs = f.create_group("boundary_conditions")
-        for name in spatial_dims:
-            group = bcs.create_group(f"{name}_periodic")
-            group.attrs["bc_type"] = "PERIODIC"
+        for name, bc_type in zip(spatial_dims, pde.boundary_types, strict=True):
+            group = bcs.create_group(f"{name}_{bc_type.lower()}")
+            group.attrs["bc_type"] = bc_type
             group.attrs["associated_dims"] = [name]
             group.attrs["associated_fields"] = []
             group.attrs["sample_varying"] = False
@@ -153,6 +155,7 @@ class ExactFileWriter:
 
         exact = f.create_group(EXACT_GROUP)
         exact.attrs["pde"] = pde.name
+        exact.attrs["kind"] = pde.kind
         exact.attrs["equation"] = pde.equation
         exact.attrs["seed"] = self.seed
         exact.attrs["domain_length"] = pde.domain_length
@@ -190,7 +193,7 @@ class ExactFileWriter:
             dataset[slot, time_start : time_start + block.shape[0]] = block.astype(np.float32, copy=False)
 
 
-def read_trajectory_parameters(file: h5py.File, pde: ExactSolution, slot: int) -> TrajectoryParameters:
+def read_trajectory_parameters(file: h5py.File, pde: TrajectoryFamily, slot: int) -> TrajectoryParameters:
     """Rebuild the parameters of trajectory ``slot`` of an exact-solution file (inverse of ``write_parameters``)."""
     scalars = {name: float(file["scalars"][name][slot]) for name in pde.scalar_names}
     exact = file[EXACT_GROUP]

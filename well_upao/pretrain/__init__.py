@@ -1,0 +1,1 @@
+"""Pretraining: simulated PDE families (PDEBench equations), the corpus generator, mixture data."""

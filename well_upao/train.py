@@ -1,0 +1,145 @@
+"""Distributed entry point over the same Hydra configs: ``torchrun --nproc_per_node=N -m well_upao.train ...``.
+
+The Well's ``train.py`` hard-codes a single process. This entry point reads ``RANK``/``WORLD_SIZE``/
+``LOCAL_RANK`` (set by ``torchrun``), initialises the process group (NCCL on CUDA, gloo on CPU), and runs
+
+* the harness flow for our configs (``model=... trainer=... data=...``, primary config ``config``), with the
+  model wrapped in DDP, or
+* multi-dataset pretraining (``--config-name pretrain``), with DDP or (``trainer.strategy=fsdp``) FSDP.
+
+Without ``torchrun`` it runs in one process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import hydra
+import torch
+import torch.distributed as dist
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+logger = logging.getLogger("well_upao.train")
+
+
+@dataclass
+class Distributed:
+    rank: int
+    world_size: int
+    local_rank: int
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def device(self) -> torch.device:
+        if torch.cuda.is_available():
+            return torch.device("cuda", self.local_rank)
+        return torch.device("cpu")
+
+    @classmethod
+    def from_environment(cls) -> Distributed:
+        info = cls(
+            int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
+        )
+        if info.enabled and not dist.is_initialized():
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            if torch.cuda.is_available():
+                torch.cuda.set_device(info.local_rank)
+            dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size)
+        return info
+
+
+def wrap(model: torch.nn.Module, info: Distributed, strategy: str = "ddp") -> torch.nn.Module:
+    """DDP (``find_unused_parameters``: each batch uses one dimensionality's NA variant) or FSDP."""
+    model = model.to(info.device)
+    if not info.enabled:
+        return model
+    if strategy == "fsdp":
+        if not torch.cuda.is_available():
+            raise RuntimeError("trainer.strategy=fsdp needs CUDA devices; use ddp on CPU")
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        return FullyShardedDataParallel(model, use_orig_params=True, device_id=info.local_rank)
+    from torch.nn.parallel import DistributedDataParallel
+
+    device_ids = [info.local_rank] if torch.cuda.is_available() else None
+    return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=True)
+
+
+def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
+    from well_upao.pretrain.mixture import MixtureDataModule
+    from well_upao.pretrain.trainer import PretrainTrainer
+
+    torch.manual_seed(int(cfg.seed))
+    data = MixtureDataModule(
+        **OmegaConf.to_container(cfg.data, resolve=True), world_size=info.world_size, rank=info.rank
+    )
+    model = instantiate(cfg.model)
+    trainer_cfg = OmegaConf.to_container(cfg.trainer, resolve=True)
+    strategy = trainer_cfg.pop("strategy", "ddp")
+    model = wrap(model, info, strategy)
+    trainer = PretrainTrainer(model, data, device=info.device, **trainer_cfg)
+    trainer.train()
+
+
+def run_harness(cfg: DictConfig, info: Distributed) -> None:
+    """The flow of ``the_well.benchmark.train.train`` with DDP."""
+    import wandb
+    from the_well.benchmark.utils.experiment_utils import configure_experiment
+
+    cfg, name, folder, checkpoints, artifacts, viz = configure_experiment(cfg, logger)
+    if info.rank == 0:
+        wandb.init(
+            dir=folder, project=cfg.wandb_project_name, name=name, config=OmegaConf.to_container(cfg, resolve=True)
+        )
+        OmegaConf.save(cfg, os.path.join(folder, "extended_config.yaml"))
+    if info.enabled:
+        dist.barrier()
+    datamodule = instantiate(cfg.data, world_size=info.world_size, rank=info.rank, data_workers=cfg.data_workers)
+    meta = datamodule.train_dataset.metadata
+    model = instantiate(
+        cfg.model,
+        n_spatial_dims=meta.n_spatial_dims,
+        spatial_resolution=meta.spatial_resolution,
+        dim_in=cfg.data.n_steps_input * meta.n_fields + meta.n_constant_fields,
+        dim_out=meta.n_fields,
+    )
+    model = wrap(model, info)
+    optimizer = instantiate(cfg.optimizer, params=model.parameters())
+    trainer = instantiate(
+        cfg.trainer,
+        checkpoint_folder=checkpoints,
+        artifact_folder=artifacts,
+        viz_folder=viz,
+        model=model,
+        datamodule=datamodule,
+        optimizer=optimizer,
+        lr_scheduler=None,
+        device=info.device,
+        is_distributed=info.enabled,
+    )
+    trainer.validate() if cfg.validation_mode else trainer.train()
+    if info.rank == 0:
+        wandb.finish()
+
+
+@hydra.main(version_base=None, config_path="configs", config_name="config")
+def main(cfg: DictConfig) -> None:
+    info = Distributed.from_environment()
+    try:
+        if "datasets" in cfg.data:
+            run_pretraining(cfg, info)
+        else:
+            run_harness(cfg, info)
+    finally:
+        if info.enabled and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

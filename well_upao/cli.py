@@ -94,11 +94,11 @@ def _run_generate_exact(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_generation_summary(summary) -> str:
+def format_generation_summary(summary, family=None) -> str:
     from well_upao.data.generate import trajectory_families
     from well_upao.data.slots import DATASET_SLOTS
 
-    pde = trajectory_families()[summary.pde]
+    pde = family or trajectory_families()[summary.pde]
     grid = summary.grid
     shape = "x".join([str(grid.resolution)] * pde.n_spatial_dims)
     slots = ", ".join(f"{c}->{s}" for c, s in DATASET_SLOTS[summary.pde].items())
@@ -179,6 +179,45 @@ def _run_generate_pretrain(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
         )
         print(format_generation_summary(generate_exact_dataset(request, progress=not args.quiet)))
+    return 0
+
+
+# --------------------------------------------------------------------------- convert-pdebench
+def _convert_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "convert-pdebench",
+        help="convert PDEBench files (the paper's six pretraining subsets) into The Well's format",
+        description="Supported layouts: 1D/2D/3D CFD, 2D shallow water (rdb), 2D diffusion-reaction, 2D "
+        "inhomogeneous incompressible NS (see well_upao/data/pdebench.py). Files of the same family (e.g. the "
+        "three 1D CFD configurations) are combined into one dataset OUT/<family>.",
+    )
+    parser.add_argument("sources", nargs="+", type=Path, help="PDEBench HDF5 files")
+    parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
+    parser.add_argument("--downsample", type=int, default=1, help="keep every k-th grid point per axis")
+    parser.add_argument("--max-steps", type=int, help="keep the first time steps (the paper: 21)")
+    parser.add_argument("--n-traj", type=int, help="convert only the first N trajectories")
+    parser.add_argument("--viscosity", type=float, default=0.01, help="nu of the incompressible NS subset (0.01)")
+    parser.add_argument("--seed", type=int, default=42, help="seed of the train/valid split")
+    parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    parser.set_defaults(handler=_run_convert)
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+    from well_upao.data.pdebench import PDEBenchError, open_sources
+
+    if args.downsample < 1:
+        raise CommandError("--downsample must be >= 1")
+    try:
+        families = open_sources(args.sources, args.downsample, args.max_steps, args.viscosity)
+        for name, family in families.items():
+            request = GenerationRequest(
+                pde=name, out=args.out, n_traj=args.n_traj, seed=args.seed, overwrite=args.overwrite, traj_per_file=None
+            )
+            print(format_generation_summary(generate_exact_dataset(request, not args.quiet, family=family), family))
+    except (PDEBenchError, OSError, KeyError) as error:
+        raise CommandError(str(error)) from error
     return 0
 
 
@@ -316,6 +355,69 @@ def _run_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- quickstart
+def _quickstart_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "quickstart",
+        help="the main job: generate data, adapt the shipped backbone with UPAO + NSLoRA, compare (~10 min)",
+        description="Generate a small wave2d dataset at time stride 5, adapt the shipped pretrained backbone with "
+        "NSLoRA under UPAO (no interior labels) through The Well's harness, train a supervised-LoRA reference, "
+        "and print the evaluation table beside the classical baselines and the zero-shot backbone; PNG figures "
+        "and JSON go to OUT/results.",
+    )
+    parser.add_argument("--out", type=Path, default=Path("quickstart"))
+    parser.add_argument("--pde", default="wave2d", help="exact dataset (wave2d or advdiff2d show the point best)")
+    parser.add_argument("--stride", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--n-traj", type=int, default=12)
+    parser.add_argument("--resolution", type=int, default=64)
+    parser.set_defaults(handler=_run_quickstart)
+
+
+def _run_quickstart(args: argparse.Namespace) -> int:
+    from well_upao.quickstart import QuickstartConfig, run_quickstart
+
+    if args.stride < 1 or args.epochs < 1 or args.n_traj < 2:
+        raise CommandError("--stride and --epochs must be >= 1 and --n-traj >= 2")
+    n_steps = max(51, (8 + 1) * args.stride + 2)
+    config = QuickstartConfig(
+        out=args.out,
+        pde=args.pde,
+        stride=args.stride,
+        epochs=args.epochs,
+        n_traj=args.n_traj,
+        resolution=args.resolution,
+        n_steps=n_steps,
+    )
+    try:
+        print(run_quickstart(config))
+    except RuntimeError as error:
+        raise CommandError(str(error)) from error
+    return 0
+
+
+# --------------------------------------------------------------------------- export-backbone
+def _export_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "export-backbone",
+        help="write a compact backbone checkpoint (no optimizer state) for sharing or shipping",
+    )
+    parser.add_argument("source", type=Path)
+    parser.add_argument("destination", type=Path)
+    parser.set_defaults(handler=_run_export)
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from well_upao.models.checkpoint import CheckpointError, export_backbone
+
+    try:
+        size = export_backbone(args.source, args.destination)
+    except CheckpointError as error:
+        raise CommandError(str(error)) from error
+    print(f"wrote {args.destination} ({size / 2**20:.1f} MiB)")
+    return 0
+
+
 # --------------------------------------------------------------------------- adapters-report
 def _adapters_report_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -352,10 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _generate_exact_parser(sub)
     _generate_pretrain_parser(sub)
+    _convert_parser(sub)
     _validate_parser(sub)
     _evaluate_parser(sub)
     _leaderboard_parser(sub)
     _adapters_report_parser(sub)
+    _quickstart_parser(sub)
+    _export_parser(sub)
     return parser
 
 

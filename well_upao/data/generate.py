@@ -113,12 +113,16 @@ def bytes_per_trajectory(pde: TrajectoryFamily, grid: GridSpec) -> int:
     return 4 * per_step * grid.n_steps
 
 
-def resolve_request(request: GenerationRequest) -> tuple[TrajectoryFamily, GridSpec, int, int]:
-    """Apply the paper's defaults and validate sizes; returns (pde, grid, n_traj, traj_per_file)."""
-    families = trajectory_families()
-    if request.pde not in families:
-        raise GenerationError(f"unknown PDE {request.pde!r}; choose from {', '.join(EXACT_PDES)} or 'all'")
-    pde = families[request.pde]
+def resolve_request(
+    request: GenerationRequest, family: TrajectoryFamily | None = None
+) -> tuple[TrajectoryFamily, GridSpec, int, int]:
+    """Apply the family's defaults and validate sizes; returns (family, grid, n_traj, traj_per_file)."""
+    if family is None:
+        families = trajectory_families()
+        if request.pde not in families:
+            raise GenerationError(f"unknown PDE {request.pde!r}; choose from {', '.join(EXACT_PDES)} or 'all'")
+        family = families[request.pde]
+    pde = family
     resolution = pde.default_resolution if request.resolution is None else request.resolution
     n_steps = pde.default_n_steps if request.n_steps is None else request.n_steps
     dt = pde.default_dt if request.dt is None else request.dt
@@ -170,9 +174,14 @@ def time_blocks(pde: TrajectoryFamily, grid: GridSpec) -> list[tuple[int, int]]:
     return [(start, min(start + steps, grid.n_steps)) for start in range(0, grid.n_steps, steps)]
 
 
-def generate_exact_dataset(request: GenerationRequest, progress: bool = True) -> GenerationSummary:
-    """Generate ``request.out / request.pde`` atomically and return what was written."""
-    pde, grid, n_traj, traj_per_file = resolve_request(request)
+def generate_exact_dataset(
+    request: GenerationRequest, progress: bool = True, family: TrajectoryFamily | None = None
+) -> GenerationSummary:
+    """Write ``request.out / <family name>`` atomically and return what was written.
+
+    The family is ``request.pde`` looked up among the exact and pretraining families, or ``family`` itself
+    (e.g. a PDEBench file being converted)."""
+    pde, grid, n_traj, traj_per_file = resolve_request(request, family)
     splits = split_trajectories(n_traj, request.seed, request.valid_fraction, request.test_fraction)
     mirror_test = request.test_fraction == 0
     unique_count = n_traj

@@ -60,6 +60,13 @@ DATASET_SLOTS: dict[str, dict[str, str]] = {
     "incompressible_ns_forced_2d": {"forcing": "buoyancy", "velocity_x": "Vx", "velocity_y": "Vy"},
     "compressible_ns_1d": {"density": "density", "pressure": "pressure", "velocity_x": "Vx"},
     "compressible_ns_2d": {"density": "density", "pressure": "pressure", "velocity_x": "Vx", "velocity_y": "Vy"},
+    "compressible_ns_3d": {
+        "density": "density",
+        "pressure": "pressure",
+        "velocity_x": "Vx",
+        "velocity_y": "Vy",
+        "velocity_z": "Vz",
+    },
     # the Well's datasets used by the paper (field selection of the paper's appendix)
     "active_matter": {"concentration": "concentration_rho", "velocity_x": "Vx", "velocity_y": "Vy"},
     "gray_scott_reaction_diffusion": {"A": "concentration_u", "B": "concentration_v"},

@@ -175,6 +175,17 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
         raise
 
 
+def export_backbone(source: str | Path, destination: str | Path) -> int:
+    """Copy a checkpoint without optimizer/scheduler state and per-step history (returns the file size)."""
+    payload = read_checkpoint(source)
+    train = payload.get("train", {})
+    slim = dict(payload)
+    slim["train"] = {k: train.get(k) for k in ("epoch", "metrics", "global_step", "datasets") if k in train}
+    slim["optimizer_state_dit"] = None
+    save_checkpoint(destination, slim)
+    return Path(destination).stat().st_size
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
@@ -231,8 +242,30 @@ def check_architecture(model_config: dict, checkpoint_config: dict, path: str | 
         )
 
 
+#: the backbone pretrained by the project and shipped in the package (``model.pretrained=shipped``)
+SHIPPED_BACKBONE = "na_tiny_pretrained.pt"
+
+
+def shipped_backbone_path() -> Path:
+    """Path of the shipped pretrained tiny backbone inside the installed package."""
+    from importlib import resources
+
+    path = Path(str(resources.files("well_upao.weights") / SHIPPED_BACKBONE))
+    if not path.is_file():
+        raise CheckpointError(f"the shipped backbone {path} is missing from this installation")
+    return path
+
+
+def resolve_pretrained(path: str | Path | None) -> str | None:
+    """``"shipped"`` -> the packaged backbone's path; other values unchanged."""
+    if path is None or str(path) in ("", "null", "None"):
+        return None
+    return str(shipped_backbone_path()) if str(path) == "shipped" else str(path)
+
+
 def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
     """Load a backbone checkpoint into ``model`` (same architecture; dimensionalities may be a subset)."""
+    path = resolve_pretrained(path)
     payload = read_checkpoint(path)
     check_architecture(model.config, payload["model"]["config"], path)
     missing_dims = set(model.config["dims"]) - set(payload["model"]["config"].get("dims", []))

@@ -32,6 +32,7 @@ from einops import rearrange
 from torch import nn
 
 from well_upao.data.slots import N_SLOTS, SlotError, slot_indices
+from well_upao.models.checkpoint import resolve_pretrained
 from well_upao.models.layers import NeighborhoodAttention, PatchDecoder, PatchEncoder, SwiGLU
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -175,7 +176,7 @@ class NATransformer(nn.Module):
             formatter=formatter,
             residual_in_time=bool(residual_in_time),
             attention_backend=attention_backend,
-            pretrained=pretrained or None,
+            pretrained=resolve_pretrained(pretrained),
             adapter=resolve_adapter_config(adapter),
         )
         hidden, patch = size["hidden"], size["patch"]
@@ -194,10 +195,10 @@ class NATransformer(nn.Module):
             for _ in range(size["layers"])
         )
         self.final_norm = nn.RMSNorm(hidden)
-        if pretrained:
+        if self.config["pretrained"]:
             from well_upao.models.checkpoint import load_backbone_weights
 
-            load_backbone_weights(self, pretrained)
+            load_backbone_weights(self, self.config["pretrained"])
         if self.config["adapter"] is not None:
             from well_upao.models.lora import inject_adapters, set_ns_active
 

@@ -1,0 +1,1 @@
+"""Weights shipped with the package (see MODEL_CARD.md)."""

@@ -38,7 +38,7 @@ def write_grouped(path, channels, n=8, samples=3, steps=6):
 
 def write_ns(path, n=16, samples=3, steps=5):
     x = (np.arange(n) + 0.5) / n
-    X, Y = np.meshgrid(x, x, indexing="ij")
+    _, Y = np.meshgrid(x, x, indexing="ij")
     force = np.stack([np.sin(2 * math.pi * Y), np.zeros_like(Y)], -1)  # curl = -2 pi cos(2 pi y)
     with h5py.File(path, "w") as f:
         f.create_dataset("velocity", data=np.random.default_rng(2).random((samples, steps, n, n, 2)).astype(np.float32))

@@ -161,7 +161,8 @@ def load_predictor(path: str | Path, dataset_name: str, channel_names: list[str]
         path = found
     payload = read_checkpoint(path)
     model = load_model(path)
-    name = f"{path.parent.parent.name}/{path.stem}" if path.parent.name == "checkpoints" else path.stem
+    # run folders <experiment>/<n>/checkpoints/best.pt are named "<experiment>/<n>"
+    name = f"{path.parents[2].name}/{path.parents[1].name}" if path.parent.name == "checkpoints" else path.stem
     config = payload["model"]["config"]
     if hasattr(model, "forward_sequence"):
         expected = slot_indices(dataset_name, channel_names)

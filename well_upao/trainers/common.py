@@ -49,7 +49,8 @@ class WellUpaoTrainer(Trainer):
 
     Extra arguments (all from the trainer config): ``grad_clip`` (max gradient norm, ``0`` disables),
     ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
-    validations without improvement of the selection criterion, ``0`` disables), ``progress`` (tqdm bars).
+    validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
+    budget: training stops at the first step past it, then validates and tests as usual), ``progress``.
     Every epoch's logs are also appended to ``<run>/artifacts/metrics.jsonl``.
     """
 
@@ -60,6 +61,7 @@ class WellUpaoTrainer(Trainer):
         warmup_steps: int = 200,
         lr_min: float = 1e-6,
         patience: int = 0,
+        max_minutes: float | None = None,
         progress: bool = True,
         **kwargs,
     ):
@@ -67,6 +69,8 @@ class WellUpaoTrainer(Trainer):
         self.warmup_steps = int(warmup_steps)
         self.lr_min = float(lr_min)
         self.patience = int(patience)
+        self.max_seconds = None if max_minutes is None else 60.0 * float(max_minutes)
+        self.deadline: float | None = None
         self.epochs_without_improvement = 0
         self.progress = bool(progress)
         self.step_scheduler: LambdaLR | None = None
@@ -131,7 +135,11 @@ class WellUpaoTrainer(Trainer):
         epoch_loss = 0.0
         start = time.time()
         bar = tqdm(dataloader, desc=f"epoch {epoch}/{self.max_epoch}", leave=False, disable=not self.progress)
+        steps = 0
         for batch in bar:
+            if self.out_of_time():
+                break
+            steps += 1
             with torch.autocast(self.device.type, enabled=self.enable_amp, dtype=self.amp_type):
                 loss, logs = self.training_loss(batch)
             if not torch.isfinite(loss):
@@ -146,16 +154,21 @@ class WellUpaoTrainer(Trainer):
             if self.step_scheduler is not None:
                 self.step_scheduler.step()
             self.global_step += 1
-            epoch_loss += loss.item() / len(dataloader)
+            epoch_loss += loss.item()
             for key, value in logs.items():
-                totals[key] = totals.get(key, 0.0) + float(value) / len(dataloader)
+                totals[key] = totals.get(key, 0.0) + float(value)
             bar.set_postfix(loss=f"{loss.item():.3e}")
-        logs = {f"train_{k}": v for k, v in totals.items()}
+        steps = max(steps, 1)
+        epoch_loss /= steps
+        logs = {f"train_{k}": v / steps for k, v in totals.items()}
         logs["train_loss"] = epoch_loss
-        logs["time_per_train_iter"] = (time.time() - start) / max(1, len(dataloader))
+        logs["time_per_train_iter"] = (time.time() - start) / steps
         logs["lr"] = self.optimizer.param_groups[0]["lr"]
         logger.info(f"epoch {epoch}: train loss {epoch_loss:.4e} lr {logs['lr']:.2e}")
         return epoch_loss, logs
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.time() > self.deadline
 
     def after_validation(self, epoch: int, validation_loss: float, improved: bool) -> dict[str, Any]:
         """Hook run after each validation; returns values to log. Here: the paper's LoRA -> NSLoRA switch.
@@ -192,6 +205,8 @@ class WellUpaoTrainer(Trainer):
                 "train. Raise trainer.epochs, or start a new run with auto_resume=false."
             )
             return
+        if self.max_seconds is not None:
+            self.deadline = time.time() + self.max_seconds
         train_loader = self.datamodule.train_dataloader()
         val_loader = self.datamodule.val_dataloader()
         rollout_loader = self.datamodule.rollout_val_dataloader()
@@ -201,7 +216,7 @@ class WellUpaoTrainer(Trainer):
             if self.is_distributed and hasattr(train_loader.sampler, "set_epoch"):
                 train_loader.sampler.set_epoch(epoch)
             _, logs = self.train_one_epoch(epoch, train_loader)
-            last = epoch == self.max_epoch
+            last = epoch == self.max_epoch or self.out_of_time()
             stop = False
             if epoch % self.val_frequency == 0 or last:
                 val_loss, val_logs = self.validation_loop(val_loader, full=last, epoch=epoch)
@@ -225,6 +240,9 @@ class WellUpaoTrainer(Trainer):
             self.record(logs | {"epoch": epoch}, epoch)
             if stop:
                 logger.info(f"early stopping at epoch {epoch}: no improvement for {self.patience} validations")
+                break
+            if self.out_of_time():
+                logger.info(f"stopping after epoch {epoch}: the {self.max_seconds / 60:g}-minute budget is spent")
                 break
         test_loss, test_logs = self.validation_loop(
             self.datamodule.test_dataloader(), "test", full=True, epoch=epoch + 1000

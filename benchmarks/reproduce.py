@@ -1,0 +1,194 @@
+"""The paper's main-table comparison at CPU scale, on the exact 2D datasets (issue 6's reproduction).
+
+For every dataset and time stride: generate the data (64^2 by default), then train each row through The Well's
+harness with a wall-clock share of the budget, and evaluate all rows beside the classical baselines:
+
+* classical: persistence, linear / quadratic extrapolation, one step of a numerical solver of the PDE;
+* FNO, TFNO, U-Net, CNextU-Net (supervised, ``experiment=<name>``);
+* NA supervised LoRA on the shipped pretrained backbone (``model=na_lora trainer=shifted``);
+* NA UPAO with LoRA and with NSLoRA on the shipped backbone (``trainer=upao``, no interior labels);
+* NA UPAO from scratch (``model=na trainer=upao model.pretrained=null``, full training).
+
+Every row is one command, printed in the report; results go to ``reports/reproduction.md`` (with the paper's
+numbers beside ours) and the evaluation JSON/PNG files to ``--out``.
+
+    python benchmarks/reproduce.py --budget-minutes 120 [--datasets wave2d advdiff2d] [--strides 1 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROWS = [
+    ("FNO (supervised)", ["experiment=fno"]),
+    ("TFNO (supervised)", ["experiment=tfno"]),
+    ("U-Net (supervised)", ["experiment=unet_classic"]),
+    ("CNextU-Net (supervised)", ["experiment=unet_convnext"]),
+    ("NA supervised LoRA", ["model=na_lora", "trainer=shifted", "model.pretrained=shipped"]),
+    ("NA UPAO + LoRA", ["model=na_lora", "trainer=upao", "model.pretrained=shipped"]),
+    ("NA UPAO + NSLoRA", ["model=na_nslora", "trainer=upao", "model.pretrained=shipped"]),
+    ("NA UPAO from scratch", ["model=na", "trainer=upao", "model.pretrained=null"]),
+]
+#: the paper's main table (VRMSE, its definition, stride 1, 256^2): FNO, TFNO, U-Net, CNextU-Net, ours
+#: supervised LoRA, ours UPAO (NSLoRA)
+PAPER = {
+    "tg2d": (0.0029, 0.0033, 0.0197, 0.0178, 0.0014, 0.0060),
+    "wave2d": (0.0275, 0.0074, 0.0434, 0.0082, 0.0097, 0.0218),
+    "advdiff2d": (0.0296, 0.0040, 0.0357, 0.0062, 0.0023, 0.0038),
+    "burgers2d": (0.1875, 0.1615, 0.2066, 0.0165, 0.0022, 0.0021),
+}
+PAPER_ROW = {
+    "FNO (supervised)": 0,
+    "TFNO (supervised)": 1,
+    "U-Net (supervised)": 2,
+    "CNextU-Net (supervised)": 3,
+    "NA supervised LoRA": 4,
+    "NA UPAO + NSLoRA": 5,
+}
+
+
+def run(command: list[str], log: Path, env: dict) -> float:
+    start = time.time()
+    with open(log, "w") as stream:
+        result = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        raise RuntimeError(f"failed ({log}): {' '.join(command)}")
+    return time.time() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget-minutes", type=float, default=120.0, help="total training time over all rows")
+    parser.add_argument("--datasets", nargs="+", default=list(PAPER))
+    parser.add_argument("--strides", nargs="+", type=int, default=[1, 5])
+    parser.add_argument("--resolution", type=int, default=64)
+    parser.add_argument("--n-traj", type=int, default=12)
+    parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
+    parser.add_argument("--out", type=Path, default=Path("reproduction"))
+    parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
+    args = parser.parse_args()
+
+    rows = [r for r in ROWS if not args.rows or r[0] in args.rows]
+    out = args.out.resolve()
+    base, experiments = out / "datasets", out / "experiments"
+    well_upao = str(Path(sys.executable).with_name("well-upao"))
+    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
+    minutes_per_run = args.budget_minutes / (len(args.datasets) * len(args.strides) * len(rows))
+    commands: dict[tuple, str] = {}
+    results: dict[tuple, dict] = {}
+    for dataset in args.datasets:
+        if not (base / dataset).exists():
+            subprocess.run(
+                [
+                    well_upao,
+                    "generate-exact",
+                    "--pde",
+                    dataset,
+                    "--out",
+                    str(base),
+                    "--n-traj",
+                    str(args.n_traj),
+                    "--resolution",
+                    str(args.resolution),
+                    "--quiet",
+                ],
+                check=True,
+                env=env,
+            )
+        for stride in args.strides:
+            folders = []
+            for name, overrides in rows:
+                tag = f"{dataset}-s{stride}-{name.split(' (')[0].replace(' ', '_').replace('+', 'plus')}"
+                command = [
+                    sys.executable,
+                    "-m",
+                    "the_well.benchmark.train",
+                    *overrides,
+                    f"data={dataset}",
+                    f"data.min_dt_stride={stride}",
+                    f"data.max_dt_stride={stride}",
+                    "trainer.epochs=30",
+                    f"trainer.max_minutes={minutes_per_run:.2f}",
+                    "trainer.max_rollout_steps=5",
+                    "data.max_rollout_steps=5",
+                    "trainer.rollout_val_frequency=1000",
+                    "trainer.short_validation_length=8",
+                    "trainer.progress=false",
+                    "auto_resume=false",
+                    f"experiment_dir={experiments / tag}",
+                ]
+                commands[(dataset, stride, name)] = " ".join(command[1:])
+                run(command, out / f"{tag}.log", env)
+                folders.append((name, next((experiments / tag).glob("*/*"))))
+            eval_out = out / "evaluation" / f"{dataset}-s{stride}"
+            command = [
+                well_upao,
+                "evaluate",
+                *[str(f) for _, f in folders],
+                "--data",
+                dataset,
+                "--stride",
+                str(stride),
+                "--out",
+                str(eval_out),
+                "--quiet",
+                "--rollout-steps",
+                "5",
+            ]
+            subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+            evaluation = json.loads(next(eval_out.glob("evaluation_*.json")).read_text())
+            by_folder = {f"{f.parent.name}/{f.name}": n for n, f in folders}
+            for score in evaluation["scores"]:
+                label = by_folder.get(score["name"], score["name"])
+                results[(dataset, stride, label)] = score
+    write_report(args, rows, commands, results)
+
+
+def write_report(args, rows, commands, results) -> None:
+    lines = [
+        "# Reproduction of the paper's main table at CPU scale",
+        "",
+        f"Command: `python benchmarks/reproduce.py --budget-minutes {args.budget_minutes:g} --datasets "
+        f"{' '.join(args.datasets)} --strides {' '.join(map(str, args.strides))} --resolution {args.resolution} "
+        f"--n-traj {args.n_traj}`",
+        "",
+        "VRMSE on the validation split, one-step from true histories (the paper's protocol), regime `windows`.",
+        '"paper def." is the paper\'s VRMSE (per trajectory, temporal-mean normalisation), "Well def." The Well\'s '
+        "(per frame). The paper's numbers are at stride 1 and 256^2 with a GPU-scale pretrained backbone.",
+        "",
+    ]
+    names = ["persistence", "extrap1", "extrap2", "solver", *[r[0] for r in rows]]
+    for dataset in args.datasets:
+        for stride in args.strides:
+            lines += [
+                f"## {dataset}, stride {stride}",
+                "",
+                "| row | paper def. | Well def. | paper (stride 1) |",
+                "|---|---|---|---|",
+            ]
+            for name in names:
+                score = results.get((dataset, stride, name))
+                if score is None:
+                    continue
+                paper = PAPER.get(dataset, ())
+                reference = paper[PAPER_ROW[name]] if name in PAPER_ROW and paper and stride == 1 else ""
+                lines.append(
+                    f"| {name} | {score['mean_vrmse_paper']:.4g} | {score['mean_vrmse_well']:.4g} | {reference} |"
+                )
+            lines.append("")
+    lines += ["## Commands", ""]
+    for (dataset, stride, name), command in commands.items():
+        lines.append(f"- {dataset}, stride {stride}, {name}: `{command}`")
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.report}")
+
+
+if __name__ == "__main__":
+    main()

@@ -13,26 +13,16 @@
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import torch
 import torch.nn.functional as F
+from timing import best_time
 
 from well_upao.models.na_transformer import NATransformer
 from well_upao.models.neighborhood_attention import axis_window_mask, neighborhood_attention
 
 KERNEL, CAUSAL = (5, 5, 5), (True, False, False)
-
-
-def best_time(function, repeats: int = 5) -> float:
-    function()  # warm-up (also fills the tiling cache)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def dense_mask(grid) -> torch.Tensor:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import time
 
 import torch
+from timing import best_time
 from torch import nn
 
 import well_upao.models.lora as lora
@@ -45,16 +45,6 @@ def orthogonalizer(function):
         yield
     finally:
         lora.newton_schulz = original
-
-
-def best_time(function, repeats: int) -> float:
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

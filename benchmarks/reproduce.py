@@ -35,6 +35,21 @@ ROWS = [
     ("NA UPAO + NSLoRA", ["model=na_nslora", "trainer=upao", "model.pretrained=shipped"]),
     ("NA UPAO from scratch", ["model=na", "trainer=upao", "model.pretrained=null"]),
 ]
+#: the normalisation study (paper table "normalization strategy"): UPAO + NSLoRA on the shipped backbone
+NORMALIZATION_ROWS = [
+    (
+        f"UPAO + NSLoRA, {strategy}",
+        ["model=na_nslora", "trainer=upao", "model.pretrained=shipped", f"trainer.normalization={strategy}"],
+    )
+    for strategy in ("rescaled_norm", "norm", "no_norm")
+]
+#: the paper's normalisation table (VRMSE): rescaled_norm, norm, no_norm
+PAPER_NORMALIZATION = {
+    "tg2d": (0.0070, 0.0294, 0.0875),
+    "wave2d": (0.0275, 0.1007, 0.0478),
+    "advdiff2d": (0.0049, 0.0133, 0.0102),
+    "burgers2d": (0.0034, 0.0109, 0.1303),
+}
 #: the paper's main table (VRMSE, its definition, stride 1, 256^2): FNO, TFNO, U-Net, CNextU-Net, ours
 #: supervised LoRA, ours UPAO (NSLoRA)
 PAPER = {
@@ -70,11 +85,18 @@ def main() -> None:
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
+    parser.add_argument(
+        "--study",
+        choices=["main", "normalization"],
+        default="main",
+        help="main: the paper's main table; normalization: the three UPAO normalisations",
+    )
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
     args = parser.parse_args()
 
-    rows = [r for r in ROWS if not args.rows or r[0] in args.rows]
+    study_rows = ROWS if args.study == "main" else NORMALIZATION_ROWS
+    rows = [r for r in study_rows if not args.rows or r[0] in args.rows]
     out = args.out.resolve()
     base, experiments = out / "datasets", out / "experiments"
     well_upao = str(Path(sys.executable).with_name("well-upao"))
@@ -152,9 +174,12 @@ def main() -> None:
 
 def write_report(args, rows, commands, results) -> None:
     lines = [
-        "# Reproduction of the paper's main table at CPU scale",
+        "# Reproduction of the paper's main table at CPU scale"
+        if args.study == "main"
+        else "# UPAO normalisation strategies at CPU scale",
         "",
-        f"Command: `python benchmarks/reproduce.py --budget-minutes {args.budget_minutes:g} --datasets "
+        f"Command: `python benchmarks/reproduce.py --study {args.study} --budget-minutes {args.budget_minutes:g} "
+        "--datasets "
         f"{' '.join(args.datasets)} --strides {' '.join(map(str, args.strides))} --resolution {args.resolution} "
         f"--n-traj {args.n_traj}`",
         "",
@@ -176,8 +201,13 @@ def write_report(args, rows, commands, results) -> None:
                 score = results.get((dataset, stride, name))
                 if score is None:
                     continue
-                paper = PAPER.get(dataset, ())
-                reference = paper[PAPER_ROW[name]] if name in PAPER_ROW and paper and stride == 1 else ""
+                reference = ""
+                if stride == 1 and args.study == "main" and name in PAPER_ROW and dataset in PAPER:
+                    reference = PAPER[dataset][PAPER_ROW[name]]
+                elif stride == 1 and args.study == "normalization" and dataset in PAPER_NORMALIZATION:
+                    strategies = [r[0] for r in NORMALIZATION_ROWS]
+                    if name in strategies:
+                        reference = PAPER_NORMALIZATION[dataset][strategies.index(name)]
                 lines.append(
                     f"| {name} | {score['mean_vrmse_paper']:.4g} | {score['mean_vrmse_well']:.4g} | {reference} |"
                 )

@@ -15,25 +15,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import numpy as np
 import torch
+from timing import best_time
 
 from well_upao.data.slots import DATASET_SLOTS, N_SLOTS, SLOT_INDEX
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.models.na_transformer import NATransformer
 from well_upao.physics import Grid, UpaoObjective, band_values, get_pde
-
-
-def best_time(function, repeats: int = 10) -> float:
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -77,8 +67,8 @@ def main() -> None:
         leaf = prediction.clone().requires_grad_(True)
         objective(leaf, inputs, next_band, dt, scalar_tensors, grid, mask).total.backward()
 
-    model_seconds = best_time(model_step)
-    objective_seconds = best_time(objective_step)
+    model_seconds = best_time(model_step, repeats=10)
+    objective_seconds = best_time(objective_step, repeats=10)
     print(
         f"| {args.pde} | {batch} x {steps} frames x {resolution}^2 | {len(objective.pde.equations)} "
         f"| {model_seconds * 1e3:.0f} | {objective_seconds * 1e3:.1f} | {objective_seconds / model_seconds:.1%} |"

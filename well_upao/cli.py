@@ -22,11 +22,7 @@ class CommandError(Exception):
 def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
     from well_upao.datasets_exact import EXACT_PDES
 
-    rows = "\n".join(
-        f"  {p.name:<10} {p.n_spatial_dims}D  {p.default_resolution}^{p.n_spatial_dims} x {p.default_n_steps} steps, "
-        f"dt={p.default_dt}, {p.default_n_traj} traj   {p.equation}"
-        for p in EXACT_PDES.values()
-    )
+    rows = _defaults_table(EXACT_PDES.values())
     parser = sub.add_parser(
         "generate-exact",
         help="write an exact-solution dataset (closed form, no solver error) in The Well's HDF5 format",
@@ -72,10 +68,15 @@ def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_generate_exact(args: argparse.Namespace) -> int:
-    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
     from well_upao.datasets_exact import EXACT_PDES
 
-    names = list(EXACT_PDES) if args.pde == "all" else [args.pde]
+    return _generate_and_report(list(EXACT_PDES) if args.pde == "all" else [args.pde], args)
+
+
+def _generate_and_report(names: list[str], args: argparse.Namespace) -> int:
+    """Generate each named family with the size options of ``args`` and print its summary."""
+    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+
     for name in names:
         request = GenerationRequest(
             pde=name,
@@ -85,13 +86,21 @@ def _run_generate_exact(args: argparse.Namespace) -> int:
             n_steps=args.n_steps,
             dt=args.dt,
             seed=args.seed,
-            traj_per_file=args.traj_per_file,
+            traj_per_file=getattr(args, "traj_per_file", None),
             overwrite=args.overwrite,
-            test_fraction=args.test_fraction,
+            test_fraction=getattr(args, "test_fraction", 0.0),
         )
-        summary = generate_exact_dataset(request, progress=not args.quiet)
-        print(format_generation_summary(summary))
+        print(format_generation_summary(generate_exact_dataset(request, progress=not args.quiet)))
     return 0
+
+
+def _defaults_table(families) -> str:
+    """One line per family: its default sizes (for --help)."""
+    return "\n".join(
+        f"  {f.name:<28} {f.n_spatial_dims}D {f.default_resolution}^{f.n_spatial_dims} x {f.default_n_steps} steps, "
+        f"dt={f.default_dt}, {f.default_n_traj} traj   {f.equation}"
+        for f in families
+    )
 
 
 def format_generation_summary(summary, family=None) -> str:
@@ -131,11 +140,7 @@ def format_generation_summary(summary, family=None) -> str:
 def _generate_pretrain_parser(sub: argparse._SubParsersAction) -> None:
     from well_upao.pretrain.families import PRETRAIN_FAMILIES
 
-    rows = "\n".join(
-        f"  {f.name:<28} {f.n_spatial_dims}D {f.default_resolution}^{f.n_spatial_dims} x {f.default_n_steps} steps, "
-        f"dt={f.default_dt}, {f.default_n_traj} traj"
-        for f in PRETRAIN_FAMILIES.values()
-    )
+    rows = _defaults_table(PRETRAIN_FAMILIES.values())
     parser = sub.add_parser(
         "generate-pretrain",
         help="simulate the pretraining corpus (PDEBench's families) in The Well's format",
@@ -160,26 +165,13 @@ def _generate_pretrain_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_generate_pretrain(args: argparse.Namespace) -> int:
-    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
     from well_upao.pretrain.families import PRETRAIN_FAMILIES
 
     names = list(PRETRAIN_FAMILIES) if args.family == ["all"] else args.family
     unknown = [n for n in names if n not in PRETRAIN_FAMILIES]
     if unknown:
         raise CommandError(f"unknown families {unknown}; choose from {', '.join(PRETRAIN_FAMILIES)} or all")
-    for name in names:
-        request = GenerationRequest(
-            pde=name,
-            out=args.out,
-            n_traj=args.n_traj,
-            resolution=args.resolution,
-            n_steps=args.n_steps,
-            dt=args.dt,
-            seed=args.seed,
-            overwrite=args.overwrite,
-        )
-        print(format_generation_summary(generate_exact_dataset(request, progress=not args.quiet)))
-    return 0
+    return _generate_and_report(names, args)
 
 
 # --------------------------------------------------------------------------- convert-pdebench

@@ -25,8 +25,16 @@ def vrmse_well(prediction: torch.Tensor, target: torch.Tensor, spatial_dims: int
     return torch.sqrt(mse / (variance + WELL_EPS))
 
 
-def vrmse_paper(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """The paper's VRMSE of one trajectory, per channel ``(C,)``, for inputs ``(T, *space, C)``."""
-    error = ((prediction - target) ** 2).sum(dim=tuple(range(prediction.ndim - 1)))
-    deviation = ((target - target.mean(dim=0, keepdim=True)) ** 2).sum(dim=tuple(range(target.ndim - 1)))
-    return torch.sqrt(error / (deviation + PAPER_EPS))
+def vrmse_paper(prediction: torch.Tensor, target: torch.Tensor, constant_as_nan: bool = False) -> torch.Tensor:
+    """The paper's VRMSE of one trajectory, per channel ``(C,)``, for inputs ``(T, *space, C)``.
+
+    A channel constant in time (e.g. a stored forcing field) has no temporal variance and the definition
+    degenerates to ``error / 1e-8``; with ``constant_as_nan`` such channels give NaN (left out of means)."""
+    axes = tuple(range(prediction.ndim - 1))
+    error = ((prediction - target) ** 2).sum(dim=axes)
+    deviation = ((target - target.mean(dim=0, keepdim=True)) ** 2).sum(dim=axes)
+    value = torch.sqrt(error / (deviation + PAPER_EPS))
+    if constant_as_nan:
+        constant = deviation <= 1e-12 * (target**2).sum(dim=axes)
+        value = torch.where(constant, torch.full_like(value, float("nan")), value)
+    return value

@@ -49,7 +49,9 @@ class Scores:
 
     @property
     def mean_paper(self) -> float:
-        return sum(self.one_step_vrmse_paper.values()) / len(self.one_step_vrmse_paper)
+        """Mean over channels with a temporal variance (constant channels are NaN and left out)."""
+        values = [v for v in self.one_step_vrmse_paper.values() if v == v]
+        return sum(values) / len(values) if values else float("nan")
 
 
 @dataclass
@@ -177,7 +179,7 @@ def evaluate(
         for predictor in predictors:
             prediction = one_step_all(predictor, frames, history, context)
             one_well[predictor.name].append(vrmse_well(prediction, truth, meta.n_spatial_dims).mean(0))
-            one_paper[predictor.name].append(vrmse_paper(prediction, truth))
+            one_paper[predictor.name].append(vrmse_paper(prediction, truth, constant_as_nan=True))
             if steps:
                 rolled_prediction = rollout(predictor, frames, history, steps, context)
                 rolled[predictor.name].append(
@@ -190,7 +192,7 @@ def evaluate(
     scores = []
     for p in predictors:
         well = torch.stack(one_well[p.name]).mean(0)
-        paper = torch.stack(one_paper[p.name]).mean(0)
+        paper = torch.stack(one_paper[p.name]).nanmean(0)
         roll = torch.stack(rolled[p.name]).mean(0).tolist() if rolled[p.name] else []
         scores.append(
             Scores(

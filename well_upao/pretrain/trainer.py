@@ -97,10 +97,7 @@ class PretrainTrainer:
                 windows = torch.stack([trajectory[t - history : t] for t in range(history, trajectory.shape[0])])
                 prediction = torch.cat([model.forward_sequence(w, mask)[:, -1] for w in windows.split(8)])[..., active]
                 truth = trajectory[history:][..., active]
-                # channels constant in time (e.g. a forcing field) have no temporal variance to normalise by
-                spread = (truth - truth.mean(0)).abs().flatten(0, -2).amax(0)
-                varying = spread > 1e-6 * truth.abs().flatten(0, -2).amax(0)
-                paper.append(vrmse_paper(prediction, truth)[varying].mean())
+                paper.append(vrmse_paper(prediction, truth, constant_as_nan=True).nanmean())
                 well.append(vrmse_well(prediction, truth, truth.ndim - 2).mean())
             results[f"{name}/vrmse_paper"] = float(torch.stack(paper).mean())
             results[f"{name}/vrmse_well"] = float(torch.stack(well).mean())

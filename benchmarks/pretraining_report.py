@@ -79,12 +79,14 @@ def main() -> None:
         [
             "# Model card: `na_tiny_pretrained.pt`",
             "",
-            f"- Architecture: NA Transformer, preset `{config['preset']}` (hidden {config['hidden']}, {config['layers']} "
-            f"layers, {config['heads']} heads, patch {config['patch']}, kernel {config['kernel']}, temporal kernel "
-            f"{config['temporal_kernel']}, T_in {config['n_steps_input']}, dimensionalities {config['dims']}), {size_line}.",
+            f"- Architecture: NA Transformer, preset `{config['preset']}` (hidden {config['hidden']}, "
+            f"{config['layers']} layers, {config['heads']} heads, patch {config['patch']}, kernel {config['kernel']}, "
+            f"temporal kernel {config['temporal_kernel']}, T_in {config['n_steps_input']}, dimensionalities "
+            f"{config['dims']}), {size_line}.",
             f"- Data: the simulated corpus of `well-upao generate-pretrain` ({', '.join(datasets)}), our own solvers "
             "of PDEBench's families at CPU sizes (not PDEBench itself); the 3D parts are untrained.",
-            f"- Training: {last['step']} steps, {len(history)} epochs, {last['seconds'] / 60:.1f} minutes on 2 CPU cores, "
+            f"- Training: {last['step']} steps, {len(history)} epochs, {last['seconds'] / 60:.1f} minutes on 2 CPU "
+            "cores, "
             "AdamW (0.9, 0.95), lr 1e-4 with 200 warm-up steps and cosine decay, weight decay 0.01, clipping 1.0, "
             "dense shifted loss on active slots, equal clips per dataset per epoch.",
             f"- Command: `{args.command}`",

@@ -115,18 +115,22 @@ def sample_context(sample: dict, scalar_names: list[str], channel_slots: list[in
     return Context(torch.tensor([dt]), Grid(tuple(spacing), periodic), named, channel_slots)
 
 
-def one_step_all(predictor: Predictor, frames: torch.Tensor, history: int, context: Context, batch: int = 8):
-    """Predictions of frames ``history .. T-1`` from their true histories: ``(T - history, *space, C)``."""
+def one_step_all(
+    predictor: Predictor, frames: torch.Tensor, history: int, context: Context | None, batch: int = 8
+) -> torch.Tensor:
+    """Predictions of frames ``history .. T-1`` from their true histories: ``(T - history, *space, C)``.
+    ``context`` (the sample's physics) is only needed by the solver baseline."""
+    if frames.shape[0] <= history:
+        raise EvaluationError(f"a trajectory of {frames.shape[0]} frames has no frame after a history of {history}")
     outputs = []
     for start in range(history, frames.shape[0], batch):
         stop = min(start + batch, frames.shape[0])
         windows = torch.stack([frames[t - history : t] for t in range(start, stop)])
-        ctx = Context(
-            context.dt.expand(len(windows)),
-            context.grid,
-            {k: v.expand(len(windows)) for k, v in context.scalars.items()},
-            context.channel_slots,
-        )
+        ctx = None
+        if context is not None:
+            n = len(windows)
+            scalars = {k: v.expand(n) for k, v in context.scalars.items()}
+            ctx = Context(context.dt.expand(n), context.grid, scalars, context.channel_slots)
         outputs.append(predictor.predict(windows, ctx))
     return torch.cat(outputs)
 

@@ -16,7 +16,8 @@ from typing import Any
 import torch
 
 from well_upao.evaluate.metrics import vrmse_paper
-from well_upao.evaluate.rollout import one_step_predictions
+from well_upao.evaluate.predictors import BackboneModel
+from well_upao.evaluate.run import one_step_all
 from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
 from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.stencils import Grid
@@ -166,7 +167,7 @@ class UpaoTrainer(WellUpaoTrainer):
         for index in range(count):
             sample = dataset[index]
             trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(self.device)
-            prediction = one_step_predictions(self.bare_model, trajectory, self.history)
+            prediction = one_step_all(BackboneModel("model", self.bare_model), trajectory, self.history, None)
             per_channel.append(vrmse_paper(prediction, trajectory[self.history :]))
         values = torch.stack(per_channel).mean(0)
         names = [n for names in self.dset_metadata.field_names.values() for n in names]

@@ -1,7 +1,7 @@
 """``well-upao quickstart``: the project's main job in one command (about 10 minutes on two CPU cores).
 
 1. generate a small exact dataset (``wave2d`` by default) and train at time stride 5, where extrapolating the
-   history fails (../shared/notes/classical-baselines.md);
+   history fails (see the classical baselines in any `well-upao evaluate` table);
 2. zero-shot: the shipped pretrained backbone on it, no training;
 3. UPAO: adapt the shipped backbone with NSLoRA through The Well's harness,
    ``python -m the_well.benchmark.train model=na_nslora trainer=upao data=wave2d ...`` (no interior labels);

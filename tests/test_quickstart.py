@@ -1,0 +1,42 @@
+"""The main job end to end at a toy size (marked slow: the README's first command runs the real one in CI)."""
+
+from __future__ import annotations
+
+import pytest
+
+from well_upao.models.checkpoint import read_checkpoint, shipped_backbone_path
+from well_upao.models.lora import backbone_sha256
+from well_upao.models.na_transformer import NATransformer
+
+
+def test_shipped_backbone_is_small_and_loads_by_name():
+    path = shipped_backbone_path()
+    assert path.stat().st_size < 20 * 2**20
+    payload = read_checkpoint(path)
+    assert payload["model"]["config"]["preset"] == "tiny" and payload["optimizer_state_dit"] is None
+    model = NATransformer(preset="tiny", channel_slots=[0, 1], pretrained="shipped")
+    reference = NATransformer(preset="tiny", channel_slots=[0, 1])
+    reference.load_state_dict(payload["state_dict"])
+    assert backbone_sha256(model) == backbone_sha256(reference)
+
+
+def test_nslora_config_defaults_to_the_shipped_backbone():
+    from pathlib import Path
+
+    import yaml
+
+    import well_upao.configs as configs
+
+    for name in ("na_lora", "na_nslora"):
+        node = yaml.safe_load((Path(configs.__file__).parent / "model" / f"{name}.yaml").read_text())
+        assert node["pretrained"] == "shipped"
+
+
+@pytest.mark.slow
+def test_quickstart_runs_at_a_toy_size(tmp_path):
+    from well_upao.quickstart import QuickstartConfig, run_quickstart
+
+    text = run_quickstart(QuickstartConfig(out=tmp_path, n_traj=3, resolution=32, n_steps=51, epochs=1))
+    for row in ("persistence", "extrap2", "solver", "zero-shot", "UPAO + NSLoRA", "supervised LoRA"):
+        assert row in text
+    assert list((tmp_path / "results").glob("fields_*.png"))

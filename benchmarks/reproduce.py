@@ -169,7 +169,7 @@ def main() -> None:
             for score in evaluation["scores"]:
                 label = by_folder.get(score["name"], score["name"])
                 results[(dataset, stride, label)] = score
-    write_report(args, rows, commands, results)
+            write_report(args, rows, commands, results)  # after every dataset: partial results survive
 
 
 def write_report(args, rows, commands, results) -> None:

@@ -15,6 +15,7 @@ import torch.distributed as dist
 from torch.optim.lr_scheduler import LambdaLR
 from tqdm.auto import tqdm
 
+from well_upao.distributed import is_main_process
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.models.checkpoint import build_payload, save_checkpoint, unwrap
 from well_upao.pretrain.mixture import MixtureDataModule
@@ -22,10 +23,6 @@ from well_upao.trainers.common import warmup_cosine
 from well_upao.trainers.shifted import masked_mse
 
 logger = logging.getLogger(__name__)
-
-
-def is_main_process() -> bool:
-    return not dist.is_initialized() or dist.get_rank() == 0
 
 
 class PretrainTrainer:

@@ -23,6 +23,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from tqdm.auto import tqdm
 
 from well_upao.data.slots import N_SLOTS
+from well_upao.distributed import is_main_process
 from well_upao.models.checkpoint import (
     CheckpointError,
     build_payload,
@@ -303,7 +304,8 @@ class WellUpaoTrainer(Trainer):
         )
 
     def save_model(self, epoch: int, validation_loss: float, output_path: str) -> None:
-        save_checkpoint(output_path, self.checkpoint_payload(epoch, validation_loss))
+        if is_main_process():
+            save_checkpoint(output_path, self.checkpoint_payload(epoch, validation_loss))
 
     def load_checkpoint(self, checkpoint_path: str) -> None:
         logger.info(f"resuming from {checkpoint_path}")
@@ -328,6 +330,8 @@ class WellUpaoTrainer(Trainer):
 
     def record(self, values: dict[str, Any], step: int) -> None:
         """Log to wandb (when on) and append one JSON line to ``<run>/artifacts/metrics.jsonl``."""
+        if not is_main_process():
+            return
         clean = {k: (v.item() if isinstance(v, torch.Tensor) else v) for k, v in values.items()}
         if wandb.run is not None:
             wandb.log(clean, step=step)

@@ -360,7 +360,8 @@ def _quickstart_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, default=Path("quickstart"))
     parser.add_argument("--pde", default="wave2d", help="exact dataset (wave2d or advdiff2d show the point best)")
     parser.add_argument("--stride", type=int, default=5)
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--lr", type=float, default=1e-3, help="learning rate of both runs (1e-3; the paper: 1e-4)")
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument("--resolution", type=int, default=64)
     parser.set_defaults(handler=_run_quickstart)
@@ -380,6 +381,7 @@ def _run_quickstart(args: argparse.Namespace) -> int:
         n_traj=args.n_traj,
         resolution=args.resolution,
         n_steps=n_steps,
+        lr=args.lr,
     )
     try:
         print(run_quickstart(config))

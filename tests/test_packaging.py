@@ -45,3 +45,19 @@ def test_the_well_train_assert_is_satisfied():
     import the_well
 
     assert (Path(the_well.__file__).parent / "benchmark" / "configs" / "config.yaml").is_file()
+
+
+def test_harness_works_from_the_source_checkout():
+    """`python -m the_well.benchmark.train` in the repository root imports well_upao from the checkout (cwd comes
+    first on sys.path), where configs/ and datasets_exact/ are not inside the package: both must still resolve."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "the_well.benchmark.train", "experiment=fno", "data=wave2d", "--cfg", "job"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "the_well.benchmark.models.FNO" in done.stdout
+    probe = "import well_upao.datasets_exact as d, well_upao.configs as c; print(d.__file__); print(c.__file__)"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(REPO / "datasets_exact" / "__init__.py"), str(REPO / "configs" / "__init__.py")]

@@ -69,6 +69,8 @@ PAPER = {
     "advdiff2d": (0.0296, 0.0040, 0.0357, 0.0062, 0.0023, 0.0038),
     "burgers2d": (0.1875, 0.1615, 0.2066, 0.0165, 0.0022, 0.0021),
 }
+#: a section of the report written by hand (what each difference from the paper means), kept when it is rewritten
+READING_HEADING = "## Reading"
 PAPER_ROW = {
     "FNO (supervised)": 0,
     "TFNO (supervised)": 1,
@@ -104,6 +106,11 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: rebuild the report from the evaluation files already in --out (same other arguments)",
+    )
     args = parser.parse_args()
 
     study_rows = ROWS if args.study == "main" else NORMALIZATION_ROWS
@@ -116,7 +123,7 @@ def main() -> None:
     commands: dict[tuple, str] = {}
     results: dict[tuple, dict] = {}
     for dataset in args.datasets:
-        if not (base / dataset).exists():
+        if not (base / dataset).exists() and not args.report_only:
             subprocess.run(
                 [
                     well_upao,
@@ -157,9 +164,16 @@ def main() -> None:
                     f"experiment_dir={experiments / tag}",
                 ]
                 commands[(dataset, stride, name)] = " ".join(command[1:])
-                run(command, out / f"{tag}.log", env)
-                folders.append((name, next((experiments / tag).glob("*/*"))))
+                if not args.report_only:
+                    run(command, out / f"{tag}.log", env)
+                folder = next((experiments / tag).glob("*/*"), None)
+                if folder is not None:
+                    folders.append((name, folder))
             eval_out = out / "evaluation" / f"{dataset}-s{stride}"
+            if args.report_only:
+                if next(eval_out.glob("evaluation_*.json"), None) is not None:
+                    collect_scores(eval_out, folders, dataset, stride, results)
+                continue
             command = [
                 well_upao,
                 "evaluate",
@@ -175,12 +189,19 @@ def main() -> None:
                 "5",
             ]
             subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
-            evaluation = json.loads(next(eval_out.glob("evaluation_*.json")).read_text())
-            by_folder = {f"{f.parent.name}/{f.name}": n for n, f in folders}
-            for score in evaluation["scores"]:
-                label = by_folder.get(score["name"], score["name"])
-                results[(dataset, stride, label)] = score
+            collect_scores(eval_out, folders, dataset, stride, results)
             write_report(args, rows, commands, results)  # after every dataset: partial results survive
+    if args.report_only:
+        write_report(args, rows, commands, results)
+
+
+def collect_scores(eval_out: Path, folders: list, dataset: str, stride: int, results: dict) -> None:
+    """Read `well-upao evaluate`'s JSON in `eval_out`, naming each run folder's score by its table row."""
+    evaluation = json.loads(next(eval_out.glob("evaluation_*.json")).read_text())
+    by_folder = {f"{f.parent.name}/{f.name}": n for n, f in folders}
+    for score in evaluation["scores"]:
+        label = by_folder.get(score["name"], score["name"])
+        results[(dataset, stride, label)] = score
 
 
 def write_report(args, rows, commands, results) -> None:
@@ -205,7 +226,7 @@ def write_report(args, rows, commands, results) -> None:
             lines += [
                 f"## {dataset}, stride {stride}",
                 "",
-                "| row | paper def. | Well def. | paper (stride 1) |",
+                "| row | paper def. | Well def. | paper (stride 1, 256^2) |",
                 "|---|---|---|---|",
             ]
             for name in names:
@@ -213,9 +234,9 @@ def write_report(args, rows, commands, results) -> None:
                 if score is None:
                     continue
                 reference = ""
-                if stride == 1 and args.study == "main" and name in PAPER_ROW and dataset in PAPER:
+                if args.study == "main" and name in PAPER_ROW and dataset in PAPER:
                     reference = PAPER[dataset][PAPER_ROW[name]]
-                elif stride == 1 and args.study == "normalization" and dataset in PAPER_NORMALIZATION:
+                elif args.study == "normalization" and dataset in PAPER_NORMALIZATION:
                     strategies = [r[0] for r in NORMALIZATION_ROWS]
                     if name in strategies:
                         reference = PAPER_NORMALIZATION[dataset][strategies.index(name)]
@@ -226,8 +247,11 @@ def write_report(args, rows, commands, results) -> None:
     lines += ["## Commands", ""]
     for (dataset, stride, name), command in commands.items():
         lines.append(f"- {dataset}, stride {stride}, {name}: `{command}`")
+    reading = ""  # the hand-written interpretation survives regeneration of the tables
+    if args.report.exists() and READING_HEADING in args.report.read_text():
+        reading = READING_HEADING + args.report.read_text().split(READING_HEADING, 1)[1]
     args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text("\n".join(lines) + "\n")
+    args.report.write_text("\n".join(lines) + "\n" + (f"\n{reading.rstrip()}\n" if reading else ""))
     print(f"wrote {args.report}")
 
 

@@ -69,6 +69,8 @@ PAPER = {
     "advdiff2d": (0.0296, 0.0040, 0.0357, 0.0062, 0.0023, 0.0038),
     "burgers2d": (0.1875, 0.1615, 0.2066, 0.0165, 0.0022, 0.0021),
 }
+#: the shipped backbone without adaptation (main study only)
+ZERO_SHOT = "NA zero-shot (shipped backbone)"
 #: a section of the report written by hand (what each difference from the paper means), kept when it is rewritten
 READING_HEADING = "## Reading"
 PAPER_ROW = {
@@ -107,9 +109,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
     parser.add_argument(
-        "--report-only",
+        "--evaluate-only",
         action="store_true",
-        help="train nothing: rebuild the report from the evaluation files already in --out (same other arguments)",
+        help="train nothing: evaluate the run folders already in --out again and rewrite the report",
     )
     args = parser.parse_args()
 
@@ -123,7 +125,7 @@ def main() -> None:
     commands: dict[tuple, str] = {}
     results: dict[tuple, dict] = {}
     for dataset in args.datasets:
-        if not (base / dataset).exists() and not args.report_only:
+        if not (base / dataset).exists():
             subprocess.run(
                 [
                     well_upao,
@@ -164,16 +166,16 @@ def main() -> None:
                     f"experiment_dir={experiments / tag}",
                 ]
                 commands[(dataset, stride, name)] = " ".join(command[1:])
-                if not args.report_only:
+                if not args.evaluate_only:
                     run(command, out / f"{tag}.log", env)
                 folder = next((experiments / tag).glob("*/*"), None)
                 if folder is not None:
                     folders.append((name, folder))
+            if args.study == "main":
+                folders.insert(
+                    0, (ZERO_SHOT, write_zero_shot_checkpoint(dataset, base, out / f"zero_shot-{dataset}.pt"))
+                )
             eval_out = out / "evaluation" / f"{dataset}-s{stride}"
-            if args.report_only:
-                if next(eval_out.glob("evaluation_*.json"), None) is not None:
-                    collect_scores(eval_out, folders, dataset, stride, results)
-                continue
             command = [
                 well_upao,
                 "evaluate",
@@ -191,14 +193,22 @@ def main() -> None:
             subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
             collect_scores(eval_out, folders, dataset, stride, results)
             write_report(args, rows, commands, results)  # after every dataset: partial results survive
-    if args.report_only:
-        write_report(args, rows, commands, results)
+
+
+def write_zero_shot_checkpoint(dataset: str, base: Path, path: Path) -> Path:
+    """The shipped backbone as it is, saved as a checkpoint for `dataset` (the no-adaptation reference row)."""
+    from well_upao.models.checkpoint import build_payload, save_checkpoint
+    from well_upao.models.na_transformer import NATransformer
+
+    model = NATransformer(preset="tiny", dataset_name=dataset, well_base_path=str(base), pretrained="shipped")
+    save_checkpoint(path, build_payload(model))
+    return path
 
 
 def collect_scores(eval_out: Path, folders: list, dataset: str, stride: int, results: dict) -> None:
     """Read `well-upao evaluate`'s JSON in `eval_out`, naming each run folder's score by its table row."""
     evaluation = json.loads(next(eval_out.glob("evaluation_*.json")).read_text())
-    by_folder = {f"{f.parent.name}/{f.name}": n for n, f in folders}
+    by_folder = {f"{f.parent.name}/{f.name}" if f.is_dir() else f.stem: n for n, f in folders}
     for score in evaluation["scores"]:
         label = by_folder.get(score["name"], score["name"])
         results[(dataset, stride, label)] = score
@@ -220,7 +230,7 @@ def write_report(args, rows, commands, results) -> None:
         "(per frame). The paper's numbers are at stride 1 and 256^2 with a GPU-scale pretrained backbone.",
         "",
     ]
-    names = ["persistence", "extrap1", "extrap2", "solver", *[r[0] for r in rows]]
+    names = ["persistence", "extrap1", "extrap2", "solver", ZERO_SHOT, *[r[0] for r in rows]]
     for dataset in args.datasets:
         for stride in args.strides:
             lines += [

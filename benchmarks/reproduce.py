@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -83,13 +85,22 @@ PAPER_ROW = {
 }
 
 
+def run_tag(dataset: str, stride: int, name: str) -> str:
+    """A run's folder name: only letters, digits, `_` and `-` (a `,` or `=` would break Hydra's override parser)."""
+    short = name.split(" (")[0].replace("+", "plus")
+    return f"{dataset}-s{stride}-" + re.sub(r"[^A-Za-z0-9_-]+", "_", short).strip("_")
+
+
 def run(command: list[str], log: Path, env: dict) -> float:
+    """Run one harness command with its output in `log`; a `<log>.done` marker records that it finished."""
     start = time.time()
     with open(log, "w") as stream:
         result = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
     if result.returncode != 0:
         raise RuntimeError(f"failed ({log}): {' '.join(command)}")
-    return time.time() - start
+    elapsed = time.time() - start
+    log.with_suffix(".done").write_text(f"{elapsed:.1f} s\n")
+    return elapsed
 
 
 def main() -> None:
@@ -112,6 +123,11 @@ def main() -> None:
         "--evaluate-only",
         action="store_true",
         help="train nothing: evaluate the run folders already in --out again and rewrite the report",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the rows that finished in an earlier call with the same --out; rerun the others from scratch",
     )
     args = parser.parse_args()
 
@@ -146,7 +162,7 @@ def main() -> None:
         for stride in args.strides:
             folders = []
             for name, overrides in rows:
-                tag = f"{dataset}-s{stride}-{name.split(' (')[0].replace(' ', '_').replace('+', 'plus')}"
+                tag = run_tag(dataset, stride, name)
                 command = [
                     sys.executable,
                     "-m",
@@ -166,8 +182,11 @@ def main() -> None:
                     f"experiment_dir={experiments / tag}",
                 ]
                 commands[(dataset, stride, name)] = " ".join(command[1:])
-                if not args.evaluate_only:
-                    run(command, out / f"{tag}.log", env)
+                log = out / f"{tag}.log"
+                finished = args.resume and log.with_suffix(".done").exists()
+                if not (args.evaluate_only or finished):
+                    shutil.rmtree(experiments / tag, ignore_errors=True)  # a half-trained earlier attempt
+                    run(command, log, env)
                 folder = next((experiments / tag).glob("*/*"), None)
                 if folder is not None:
                     folders.append((name, folder))

@@ -197,9 +197,13 @@ def generate_exact_dataset(
     started = time.perf_counter()
 
     bar = tqdm(total=unique_count, desc=f"generate {pde.name}", unit="traj", disable=not progress)
-    # The main thread only evaluates; every HDF5 call and the statistics run in order on one background
-    # thread, so evaluation overlaps I/O and no two threads touch a file.
-    with staged_directory(destination, request.overwrite) as staging, BackgroundWriter() as background:
+    # The main thread only evaluates; every HDF5 call runs in order on one background thread (no two threads touch
+    # a file) and the statistics on another, so evaluation, statistics and I/O overlap.
+    with (
+        staged_directory(destination, request.overwrite) as staging,
+        BackgroundWriter() as background,
+        BackgroundWriter() as statistics,
+    ):
         for split in SPLITS:
             split_dir = staging / "data" / split
             split_dir.mkdir(parents=True)
@@ -226,10 +230,11 @@ def generate_exact_dataset(
                         fields = pde.evaluate(p, axes, times[start:stop], dtype=np.float32)
                         background.submit(writer.write_block, slot, start, fields)
                         if split == "train":
-                            background.submit(_update_statistics, stats, fields, previous)
+                            statistics.submit(_update_statistics, stats, fields, previous)
                     bar.update(1)
                 background.submit(writer.close, True)
         background.drain()
+        statistics.drain()
         atomic_write_text(staging / "stats.yaml", yaml.safe_dump(stats.as_yaml_dict(), sort_keys=False))
     bar.close()
     seconds = time.perf_counter() - started

@@ -53,7 +53,7 @@ def main() -> None:
         channels = dataset_channel_names(args.corpus, name)
         split = open_split(args.corpus, name, "valid", 8, 1)
         context = sample_context(split[0], list(split.metadata.constant_scalar_names), slot_indices(name, channels))
-        predictors = classical_predictors(pde_for_dataset(name), context.grid, solver=False)
+        predictors = classical_predictors(pde_for_dataset(name), context.grid)  # + `solver` where supported
         predictors.append(BackboneModel("pretrained backbone", model))
         evaluation, _ = evaluate(
             predictors,
@@ -96,6 +96,12 @@ def main() -> None:
             "Validation (one-step from true histories, 8 input frames, stride 1; classical baselines for scale):",
             "",
             *table,
+            "",
+            "`solver` (one RK4 step of the dataset's PDE, sub-stepped to convergence) appears where every equation "
+            "evolves a stored field; the shallow-water and compressible sets store primitive variables (h, u, v; "
+            "rho, u, p) while their equations evolve conservative ones, and the forced NS set stores velocity without "
+            "pressure (its residual is the vorticity equation), so they have no solver row "
+            "(`well_upao.evaluate.solver.supports`).",
         ]
     )
     args.card.write_text(card + "\n")

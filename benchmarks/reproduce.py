@@ -204,7 +204,7 @@ def main() -> None:
             command = [
                 well_upao,
                 "evaluate",
-                *[str(f) for _, f in folders],
+                *[f"{name}={folder}" for name, folder in folders],  # rows named by label: run names can clash
                 "--data",
                 dataset,
                 "--stride",
@@ -216,7 +216,7 @@ def main() -> None:
                 "5",
             ]
             subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
-            collect_scores(eval_out, folders, dataset, stride, results)
+            collect_scores(eval_out, dataset, stride, results)
             write_report(args, rows, commands, results)  # after every dataset: partial results survive
 
 
@@ -230,13 +230,11 @@ def write_zero_shot_checkpoint(dataset: str, base: Path, path: Path) -> Path:
     return path
 
 
-def collect_scores(eval_out: Path, folders: list, dataset: str, stride: int, results: dict) -> None:
-    """Read `well-upao evaluate`'s JSON in `eval_out`, naming each run folder's score by its table row."""
+def collect_scores(eval_out: Path, dataset: str, stride: int, results: dict) -> None:
+    """Read `well-upao evaluate`'s JSON in `eval_out` (its rows carry our table's labels)."""
     evaluation = json.loads(next(eval_out.glob("evaluation_*.json")).read_text())
-    by_folder = {f"{f.parent.name}/{f.name}" if f.is_dir() else f.stem: n for n, f in folders}
     for score in evaluation["scores"]:
-        label = by_folder.get(score["name"], score["name"])
-        results[(dataset, stride, label)] = score
+        results[(dataset, stride, score["name"])] = score
 
 
 def write_report(args, rows, commands, results) -> None:

@@ -255,10 +255,13 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
             examples:
               well-upao evaluate --data wave2d
               well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0 --data wave2d --stride 5
+              well-upao evaluate "UPAO, norm=runs/a/0" "UPAO, no_norm=runs/b/0" --data wave2d   (LABEL=PATH names a row)
             """
         ),
     )
-    parser.add_argument("checkpoints", nargs="*", type=Path, help="well-upao checkpoints or run folders")
+    parser.add_argument(
+        "checkpoints", nargs="*", help="well-upao checkpoints or run folders, each optionally as LABEL=PATH"
+    )
     parser.add_argument("--data", required=True, help="dataset name (a folder under the base path)")
     parser.add_argument("--base-path", type=Path, default=None, help="Well base path ($WELL_BASE_PATH or ./datasets)")
     parser.add_argument("--split", default="valid", choices=["train", "valid", "test"])
@@ -297,7 +300,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             split[0], list(split.metadata.constant_scalar_names), slot_indices(args.data, channels)
         )
         predictors = classical_predictors(pde, context.grid, solver=not args.no_solver)
-        predictors += [load_predictor(p, args.data, channels, args.history) for p in args.checkpoints]
+        for label, path in labelled_checkpoints(args.checkpoints):
+            predictors.append(load_predictor(path, args.data, channels, args.history, name=label))
         evaluation, first = evaluate_with(predictors, base, args)
     except (EvaluationError, CheckpointError, FileNotFoundError, KeyError) as error:
         raise CommandError(str(error).strip("'\"")) from error
@@ -306,6 +310,32 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     figures = [plot_rollout(evaluation, args.out), *plot_fields(evaluation, first, pde, args.out)]
     print(f"\nwrote {path} and {len(figures)} figures to {args.out}/")
     return 0
+
+
+def labelled_checkpoints(specs: list[str]) -> list[tuple[str | None, Path]]:
+    """``PATH`` or ``LABEL=PATH`` arguments as (label or None, path); an existing path is never split at `=`.
+
+    Rows must have distinct names (they key the table, the JSON and the figure files): two unlabelled run folders
+    with the same ``<experiment>/<n>`` name are labelled by the paths given instead.
+    """
+    parsed = []
+    for spec in specs:
+        label, separator, rest = spec.partition("=")
+        if separator and label and rest and not Path(spec).exists():
+            parsed.append((label, Path(rest)))
+        else:
+            parsed.append((None, Path(spec)))
+    default_names = [(p.name if p.is_file() else f"{p.parent.name}/{p.name}") for _, p in parsed]
+    clashing = {n for n in default_names if default_names.count(n) > 1}
+    out = []
+    for (label, path), default in zip(parsed, default_names, strict=True):
+        if label is None and default in clashing:
+            label = str(path)
+        out.append((label, path))
+    labels = [label for label, _ in out if label is not None]
+    if len(labels) != len(set(labels)):
+        raise CommandError(f"two checkpoints have the same label: {sorted(labels)}")
+    return out
 
 
 def evaluate_with(predictors, base, args):

@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+import torch
 
 from well_upao.cli import main
 from well_upao.models.checkpoint import build_payload, save_checkpoint
@@ -126,3 +127,23 @@ def test_leaderboard_lists_the_wells_numbers_and_ours(tmp_path, capsys):
     assert "| shear_flow | the Well | test, one-step (Well VRMSE) | 1.189 | 1.472 | 3.447 | 0.808 |" in table
     assert "ours: mine | valid: Well VRMSE 0.5, paper VRMSE 0.25" in table
     assert main(["leaderboard", str(tmp_path / "missing.json")]) != 0
+
+
+def test_rows_are_named_by_label_and_same_named_runs_stay_apart(small_datasets, tmp_path):
+    """LABEL=PATH names a row; two run folders both called <experiment>/0 must not overwrite each other."""
+    for seed, sweep in enumerate(("a", "b")):
+        run = tmp_path / sweep / "burgers2d-na-upao-NATransformer-0.001" / "0" / "checkpoints"
+        run.mkdir(parents=True)
+        torch.manual_seed(seed)
+        checkpoint(run / "best.pt", "burgers2d", small_datasets)
+    folders = [str(tmp_path / s / "burgers2d-na-upao-NATransformer-0.001" / "0") for s in ("a", "b")]
+    labelled = checkpoint(tmp_path / "plain.pt", "burgers2d", small_datasets)
+    out = tmp_path / "out"
+    arguments = ["--data", "burgers2d", "--base-path", str(small_datasets), "--rollout-steps", "1"]
+    assert main(["evaluate", *folders, f"UPAO, norm={labelled}", *arguments, "--out", str(out), "--quiet"]) == 0
+    scores = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())["scores"]
+    names = [s["name"] for s in scores]
+    assert set(folders) <= set(names) and "UPAO, norm" in names
+    by_name = {s["name"]: s["mean_vrmse_well"] for s in scores}
+    assert by_name[folders[0]] != by_name[folders[1]]  # two different models, two rows
+    assert (out / "fields_burgers2d_UPAO_norm.png").exists()

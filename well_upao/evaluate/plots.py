@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -88,7 +89,7 @@ def plot_fields(
             fontsize=9,
         )
         figure.tight_layout()
-        safe = name.replace("/", "_")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")  # labels may hold spaces, `,` or `/`
         path = out / f"fields_{evaluation.dataset}_{safe}.png"
         figure.savefig(path, dpi=110)
         plt.close(figure)

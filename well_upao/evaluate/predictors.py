@@ -147,8 +147,13 @@ def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True
     return predictors
 
 
-def load_predictor(path: str | Path, dataset_name: str, channel_names: list[str], history: int) -> Predictor:
-    """A trained model from a well-upao checkpoint file or a run folder (``<run>/checkpoints/best.pt``)."""
+def load_predictor(
+    path: str | Path, dataset_name: str, channel_names: list[str], history: int, name: str | None = None
+) -> Predictor:
+    """A trained model from a well-upao checkpoint file or a run folder (``<run>/checkpoints/best.pt``).
+
+    Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
+    """
     from well_upao.data.slots import slot_indices
     from well_upao.models.checkpoint import CheckpointError, load_model, read_checkpoint
 
@@ -162,7 +167,8 @@ def load_predictor(path: str | Path, dataset_name: str, channel_names: list[str]
     payload = read_checkpoint(path)
     model = load_model(path)
     # run folders <experiment>/<n>/checkpoints/best.pt are named "<experiment>/<n>"
-    name = f"{path.parents[2].name}/{path.parents[1].name}" if path.parent.name == "checkpoints" else path.stem
+    if name is None:
+        name = f"{path.parents[2].name}/{path.parents[1].name}" if path.parent.name == "checkpoints" else path.stem
     config = payload["model"]["config"]
     if hasattr(model, "forward_sequence"):
         expected = slot_indices(dataset_name, channel_names)

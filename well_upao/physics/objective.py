@@ -62,7 +62,7 @@ class UpaoTerms:
 class UpaoObjective:
     pde: PDE
     lambda_bc: float = 1e4
-    normalization: str = "rescaled_norm"
+    normalization: str = "norm"
     scheme: str = "crank_nicolson"
     derivative: str = "fd"
     floor_rel: float = 1e-4

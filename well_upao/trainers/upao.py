@@ -43,7 +43,7 @@ class UpaoTrainer(WellUpaoTrainer):
         *args,
         pde: str | None = None,
         lambda_bc: float = 1e4,
-        normalization: str = "rescaled_norm",
+        normalization: str = "norm",
         time_scheme: str = "crank_nicolson",
         derivative: str = "fd",
         floor_rel: float = 1e-4,

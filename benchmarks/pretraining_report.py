@@ -101,7 +101,11 @@ def main() -> None:
             "evolves a stored field; the shallow-water and compressible sets store primitive variables (h, u, v; "
             "rho, u, p) while their equations evolve conservative ones, and the forced NS set stores velocity without "
             "pressure (its residual is the vorticity equation), so they have no solver row "
-            "(`well_upao.evaluate.solver.supports`).",
+            "(`well_upao.evaluate.solver.supports`). On diffusion_reaction_2d the solver row is less accurate than "
+            "extrapolation: its stencils fill ghost cells by quadratic extrapolation (the residual library's "
+            "convention on non-periodic axes, where the boundary band is excluded), while the corpus was made with "
+            "mirrored no-flux ghosts, so the step is wrong at the walls and the error spreads inwards; a solver "
+            "baseline with the dataset's own wall condition is future work.",
         ]
     )
     args.card.write_text(card + "\n")

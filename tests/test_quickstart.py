@@ -40,3 +40,18 @@ def test_quickstart_runs_at_a_toy_size(tmp_path):
     for row in ("persistence", "extrap2", "solver", "zero-shot", "UPAO + NSLoRA", "supervised LoRA"):
         assert row in text
     assert list((tmp_path / "results").glob("fields_*.png"))
+
+
+def test_quickstart_nslora_run_uses_the_newton_schulz_forward(tmp_path):
+    """The quickstart's few epochs never stall the LoRA warm-up, so its NSLoRA row must run NS from the start."""
+    from well_upao.models.lora import adapter_layers
+    from well_upao.quickstart import QuickstartConfig, harness_command
+
+    command = harness_command(QuickstartConfig(out=tmp_path), "na_nslora", "upao", tmp_path, tmp_path)
+    adapter = {"kind": "nslora"}
+    for override in command:
+        key, _, value = override.partition("=")
+        if key.startswith("model.adapter."):
+            adapter[key.removeprefix("model.adapter.")] = value
+    model = NATransformer(preset="tiny", channel_slots=[0, 1], adapter=adapter)
+    assert all(bool(layer.ns_active) for layer in adapter_layers(model).values())

@@ -66,7 +66,8 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
     if trainer == "upao":
         command.append("trainer.vrmse_trajectories=1")
     if model == "na_nslora":
-        command.append("model.adapter.switch_patience=2")  # short run: switch to NS after two stalled epochs
+        # a few epochs are too few for the paper's LoRA warm-up to stall and switch (the run would be plain LoRA)
+        command.append("model.adapter.schedule=from_start")
     return command
 
 

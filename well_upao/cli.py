@@ -318,6 +318,8 @@ def labelled_checkpoints(specs: list[str]) -> list[tuple[str | None, Path]]:
     Rows must have distinct names (they key the table, the JSON and the figure files): two unlabelled run folders
     with the same ``<experiment>/<n>`` name are labelled by the paths given instead.
     """
+    from well_upao.evaluate.predictors import checkpoint_file, default_row_name
+
     parsed = []
     for spec in specs:
         label, separator, rest = spec.partition("=")
@@ -325,7 +327,7 @@ def labelled_checkpoints(specs: list[str]) -> list[tuple[str | None, Path]]:
             parsed.append((label, Path(rest)))
         else:
             parsed.append((None, Path(spec)))
-    default_names = [(p.name if p.is_file() else f"{p.parent.name}/{p.name}") for _, p in parsed]
+    default_names = [default_row_name(checkpoint_file(path)) for _, path in parsed]
     clashing = {n for n in default_names if default_names.count(n) > 1}
     out = []
     for (label, path), default in zip(parsed, default_names, strict=True):

@@ -147,6 +147,27 @@ def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True
     return predictors
 
 
+def checkpoint_file(path: str | Path) -> Path:
+    """The checkpoint file behind ``path``: itself, or ``<run>/checkpoints/best.pt`` (or ``<run>/best.pt``)."""
+    from well_upao.models.checkpoint import CheckpointError
+
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    candidates = [path / "checkpoints" / "best.pt", path / "best.pt"]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise CheckpointError(f"{path} has no checkpoints/best.pt")
+    return found
+
+
+def default_row_name(checkpoint: Path) -> str:
+    """A checkpoint file's row name: ``<experiment>/<n>`` for a run folder's ``checkpoints/best.pt``, else its stem."""
+    if checkpoint.parent.name == "checkpoints":
+        return f"{checkpoint.parents[2].name}/{checkpoint.parents[1].name}"
+    return checkpoint.stem
+
+
 def load_predictor(
     path: str | Path, dataset_name: str, channel_names: list[str], history: int, name: str | None = None
 ) -> Predictor:
@@ -157,18 +178,10 @@ def load_predictor(
     from well_upao.data.slots import slot_indices
     from well_upao.models.checkpoint import CheckpointError, load_model, read_checkpoint
 
-    path = Path(path)
-    if path.is_dir():
-        candidates = [path / "checkpoints" / "best.pt", path / "best.pt"]
-        found = next((c for c in candidates if c.is_file()), None)
-        if found is None:
-            raise CheckpointError(f"{path} has no checkpoints/best.pt")
-        path = found
+    path = checkpoint_file(path)
     payload = read_checkpoint(path)
     model = load_model(path)
-    # run folders <experiment>/<n>/checkpoints/best.pt are named "<experiment>/<n>"
-    if name is None:
-        name = f"{path.parents[2].name}/{path.parents[1].name}" if path.parent.name == "checkpoints" else path.stem
+    name = default_row_name(path) if name is None else name
     config = payload["model"]["config"]
     if hasattr(model, "forward_sequence"):
         expected = slot_indices(dataset_name, channel_names)

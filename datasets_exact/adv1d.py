@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters
+from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters, mode_table, wavenumber_selection
 
 
 class Advection1D(ExactSolution):
@@ -39,12 +39,18 @@ class Advection1D(ExactSolution):
         )
 
     def evaluate(self, params, axes, times, dtype=np.float64):
+        return {name: value[0] for name, value in self.evaluate_many([params], axes, times, dtype).items()}
+
+    def evaluate_many(self, params, axes, times, dtype=np.float64):
+        """sin(k(x - a t) + phi) = Im[C(t) E(x)] with C = A exp(i(phi - k a t)), E = exp(i k x). The batch's
+        coefficients are summed per distinct wavenumber kappa (``wavenumber_selection``), so that
+        u = [Re C, Im C] @ [sin(kappa x); cos(kappa x)]: one real (B, T, 2K) @ (2K, N) product in the output
+        precision, with the table computed once per batch."""
         (x,) = axes
-        md = params.modes
-        # sin(k(x - a t) + phi) = Im[C(t) E(x)], C = A exp(i(phi - k a t)), E = exp(i k x):
-        # Im[C E] = [Re C, Im C] @ [Im E; Re E], one real (T, 2J) @ (2J, N) product in the output precision.
-        c = md["amplitude"] * np.exp(1j * (md["phase"] - np.outer(times, md["k"] * params.scalars["a"])))
-        e = np.exp(1j * np.outer(md["k"], x))
-        left = np.concatenate([c.real, c.imag], axis=1).astype(dtype)
-        right = np.concatenate([e.imag, e.real], axis=0).astype(dtype)
-        return {"u": left @ right}
+        a = np.array([p.scalars["a"] for p in params])[:, None]
+        k, amplitude, phase = (mode_table(params, column) for column in ("k", "amplitude", "phase"))  # (B, J)
+        kappa, selection = wavenumber_selection(params)
+        c = amplitude[:, None, :] * np.exp(1j * (phase[:, None, :] - (k * a)[:, None, :] * times[:, None]))
+        left = np.concatenate([c.real @ selection, c.imag @ selection], axis=2).astype(dtype)  # (B, T, 2K)
+        table = np.concatenate([np.sin(np.outer(kappa, x)), np.cos(np.outer(kappa, x))]).astype(dtype)
+        return {"u": np.matmul(left, table)}

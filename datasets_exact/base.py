@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -104,6 +105,23 @@ class TrajectoryFamily(ABC):
         ``(len(times), *grid shape, n_spatial_dims)`` for vector fields.
         """
 
+    def evaluate_many(
+        self,
+        params: Sequence[TrajectoryParameters],
+        axes: tuple[np.ndarray, ...],
+        times: np.ndarray,
+        dtype: type = np.float64,
+    ) -> dict[str, np.ndarray]:
+        """Evaluate several trajectories at the same ``times``: ``field name -> (len(params), len(times), ...)``.
+
+        This default calls :meth:`evaluate` per trajectory and stacks (a view for a single trajectory). Families
+        whose trajectories are so small that per-call overhead dominates (1D) override it.
+        """
+        if len(params) == 1:
+            return {name: value[None] for name, value in self.evaluate(params[0], axes, times, dtype).items()}
+        per_trajectory = [self.evaluate(p, axes, times, dtype) for p in params]
+        return {name: np.stack([fields[name] for fields in per_trajectory]) for name in per_trajectory[0]}
+
     # ------------------------------------------------------------------ helpers
     @property
     def boundary_types(self) -> tuple[str, ...]:
@@ -166,3 +184,25 @@ def integer_lattice(max_abs: int, dims: int) -> np.ndarray:
     ranges = [np.arange(-max_abs, max_abs + 1)] * dims
     grid = np.stack(np.meshgrid(*ranges, indexing="ij"), axis=-1).reshape(-1, dims)
     return grid[np.any(grid != 0, axis=1)]
+
+
+def mode_table(params: Sequence[TrajectoryParameters], column: str) -> np.ndarray:
+    """Column ``column`` of several trajectories' mode tables, zero-padded to ``(B, max modes)``."""
+    table = np.zeros((len(params), max(p.n_modes for p in params)))
+    for row, p in zip(table, params, strict=True):
+        row[: p.n_modes] = p.modes[column]
+    return table
+
+
+def wavenumber_selection(params: Sequence[TrajectoryParameters], column: str = "k") -> tuple[np.ndarray, np.ndarray]:
+    """The distinct wavenumbers ``kappa (K,)`` of a batch and the one-hot matrices ``S (B, J, K)`` with
+    ``S[b, j, i] = 1`` iff mode ``j`` of trajectory ``b`` has wavenumber ``kappa_i`` (all-zero rows for padding).
+
+    A per-mode coefficient array ``c (B, T, J)`` becomes a per-wavenumber one by ``c @ S``, so a sum over modes
+    costs one product with a table of ``K`` distinct grid functions instead of ``J`` evaluated ones.
+    """
+    kappa = np.unique(np.concatenate([p.modes[column] for p in params]))
+    selection = np.zeros((len(params), max(p.n_modes for p in params), len(kappa)))
+    for matrix, p in zip(selection, params, strict=True):
+        matrix[np.arange(p.n_modes), np.searchsorted(kappa, p.modes[column])] = 1.0
+    return kappa, selection

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters
+from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters, mode_table, wavenumber_selection
 
 
 class Burgers1D(ExactSolution):
@@ -46,12 +46,47 @@ class Burgers1D(ExactSolution):
         nu, md = params.scalars["nu"], params.modes
         decay = md["eps"] * np.exp(-nu * np.outer(times, md["k"] ** 2))  # (T, J)
         angle = np.outer(md["k"], x) + md["phase"][:, None]  # (J, N)
-        theta = 1.0 + decay @ np.cos(angle)
-        minus_dx_theta = (decay * md["k"]) @ np.sin(angle)
-        return theta, minus_dx_theta
+        return 1.0 + decay @ np.cos(angle), (decay * md["k"]) @ np.sin(angle)
 
     def evaluate(self, params, axes, times, dtype=np.float64):
+        return {name: value[0] for name, value in self.evaluate_many([params], axes, times, dtype).items()}
+
+    def evaluate_many(self, params, axes, times, dtype=np.float64):
+        """u = 2 nu F / theta per trajectory. Summing the modes per distinct wavenumber kappa
+        (``wavenumber_selection``), with E_kappa(t) = exp(-nu kappa^2 t),
+
+            theta = 1 + sum_kappa E_kappa(t) [a_kappa cos(kappa x) + b_kappa sin(kappa x)] = [E, 1] @ [G; 1]
+            F     = sum_kappa kappa E_kappa(t) [c_kappa cos(kappa x) + d_kappa sin(kappa x)] = [E, 1] @ [H; 0]
+
+        with a = sum_j eps_j cos(phi_j), b = -sum_j eps_j sin(phi_j), c = sum_j eps_j sin(phi_j),
+        d = sum_j eps_j cos(phi_j) over the modes j of wavenumber kappa. The grid rows G, H (K + 1, N) come from a
+        table of cos(kappa x), sin(kappa x) computed once per batch, so each trajectory costs two (T, K + 1) @
+        (K + 1, N) products and one division, which writes ``dtype``; everything before it is float64 and the
+        (T, N) buffers are reused.
+        """
         (x,) = axes
-        theta, minus_dx_theta = self.theta_and_flux(params, x, times)
-        velocity = 2.0 * params.scalars["nu"] * minus_dx_theta / theta
-        return {"velocity": velocity[..., None].astype(dtype, copy=False)}
+        n_times = len(times)
+        nu = np.array([p.scalars["nu"] for p in params])[:, None]
+        eps, phase = (mode_table(params, column) for column in ("eps", "phase"))  # (B, J)
+        kappa, selection = wavenumber_selection(params)
+        n_k = len(kappa)
+        eps_cos = ((eps * np.cos(phase))[:, None, :] @ selection)[:, 0]  # (B, K)
+        eps_sin = ((eps * np.sin(phase))[:, None, :] @ selection)[:, 0]
+        theta_rows = np.zeros((len(params), n_k + 1, 2 * n_k + 1))  # rows of G over the table, and the constant
+        theta_rows[:, np.arange(n_k), np.arange(n_k)] = eps_cos
+        theta_rows[:, np.arange(n_k), n_k + np.arange(n_k)] = -eps_sin
+        theta_rows[:, n_k, 2 * n_k] = 1.0
+        flux_rows = np.zeros_like(theta_rows)
+        flux_rows[:, np.arange(n_k), np.arange(n_k)] = 2.0 * nu * kappa * eps_sin
+        flux_rows[:, np.arange(n_k), n_k + np.arange(n_k)] = 2.0 * nu * kappa * eps_cos
+        table = np.concatenate([np.cos(np.outer(kappa, x)), np.sin(np.outer(kappa, x)), np.ones((1, len(x)))])
+        decay = np.ones((len(params), n_times, n_k + 1))
+        decay[:, :, :n_k] = np.exp(-(nu * kappa**2)[:, None, :] * times[:, None])  # (B, T, K + 1)
+
+        velocity = np.empty((len(params), n_times, len(x), 1), dtype=dtype)
+        theta, flux = np.empty((n_times, len(x))), np.empty((n_times, len(x)))
+        for b, out in enumerate(velocity):
+            np.matmul(decay[b], theta_rows[b] @ table, out=theta)
+            np.matmul(decay[b], flux_rows[b] @ table, out=flux)
+            np.divide(flux, theta, out=out[..., 0])
+        return {"velocity": velocity}

@@ -59,8 +59,8 @@ class Burgers2D(ExactSolution):
         _, u_1d = cole_hopf_factor(x, times, s["nu"], s["eps_x"], s["k_x"])
         _, v_1d = cole_hopf_factor(y, times, s["nu"], s["eps_y"], s["k_y"])
         velocity = np.empty((len(times), len(x), len(y), 2), dtype=dtype)  # separable: a broadcast copy
-        velocity[..., 0] = u_1d[:, :, None]
-        velocity[..., 1] = v_1d[:, None, :]
+        velocity[..., 0] = u_1d.astype(dtype)[:, :, None]  # cast the 1-D factors, not the grid (2x cheaper)
+        velocity[..., 1] = v_1d.astype(dtype)[:, None, :]
         return {"velocity": velocity}
 
     def theta(self, params: TrajectoryParameters, axes, times) -> np.ndarray:

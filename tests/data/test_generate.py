@@ -113,23 +113,56 @@ def test_generation_is_reproducible_and_trajectories_do_not_depend_on_count(tmp_
         np.testing.assert_array_equal(a[i], c[i])
 
 
+def spy_on_evaluations(monkeypatch, pde) -> list[tuple[int, int]]:
+    """Record ``(trajectories, time steps)`` of every ``evaluate_many`` call of ``pde``'s class."""
+    calls = []
+    original = type(pde).evaluate_many
+
+    def spy(self, params, axes, times, dtype=np.float64):
+        calls.append((len(params), len(times)))
+        return original(self, params, axes, times, dtype)
+
+    monkeypatch.setattr(type(pde), "evaluate_many", spy)
+    return calls
+
+
 def test_memory_is_bounded_by_time_blocks(monkeypatch, tmp_path):
-    """Evaluation never asks for more than one block of time steps at once."""
+    """A trajectory larger than BATCH_BYTES is evaluated one block of time steps at a time."""
     import well_upao.data.generate as generate
 
     monkeypatch.setattr(generate, "BLOCK_BYTES", 16 * 16 * 3 * 8 * 4)  # four tg2d steps at 16^2 in float64
-    requested = []
-    pde = EXACT_PDES["tg2d"]
-    original = type(pde).evaluate
-
-    def spy(self, params, axes, times, dtype=np.float64):
-        requested.append(len(times))
-        return original(self, params, axes, times, dtype)
-
-    monkeypatch.setattr(type(pde), "evaluate", spy)
+    monkeypatch.setattr(generate, "BATCH_BYTES", 0)
+    calls = spy_on_evaluations(monkeypatch, EXACT_PDES["tg2d"])
     generate_exact_dataset(GenerationRequest(pde="tg2d", out=tmp_path, n_traj=3, resolution=16, n_steps=10), False)
-    assert max(requested) == 4 and sum(requested) == 3 * 10
+    assert {n for n, _ in calls} == {1} and max(t for _, t in calls) == 4 and sum(t for _, t in calls) == 3 * 10
     assert validate_dataset(tmp_path / "tg2d", check_exact=True) == []
+
+
+def test_small_trajectories_are_evaluated_in_batches(monkeypatch, tmp_path):
+    """Trajectories up to BATCH_BYTES share one call; files, statistics and exactness are unchanged by it."""
+    import well_upao.data.generate as generate
+
+    request = GenerationRequest(pde="burgers1d", out=tmp_path / "batched", n_traj=12, resolution=32, n_steps=6)
+    monkeypatch.setattr(generate, "BATCH_BYTES", 3 * 32 * 6 * 4)  # three trajectories
+    calls = spy_on_evaluations(monkeypatch, EXACT_PDES["burgers1d"])
+    generate_exact_dataset(request, False)
+    assert max(n for n, _ in calls) == 3 and sum(n for n, _ in calls) == 12 and {t for _, t in calls} == {6}
+    assert validate_dataset(tmp_path / "batched" / "burgers1d", check_exact=True) == []
+
+    monkeypatch.setattr(generate, "BATCH_BYTES", 0)  # one trajectory per call
+    generate_exact_dataset(GenerationRequest(**{**request.__dict__, "out": tmp_path / "single"}), False)
+    for split in ("train", "valid"):
+        for path in (tmp_path / "batched" / "burgers1d" / "data" / split).glob("*.hdf5"):
+            single = tmp_path / "single" / "burgers1d" / "data" / split / path.name
+            with h5py.File(path, "r") as a, h5py.File(single, "r") as b:
+                np.testing.assert_allclose(a["t1_fields"]["velocity"][()], b["t1_fields"]["velocity"][()], rtol=1e-6)
+    batched = yaml.safe_load((tmp_path / "batched" / "burgers1d" / "stats.yaml").read_text())
+    single = yaml.safe_load((tmp_path / "single" / "burgers1d" / "stats.yaml").read_text())
+    for key in batched:
+        spread = np.asarray(single["std_delta" if "delta" in key else "std"]["velocity"])
+        np.testing.assert_allclose(
+            batched[key]["velocity"], single[key]["velocity"], rtol=1e-6, atol=1e-6 * float(spread.max()), err_msg=key
+        )
 
 
 @pytest.mark.parametrize("name", ["tg2d", "burgers1d", "adv3d", "wave2d"])
@@ -163,3 +196,14 @@ def test_the_well_loads_the_files_unchanged(small_datasets, name):
     )
     sample = dataset[0]
     assert np.isclose(float(sample["output_time_grid"][0] - sample["input_time_grid"][-1]), pde.default_dt)
+
+
+def test_early_writeback_keeps_files_complete(monkeypatch, tmp_path):
+    """Writeback hints after every block (SYNC_BYTES = 1) drop written pages from the cache; the files must still
+    read back exactly, so nothing depends on those pages staying cached."""
+    import well_upao.data.generate as generate
+
+    monkeypatch.setattr(generate, "SYNC_BYTES", 1)
+    monkeypatch.setattr(generate, "BATCH_BYTES", 0)
+    generate_exact_dataset(GenerationRequest(pde="wave2d", out=tmp_path, n_traj=4, resolution=16, n_steps=5), False)
+    assert validate_dataset(tmp_path / "wave2d", check_exact=True) == []

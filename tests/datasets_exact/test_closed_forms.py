@@ -246,3 +246,19 @@ def test_parameter_distributions_follow_the_paper():
         assert 8 <= p.n_modes <= 15
         assert all(0.5 <= p.scalars[c] <= 2.0 for c in "abc")
         assert len(set(zip(p.modes["l"], p.modes["m"], p.modes["n"], strict=True))) == p.n_modes
+
+
+@pytest.mark.parametrize("name", list(EXACT_PDES))
+@pytest.mark.parametrize("dtype, tolerance", [(np.float64, 1e-13), (np.float32, 2e-7)])
+def test_batched_evaluation_equals_one_trajectory_at_a_time(name, dtype, tolerance):
+    """evaluate_many over trajectories with different mode counts and wavenumbers stacks evaluate's results."""
+    pde = EXACT_PDES[name]
+    _, axes = grid(pde)
+    times = np.array([0.0, 0.25, 0.8])
+    params = [pde.sample_parameters(np.random.default_rng([11, index]), index) for index in range(4)]
+    batched = pde.evaluate_many(params, axes, times, dtype=dtype)
+    for b, p in enumerate(params):
+        for field, expected in pde.evaluate(p, axes, times, dtype=dtype).items():
+            got = batched[field][b]
+            assert got.dtype == dtype and got.shape == expected.shape
+            assert np.abs(got - expected).max() <= tolerance * np.abs(expected).max(), (name, field, b)

@@ -20,23 +20,33 @@ import queue
 import shutil
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 import yaml
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.stats import FieldStatistics
 from well_upao.data.well_format import ExactFileWriter, GridSpec
 from well_upao.datasets_exact import EXACT_PDES
-from well_upao.datasets_exact.base import TrajectoryFamily
+from well_upao.datasets_exact.base import TrajectoryFamily, TrajectoryParameters
 
 SPLITS = ("train", "valid", "test")
-#: float64 working-set budget of one evaluation block
+#: float64 working-set budget of one evaluation call (longer trajectories are split into time blocks)
 BLOCK_BYTES = 64 * 2**20
+#: trajectories of at most this many float32 bytes are evaluated, written and reduced several per call (the
+#: per-call overhead of Python, HDF5 and numpy dominates a 400 kB 1D trajectory)
+BATCH_BYTES = 8 * 2**20
+#: written data is flushed to disk after this many bytes, so disk and evaluation overlap (a single fsync at the end
+#: of a file would leave the disk idle while evaluating and the CPUs idle while flushing)
+SYNC_BYTES = 32 * 2**20
 #: target size of one HDF5 file when --traj-per-file is not given
 FILE_BYTES = 512 * 2**20
 
@@ -164,14 +174,21 @@ def trajectory_families() -> dict[str, TrajectoryFamily]:
     return {**EXACT_PDES, **PRETRAIN_FAMILIES}
 
 
-def time_blocks(pde: TrajectoryFamily, grid: GridSpec) -> list[tuple[int, int]]:
-    """Consecutive [start, stop) time ranges whose float64 fields fit in ``BLOCK_BYTES`` (one range for
-    families that integrate in time)."""
-    if not pde.streams_in_time:
-        return [(0, grid.n_steps)]
-    per_step = 2 * bytes_per_trajectory(pde, grid) // grid.n_steps  # float64
-    steps = max(1, BLOCK_BYTES // max(per_step, 1))
-    return [(start, min(start + steps, grid.n_steps)) for start in range(0, grid.n_steps, steps)]
+def write_units(pde: TrajectoryFamily, grid: GridSpec, n_slots: int) -> list[tuple[int, int, int, int]]:
+    """The ``(first slot, stop slot, first step, stop step)`` rectangles of one file, each evaluated, written and
+    reduced by one call: groups of whole trajectories up to ``BATCH_BYTES`` (always whole trajectories for
+    families that integrate in time), else one trajectory in time blocks whose float64 fields fit
+    ``BLOCK_BYTES``."""
+    per_trajectory = bytes_per_trajectory(pde, grid)
+    if per_trajectory <= BATCH_BYTES or not pde.streams_in_time:
+        group = max(1, BATCH_BYTES // per_trajectory)
+        return [(first, min(first + group, n_slots), 0, grid.n_steps) for first in range(0, n_slots, group)]
+    steps = max(1, BLOCK_BYTES // (2 * per_trajectory // grid.n_steps))
+    return [
+        (slot, slot + 1, start, min(start + steps, grid.n_steps))
+        for slot in range(n_slots)
+        for start in range(0, grid.n_steps, steps)
+    ]
 
 
 def generate_exact_dataset(
@@ -190,25 +207,26 @@ def generate_exact_dataset(
 
     axes = pde.grid_axes(grid.resolution)
     times = grid.times()
-    blocks = time_blocks(pde, grid)
     stats = FieldStatistics({s.name: (s.order, pde.n_spatial_dims**s.order) for s in pde.fields})
     ranges: dict[str, list[float]] = {}
     n_files: dict[str, int] = {}
     started = time.perf_counter()
 
     bar = tqdm(total=unique_count, desc=f"generate {pde.name}", unit="traj", disable=not progress)
-    # The main thread only evaluates; every HDF5 call runs in order on one background thread (no two threads touch
-    # a file) and the statistics on another, so evaluation, statistics and I/O overlap.
+    # Evaluation runs on a small thread pool, every HDF5 call in order on one background thread (no two threads
+    # touch a file) and the statistics on another, so evaluation, statistics and I/O overlap. These threads fill
+    # the cores already: BLAS's own worker threads would only contend with them (measured: 1D generation 1.4x
+    # slower with them).
     with (
+        threadpool_limits(limits=1, user_api="blas"),
         staged_directory(destination, request.overwrite) as staging,
-        BackgroundWriter() as background,
-        BackgroundWriter() as statistics,
+        _Pipeline(pde, axes, times, stats, bar) as pipeline,
     ):
         for split in SPLITS:
             split_dir = staging / "data" / split
             split_dir.mkdir(parents=True)
             if split == "test" and mirror_test:
-                background.drain()  # valid/ is complete on disk
+                pipeline.drain()  # valid/ is complete on disk
                 n_files[split] = _mirror_files(staging / "data" / "valid", split_dir, "valid", "test")
                 continue
             indices = splits[split]
@@ -216,25 +234,16 @@ def generate_exact_dataset(
             n_files[split] = len(chunks)
             for file_number, chunk in enumerate(chunks):
                 params = [pde.sample_parameters(trajectory_rng(request.seed, i), i) for i in chunk]
-                max_modes = max(p.n_modes for p in params)
-                path = split_dir / f"{pde.name}_{split}_{file_number:03d}.hdf5"
-                writer = ExactFileWriter(str(path), pde, grid, chunk, max_modes, request.seed)
-                background.submit(writer.open)
-                background.submit(writer.write_parameters, params)
-                for slot, p in enumerate(params):
+                for p in params:
                     for name, value in p.scalars.items():
                         low, high = ranges.setdefault(name, [value, value])
                         ranges[name] = [min(low, value), max(high, value)]
-                    previous: dict[str, np.ndarray] = {}
-                    for start, stop in blocks:
-                        fields = pde.evaluate(p, axes, times[start:stop], dtype=np.float32)
-                        background.submit(writer.write_block, slot, start, fields)
-                        if split == "train":
-                            statistics.submit(_update_statistics, stats, fields, previous)
-                    bar.update(1)
-                background.submit(writer.close, True)
-        background.drain()
-        statistics.drain()
+                path = split_dir / f"{pde.name}_{split}_{file_number:03d}.hdf5"
+                writer = ExactFileWriter(
+                    str(path), pde, grid, chunk, max(p.n_modes for p in params), request.seed, SYNC_BYTES
+                )
+                pipeline.write_file(writer, params, with_statistics=split == "train")
+        pipeline.drain()
         atomic_write_text(staging / "stats.yaml", yaml.safe_dump(stats.as_yaml_dict(), sort_keys=False))
     bar.close()
     seconds = time.perf_counter() - started
@@ -251,11 +260,87 @@ def generate_exact_dataset(
     )
 
 
+class _Pipeline:
+    """Evaluate a file's write units on a thread pool, then hand them, in order, to the HDF5 writer thread and
+    (for train files) to the statistics thread. At most ``2 x workers`` units are in flight on the pool, and each
+    background queue is bounded, so memory stays bounded too.
+
+    Closed-form families evaluate on up to ``os.cpu_count()`` (at most 4) threads (numpy releases the GIL in its
+    array loops); simulated families use one, as torch already parallelises each solve.
+    """
+
+    def __init__(self, pde: TrajectoryFamily, axes, times: np.ndarray, stats: FieldStatistics, bar: tqdm):
+        self.pde, self.axes, self.times, self.stats, self.bar = pde, axes, times, stats, bar
+        workers = min(4, os.cpu_count() or 1) if pde.kind == "closed_form" else 1
+        self.evaluation = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        self.depth = 2 * workers
+        self.writer = BackgroundWriter()
+        self.statistics = BackgroundWriter(initializer=flush_denormals)
+
+    def __enter__(self) -> _Pipeline:
+        self.writer.__enter__()
+        self.statistics.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.evaluation.shutdown(wait=True, cancel_futures=True)
+        finally:
+            try:
+                self.writer.__exit__(*exc)
+            finally:
+                self.statistics.__exit__(*exc)
+
+    def write_file(self, writer: ExactFileWriter, params: list[TrajectoryParameters], with_statistics: bool) -> None:
+        """Queue everything that makes ``writer``'s file: layout, parameters, every write unit, fsync and close."""
+        grid = writer.grid
+        self.writer.submit(writer.open)
+        self.writer.submit(writer.write_parameters, params)
+        in_flight: deque = deque()
+        for first, stop, start, end in write_units(self.pde, grid, len(params)):
+            if start == 0:
+                previous: dict[str, np.ndarray] = {}  # each field's last frames, across time blocks
+            future = self.evaluation.submit(
+                self.pde.evaluate_many, params[first:stop], self.axes, self.times[start:end], np.float32
+            )
+            done = stop - first if end == grid.n_steps else 0
+            in_flight.append((future, first, start, previous, done))
+            while len(in_flight) > self.depth:
+                self._hand_over(writer, in_flight.popleft(), with_statistics)
+        while in_flight:
+            self._hand_over(writer, in_flight.popleft(), with_statistics)
+        self.writer.submit(writer.close, True)
+
+    def _hand_over(self, writer: ExactFileWriter, unit: tuple, with_statistics: bool) -> None:
+        future, first, start, previous, done = unit
+        fields = future.result()
+        self.writer.submit(writer.write_block, first, start, fields)
+        if with_statistics:
+            self.statistics.submit(_update_statistics, self.stats, fields, previous)
+        self.bar.update(done)
+
+    def drain(self) -> None:
+        """Block until every queued write and statistics update has run."""
+        self.writer.drain()
+        self.statistics.drain()
+
+
+def flush_denormals() -> None:
+    """Flush subnormal floats to zero on the calling thread only (the CPU's FTZ/DAZ flags are per thread).
+
+    Squared increments of exact solutions reach 1e-40 (tg2d, burgers2d: increments of 1e-20 where a factor like
+    sin(pi) is rounding noise); arithmetic on such subnormals is microcode-assisted and made the statistics pass
+    several times slower. Values below 1.2e-38 change no statistic at float32 precision.
+    """
+    torch.set_flush_denormal(True)
+
+
 def _update_statistics(stats: FieldStatistics, fields: dict[str, np.ndarray], previous: dict) -> None:
-    """Feed one time block to ``stats``; ``previous`` carries each field's last frame across blocks."""
+    """Feed one unit ``(trajectories, time block, ...)`` to ``stats``; ``previous`` carries each field's last
+    frames across the time blocks of the same trajectories."""
     for name, block in fields.items():
-        stats.update(name, block, previous.get(name))
-        previous[name] = block[-1]
+        stats.update_trajectories(name, block, previous.get(name))
+        previous[name] = block[:, -1]
 
 
 class BackgroundWriter:
@@ -263,12 +348,14 @@ class BackgroundWriter:
     the main thread overlaps them (numpy and HDF5 release the GIL in their inner loops).
 
     At most ``depth`` jobs wait in the queue, so memory stays bounded. An exception raised by a job cancels the
-    remaining jobs and is re-raised in the caller at the next ``submit``, ``drain`` or on exit.
+    remaining jobs and is re-raised in the caller at the next ``submit``, ``drain`` or on exit. ``initializer``
+    runs first on the thread (e.g. to set thread-local floating-point modes).
     """
 
-    def __init__(self, depth: int = 4):
+    def __init__(self, depth: int = 4, initializer: Callable[[], object] | None = None):
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
+        self._initializer = initializer
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> BackgroundWriter:
@@ -276,6 +363,8 @@ class BackgroundWriter:
         return self
 
     def _run(self) -> None:
+        if self._initializer is not None:
+            self._initializer()
         while True:
             job = self._queue.get()
             try:

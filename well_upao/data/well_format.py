@@ -20,7 +20,7 @@ Strings are written as ``str`` (h5py stores them as variable-length UTF-8), neve
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import h5py
@@ -50,7 +50,7 @@ class ExactFileWriter:
     """Creates one Well file for ``len(trajectory_indices)`` trajectories of a family and fills it.
 
     Use as a context manager (or :meth:`open` / :meth:`close`); call :meth:`write_parameters` and
-    :meth:`write_block` for each trajectory.
+    :meth:`write_block` for each group of trajectories or time block.
     """
 
     def __init__(
@@ -61,13 +61,18 @@ class ExactFileWriter:
         trajectory_indices: Sequence[int],
         max_modes: int,
         seed: int,
+        sync_bytes: int | None = None,
     ):
+        """With ``sync_bytes``, field data is flushed to disk (``fdatasync``) after every ``sync_bytes`` written, so
+        that the disk works while later blocks are still being computed rather than all at once in ``close``."""
         self.path = path
         self.pde = pde
         self.grid = grid
         self.trajectory_indices = list(trajectory_indices)
         self.max_modes = max_modes
         self.seed = seed
+        self.sync_bytes = sync_bytes
+        self._unsynced_bytes = 0
         self.file: h5py.File | None = None
 
     def open(self) -> ExactFileWriter:
@@ -85,11 +90,15 @@ class ExactFileWriter:
             self.file.close()
             self.file = None
         if durable:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            self._sync(os.fsync)
+
+    def _sync(self, flush: Callable[[int], None]) -> None:
+        """``flush`` (``os.fsync`` or ``os.fdatasync``) the file's written pages through a descriptor of our own."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            flush(fd)
+        finally:
+            os.close(fd)
 
     def __enter__(self) -> ExactFileWriter:
         return self.open()
@@ -185,12 +194,18 @@ class ExactFileWriter:
         for name in self.pde.scalar_names:
             self.file.attrs[name] = self.file["scalars"][name][()]
 
-    def write_block(self, slot: int, time_start: int, fields: dict[str, np.ndarray]) -> None:
-        """Write fields for trajectory ``slot`` and time steps ``time_start : time_start + len(block)``."""
+    def write_block(self, first_slot: int, time_start: int, fields: dict[str, np.ndarray]) -> None:
+        """Write fields ``(B, T, ...)`` of trajectories ``first_slot : first_slot + B`` and time steps
+        ``time_start : time_start + T`` (one HDF5 write per field)."""
         for spec in self.pde.fields:
             block = fields[spec.name]
             dataset = self.file[FIELD_GROUPS[spec.order]][spec.name]
-            dataset[slot, time_start : time_start + block.shape[0]] = block.astype(np.float32, copy=False)
+            slots = slice(first_slot, first_slot + block.shape[0])
+            dataset[slots, time_start : time_start + block.shape[1]] = block.astype(np.float32, copy=False)
+            self._unsynced_bytes += 4 * block.size
+        if self.sync_bytes is not None and self._unsynced_bytes >= self.sync_bytes:
+            self._sync(lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED))
+            self._unsynced_bytes = 0
 
 
 def read_trajectory_parameters(file: h5py.File, pde: TrajectoryFamily, slot: int) -> TrajectoryParameters:

@@ -8,8 +8,9 @@ Directory written (a Well base path ``out`` and the dataset name ``pde``)::
     out/<pde>/stats.yaml             (from train/ only)
 
 Trajectory ``i`` draws its parameters from ``numpy.random.default_rng([seed, i])``, so a trajectory does not
-depend on how many others are generated. Fields are evaluated in time blocks of bounded size, so memory does
-not grow with the dataset, the resolution or the number of steps.
+depend on how many others are generated. Fields are evaluated in bounded write units (a few small trajectories,
+or one large trajectory's block of time steps, see ``write_units``), so memory does not grow with the dataset,
+the resolution or the number of steps.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,20 +208,18 @@ def generate_exact_dataset(
 
     axes = pde.grid_axes(grid.resolution)
     times = grid.times()
-    stats = FieldStatistics({s.name: (s.order, pde.n_spatial_dims**s.order) for s in pde.fields})
     ranges: dict[str, list[float]] = {}
     n_files: dict[str, int] = {}
     started = time.perf_counter()
 
     bar = tqdm(total=unique_count, desc=f"generate {pde.name}", unit="traj", disable=not progress)
-    # Evaluation runs on a small thread pool, every HDF5 call in order on one background thread (no two threads
-    # touch a file) and the statistics on another, so evaluation, statistics and I/O overlap. These threads fill
-    # the cores already: BLAS's own worker threads would only contend with them (measured: 1D generation 1.4x
-    # slower with them).
+    # Evaluation and statistics run on a small thread pool and every HDF5 call in order on one background thread
+    # (no two threads touch a file), so that they overlap. These threads fill the cores already: BLAS's own worker
+    # threads would only contend with them (measured: 1D generation 1.4x slower with them).
     with (
         threadpool_limits(limits=1, user_api="blas"),
         staged_directory(destination, request.overwrite) as staging,
-        _Pipeline(pde, axes, times, stats, bar) as pipeline,
+        _Pipeline(pde, axes, times, bar) as pipeline,
     ):
         for split in SPLITS:
             split_dir = staging / "data" / split
@@ -233,17 +232,14 @@ def generate_exact_dataset(
             chunks = [indices[i : i + traj_per_file] for i in range(0, len(indices), traj_per_file)]
             n_files[split] = len(chunks)
             for file_number, chunk in enumerate(chunks):
-                params = [pde.sample_parameters(trajectory_rng(request.seed, i), i) for i in chunk]
-                for p in params:
+                path = split_dir / f"{pde.name}_{split}_{file_number:03d}.hdf5"
+                writer = ExactFileWriter(str(path), pde, grid, chunk, request.seed, SYNC_BYTES)
+                for p in pipeline.write_file(writer, request.seed, with_statistics=split == "train"):
                     for name, value in p.scalars.items():
                         low, high = ranges.setdefault(name, [value, value])
                         ranges[name] = [min(low, value), max(high, value)]
-                path = split_dir / f"{pde.name}_{split}_{file_number:03d}.hdf5"
-                writer = ExactFileWriter(
-                    str(path), pde, grid, chunk, max(p.n_modes for p in params), request.seed, SYNC_BYTES
-                )
-                pipeline.write_file(writer, params, with_statistics=split == "train")
         pipeline.drain()
+        stats = pipeline.statistics()
         atomic_write_text(staging / "stats.yaml", yaml.safe_dump(stats.as_yaml_dict(), sort_keys=False))
     bar.close()
     seconds = time.perf_counter() - started
@@ -261,101 +257,126 @@ def generate_exact_dataset(
 
 
 class _Pipeline:
-    """Evaluate a file's write units on a thread pool, then hand them, in order, to the HDF5 writer thread and
-    (for train files) to the statistics thread. At most ``2 x workers`` units are in flight on the pool, and each
-    background queue is bounded, so memory stays bounded too.
+    """Evaluate a file's write units on a thread pool, then hand them, in order, to the HDF5 writer thread.
+
+    Each pool thread also reduces the units it evaluated (train files) into statistics of its own while the data is
+    still in its cache; :meth:`statistics` merges them. A unit that starts inside a trajectory is evaluated with
+    one frame before it, so its first increment needs nothing from other units. At most ``2 x workers`` units are
+    in flight and the writer's queue is bounded, so memory stays bounded too.
 
     Closed-form families evaluate on up to ``os.cpu_count()`` (at most 4) threads (numpy releases the GIL in its
     array loops); simulated families use one, as torch already parallelises each solve.
     """
 
-    def __init__(self, pde: TrajectoryFamily, axes, times: np.ndarray, stats: FieldStatistics, bar: tqdm):
-        self.pde, self.axes, self.times, self.stats, self.bar = pde, axes, times, stats, bar
+    def __init__(self, pde: TrajectoryFamily, axes, times: np.ndarray, bar: tqdm):
+        self.pde, self.axes, self.times, self.bar = pde, axes, times, bar
         workers = min(4, os.cpu_count() or 1) if pde.kind == "closed_form" else 1
-        self.evaluation = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        self.evaluation = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="evaluate", initializer=flush_denormals
+        )
         self.depth = 2 * workers
         self.writer = BackgroundWriter()
-        self.statistics = BackgroundWriter(initializer=flush_denormals)
+        self._field_layout = {s.name: (s.order, pde.n_spatial_dims**s.order) for s in pde.fields}
+        self._per_thread = threading.local()
+        self._all_statistics: list[FieldStatistics] = []
+        self._lock = threading.Lock()
 
     def __enter__(self) -> _Pipeline:
         self.writer.__enter__()
-        self.statistics.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         try:
             self.evaluation.shutdown(wait=True, cancel_futures=True)
         finally:
-            try:
-                self.writer.__exit__(*exc)
-            finally:
-                self.statistics.__exit__(*exc)
+            self.writer.__exit__(*exc)
 
-    def write_file(self, writer: ExactFileWriter, params: list[TrajectoryParameters], with_statistics: bool) -> None:
-        """Queue everything that makes ``writer``'s file: layout, parameters, every write unit, fsync and close."""
-        grid = writer.grid
+    def write_file(self, writer: ExactFileWriter, seed: int, with_statistics: bool) -> list[TrajectoryParameters]:
+        """Queue everything that makes ``writer``'s file (layout, every write unit, parameters, fsync and close)
+        and return the parameters of its trajectories, which the evaluation threads draw."""
+        grid, indices = writer.grid, writer.trajectory_indices
         self.writer.submit(writer.open)
-        self.writer.submit(writer.write_parameters, params)
+        params: list[TrajectoryParameters] = []
         in_flight: deque = deque()
-        for first, stop, start, end in write_units(self.pde, grid, len(params)):
-            if start == 0:
-                previous: dict[str, np.ndarray] = {}  # each field's last frames, across time blocks
-            future = self.evaluation.submit(
-                self.pde.evaluate_many, params[first:stop], self.axes, self.times[start:end], np.float32
-            )
-            done = stop - first if end == grid.n_steps else 0
-            in_flight.append((future, first, start, previous, done))
+        for first, stop, start, end in write_units(self.pde, grid, len(indices)):
+            future = self.evaluation.submit(self._evaluate, indices[first:stop], seed, start, end, with_statistics)
+            in_flight.append((future, first, start, stop - first if end == grid.n_steps else 0))
             while len(in_flight) > self.depth:
-                self._hand_over(writer, in_flight.popleft(), with_statistics)
+                params += self._hand_over(writer, *in_flight.popleft())
         while in_flight:
-            self._hand_over(writer, in_flight.popleft(), with_statistics)
+            params += self._hand_over(writer, *in_flight.popleft())
+        self.writer.submit(writer.write_parameters, params)
         self.writer.submit(writer.close, True)
+        return params
 
-    def _hand_over(self, writer: ExactFileWriter, unit: tuple, with_statistics: bool) -> None:
-        future, first, start, previous, done = unit
-        fields = future.result()
-        self.writer.submit(writer.write_block, first, start, fields)
+    def _evaluate(self, indices: list[int], seed: int, start: int, end: int, with_statistics: bool):
+        """Draw the trajectories' parameters and evaluate fields ``(trajectories, end - start, ...)`` as float32;
+        with statistics, also reduce them. Returns the parameters (for the first time block only) and fields."""
+        params = [self.pde.sample_parameters(trajectory_rng(seed, i), i) for i in indices]
+        lead = 1 if with_statistics and start > 0 else 0
+        fields = self.pde.evaluate_many(params, self.axes, self.times[start - lead : end], dtype=np.float32)
         if with_statistics:
-            self.statistics.submit(_update_statistics, self.stats, fields, previous)
+            _accumulate_statistics(self._thread_statistics(), fields, lead)
+        return (params if start == 0 else []), {name: block[:, lead:] for name, block in fields.items()}
+
+    def _thread_statistics(self) -> FieldStatistics:
+        stats = getattr(self._per_thread, "stats", None)
+        if stats is None:
+            stats = self._per_thread.stats = FieldStatistics(self._field_layout)
+            with self._lock:
+                self._all_statistics.append(stats)
+        return stats
+
+    def _hand_over(
+        self, writer: ExactFileWriter, future: Future, first: int, start: int, done: int
+    ) -> list[TrajectoryParameters]:
+        params, fields = future.result()
+        self.writer.submit(writer.write_block, first, start, fields)
         self.bar.update(done)
+        return params
 
     def drain(self) -> None:
-        """Block until every queued write and statistics update has run."""
+        """Block until every queued write has run."""
         self.writer.drain()
-        self.statistics.drain()
+
+    def statistics(self) -> FieldStatistics:
+        """The statistics of every train unit so far, merged over the evaluation threads."""
+        merged = FieldStatistics(self._field_layout)
+        for stats in self._all_statistics:
+            merged.merge(stats)
+        return merged
 
 
 def flush_denormals() -> None:
-    """Flush subnormal floats to zero on the calling thread only (the CPU's FTZ/DAZ flags are per thread).
+    """Flush subnormal floats to zero on the calling thread only (the CPU's FTZ/DAZ flags are per thread; set on
+    the evaluation threads, which also compute the statistics).
 
     Squared increments of exact solutions reach 1e-40 (tg2d, burgers2d: increments of 1e-20 where a factor like
     sin(pi) is rounding noise); arithmetic on such subnormals is microcode-assisted and made the statistics pass
-    several times slower. Values below 1.2e-38 change no statistic at float32 precision.
+    several times slower. A stored value or statistic below 1.2e-38 (float32's smallest normal number) becomes 0:
+    an absolute change far below float32 rounding of any field with a non-negligible scale.
     """
     torch.set_flush_denormal(True)
 
 
-def _update_statistics(stats: FieldStatistics, fields: dict[str, np.ndarray], previous: dict) -> None:
-    """Feed one unit ``(trajectories, time block, ...)`` to ``stats``; ``previous`` carries each field's last
-    frames across the time blocks of the same trajectories."""
+def _accumulate_statistics(stats: FieldStatistics, fields: dict[str, np.ndarray], lead: int) -> None:
+    """Feed one unit ``(trajectories, frames, ...)`` to ``stats``; with ``lead == 1`` its first frame only serves as
+    the frame before the others (for the first increment)."""
     for name, block in fields.items():
-        stats.update_trajectories(name, block, previous.get(name))
-        previous[name] = block[:, -1]
+        stats.update_trajectories(name, block[:, lead:], block[:, 0] if lead else None)
 
 
 class BackgroundWriter:
-    """Run jobs (HDF5 calls, statistics) in submission order on one background thread, so that evaluation on
-    the main thread overlaps them (numpy and HDF5 release the GIL in their inner loops).
+    """Run jobs (HDF5 calls) in submission order on one background thread, so that evaluation overlaps them
+    (numpy and HDF5 release the GIL in their inner loops).
 
     At most ``depth`` jobs wait in the queue, so memory stays bounded. An exception raised by a job cancels the
-    remaining jobs and is re-raised in the caller at the next ``submit``, ``drain`` or on exit. ``initializer``
-    runs first on the thread (e.g. to set thread-local floating-point modes).
+    remaining jobs and is re-raised in the caller at the next ``submit``, ``drain`` or on exit.
     """
 
-    def __init__(self, depth: int = 4, initializer: Callable[[], object] | None = None):
+    def __init__(self, depth: int = 4):
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
-        self._initializer = initializer
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> BackgroundWriter:
@@ -363,8 +384,6 @@ class BackgroundWriter:
         return self
 
     def _run(self) -> None:
-        if self._initializer is not None:
-            self._initializer()
         while True:
             job = self._queue.get()
             try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: float32 bytes of frames reduced at a time (the chunk, its shifted square and its increments stay in L2)
-CHUNK_BYTES = 512 * 2**10
+CHUNK_BYTES = 2**20
 #: at most this many points per component are summed side by side (columns of one BLAS product)
 SUM_WIDTH = 1024
 
@@ -62,8 +62,12 @@ class RunningMoments:
         """Add a block given by its count and the sums of ``x - shift`` and of ``(x - shift)^2``."""
         if n_b == 0:
             return
-        mean_b = np.asarray(shift, dtype=np.float64) + s1 / n_b
-        m2_b = np.maximum(s2 - s1 * (s1 / n_b), 0.0)
+        self.merge(n_b, np.asarray(shift, dtype=np.float64) + s1 / n_b, np.maximum(s2 - s1 * (s1 / n_b), 0.0))
+
+    def merge(self, n_b: int, mean_b: np.ndarray, m2_b: np.ndarray) -> None:
+        """Add a block (or another accumulator) given by its count, mean and M2."""
+        if n_b == 0:
+            return
         total = self.count + n_b
         delta = mean_b - self.mean
         self.mean = self.mean + delta * (n_b / total)
@@ -171,6 +175,12 @@ class FieldStatistics:
         if buffer is None or buffer.shape[0] < shape[0]:
             buffer = self._scratch[key] = np.empty(shape, dtype=dtype)
         return buffer
+
+    def merge(self, other: FieldStatistics) -> None:
+        """Add everything ``other`` (same fields) has accumulated, e.g. from another thread."""
+        for name in self.field_layout:
+            for mine, theirs in ((self.values[name], other.values[name]), (self.deltas[name], other.deltas[name])):
+                mine.merge(theirs.count, theirs.mean, theirs.m2)
 
     def as_yaml_dict(self) -> dict[str, dict[str, float | list[float]]]:
         """The six ``stats.yaml`` sections; scalar fields give floats, vector fields lists."""

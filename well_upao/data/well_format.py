@@ -59,7 +59,6 @@ class ExactFileWriter:
         pde: TrajectoryFamily,
         grid: GridSpec,
         trajectory_indices: Sequence[int],
-        max_modes: int,
         seed: int,
         sync_bytes: int | None = None,
     ):
@@ -69,7 +68,6 @@ class ExactFileWriter:
         self.pde = pde
         self.grid = grid
         self.trajectory_indices = list(trajectory_indices)
-        self.max_modes = max_modes
         self.seed = seed
         self.sync_bytes = sync_bytes
         self._unsynced_bytes = 0
@@ -171,23 +169,22 @@ class ExactFileWriter:
         exact.attrs["dt"] = grid.dt
         exact.attrs["mode_columns"] = list(pde.mode_columns)
         exact.create_dataset("trajectory_index", data=np.asarray(self.trajectory_indices, dtype=np.int64))
-        exact.create_dataset("n_modes", shape=(n,), dtype=np.int64)
-        for column in pde.mode_columns:
-            exact.create_dataset(column, shape=(n, self.max_modes), dtype=np.float64)
 
     # ---------------------------------------------------------------- content
     def write_parameters(self, params: Sequence[TrajectoryParameters]) -> None:
-        """Store every trajectory's scalars (``/scalars``) and mode table, one HDF5 write per column."""
+        """Store every trajectory's scalars (``/scalars``) and its mode table, zero-padded to the file's largest
+        mode count (``/exact_solution/<column>``, ``(n, max modes)``), one HDF5 write per column."""
         f = self.file
         for name in self.pde.scalar_names:
             f["scalars"][name][:] = [p.scalars[name] for p in params]
         exact = f[EXACT_GROUP]
-        exact["n_modes"][:] = [p.n_modes for p in params]
+        exact.create_dataset("n_modes", data=np.array([p.n_modes for p in params], dtype=np.int64))
+        max_modes = max(p.n_modes for p in params)
         for column in self.pde.mode_columns:
-            table = np.zeros((len(params), self.max_modes))
+            table = np.zeros((len(params), max_modes))
             for row, p in zip(table, params, strict=True):
                 row[: p.n_modes] = p.modes[column]
-            exact[column][:] = table
+            exact.create_dataset(column, data=table)
 
     def finalize_attributes(self) -> None:
         """Mirror every simulation parameter as a root attribute (array over the file's trajectories)."""

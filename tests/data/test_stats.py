@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from well_upao.data import stats as stats_module
-from well_upao.data.stats import FieldStatistics, component_sums
+from well_upao.data.stats import FieldStatistics, component_square_sums, component_sums
 
 
 def reference(trajectories: np.ndarray) -> dict[str, np.ndarray]:
@@ -39,6 +39,14 @@ def test_component_sums_match_float64():
     rng = np.random.default_rng(0)
     frames = rng.standard_normal((5, 96, 3)).astype(np.float32)  # 96 points: gcd with SUM_WIDTH is 32
     np.testing.assert_allclose(component_sums(frames), frames.astype(np.float64).sum(axis=(0, 1)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("components", [1, 3])
+def test_component_square_sums_match_float64(components):
+    rng = np.random.default_rng(3)
+    values = (rng.standard_normal((7, 96, components)) + 2.0).astype(np.float32)
+    expected = np.square(values.astype(np.float64)).sum(axis=(0, 1))
+    np.testing.assert_allclose(component_square_sums(values.copy(), np.empty_like(values)), expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("layout", ["per_trajectory", "batched", "time_blocks"])

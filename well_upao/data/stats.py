@@ -9,7 +9,8 @@ Each block of frames is reduced to power sums ``n, S1 = sum (x - s), S2 = sum (x
 merged into ``(count, mean, M2)`` with Chan et al.'s pairwise update. Generation produces data about as fast as
 the disk takes it, so the reduction is arranged for speed: frames are processed in chunks that stay in the CPU
 cache (``CHUNK_BYTES``), squares and increments go to scratch buffers that are reused instead of allocated, sums
-are one BLAS product with a ones vector, and the increments' sum telescopes to ``last - first`` frame.
+are BLAS products (with a ones vector, or row dot products for squares of one-component fields), and the
+increments' sum telescopes to ``last - first`` frame.
 """
 
 from __future__ import annotations
@@ -38,6 +39,20 @@ def component_sums(values: np.ndarray) -> np.ndarray:
     rows = values.reshape(points // width, width * components)
     column_sums = np.ones(rows.shape[0], dtype=values.dtype) @ rows
     return np.ones(width) @ column_sums.astype(np.float64).reshape(width, components)
+
+
+def component_square_sums(values: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """Per-component sums of squares ``(C,)`` in float64 of a C-contiguous array ``(..., C)``.
+
+    One component: batched dot products of rows of ``gcd(number of points, SUM_WIDTH)`` values (one read, no
+    writes, short float32 sums), added in float64. Several components: squares into ``scratch`` (same shape as
+    ``values``, may be ``values`` itself), then :func:`component_sums`.
+    """
+    if values.shape[-1] > 1:
+        return component_sums(np.square(values, out=scratch))
+    width = math.gcd(values.size, SUM_WIDTH)
+    rows = values.reshape(values.size // width, width)
+    return np.array([np.matmul(rows[:, None, :], rows[:, :, None]).sum(dtype=np.float64)])
 
 
 @dataclass
@@ -145,13 +160,11 @@ class FieldStatistics:
         count = n_traj * (t1 - t0)
         window = frames[:, t0:t1].reshape(count, *frames.shape[2:])
         if shift is None:
-            s1 = component_sums(window)
-            s2 = component_sums(np.square(window, out=scratch[:count]))
+            s1, s2 = component_sums(window), component_square_sums(window, scratch[:count])
             self.values[name].update_sums(count * points, s1, s2)
         else:
             shifted = np.subtract(window, shift, out=scratch[:count])
-            s1 = component_sums(shifted)
-            s2 = component_sums(np.square(shifted, out=shifted))
+            s1, s2 = component_sums(shifted), component_square_sums(shifted, shifted)
             self.values[name].update_sums(count * points, s1, s2, shift[0])
 
         start = t0 - 1 if t0 > 0 else 0
@@ -165,7 +178,7 @@ class FieldStatistics:
             first = previous_frames
         if n_deltas:
             d1 = component_sums(np.subtract(frames[:, t1 - 1], first, dtype=np.float64))
-            d2 = component_sums(np.square(scratch[:n_deltas], out=scratch[:n_deltas]))
+            d2 = component_square_sums(scratch[:n_deltas], scratch[:n_deltas])
             self.deltas[name].update_sums(n_deltas * points, d1, d2)
 
     def _buffer(self, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:

@@ -97,12 +97,22 @@ def time_zeros(name: str, out: Path, early_writeback: bool) -> float:
     return time.perf_counter() - start
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """(stolen, total) CPU ticks since boot from /proc/stat (Linux), or None where unavailable."""
+    try:
+        values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return (values[7] if len(values) > 7 else 0), sum(values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pde", nargs="*", default=list(SIZES))
     args = parser.parse_args()
     rows = []
+    ticks_before = cpu_ticks()
     with tempfile.TemporaryDirectory(dir=".") as tmp:
         out = Path(tmp)
         for name in args.pde:
@@ -133,6 +143,10 @@ def main() -> None:
             f"| {name} | {size} | {megabytes:.0f} | {generated:.3f} | {megabytes / generated:.0f} "
             f"| {zeros:.3f} | {ratio:.2f} | {goal} | {no_stats:.3f} | {no_stats / zeros:.2f} |"
         )
+    ticks_after = cpu_ticks()
+    if ticks_before and ticks_after and ticks_after[1] > ticks_before[1]:
+        stolen = (ticks_after[0] - ticks_before[0]) / (ticks_after[1] - ticks_before[1])
+        print(f"\nCPU time stolen by the hypervisor during this run: {100 * stolen:.0f}% of the machine's capacity")
 
 
 if __name__ == "__main__":

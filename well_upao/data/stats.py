@@ -182,7 +182,8 @@ class FieldStatistics:
             self.deltas[name].update_sums(n_deltas * points, d1, d2)
 
     def _buffer(self, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-        """A reusable scratch array of at least ``shape`` (grown, never shrunk), viewed as ``shape``."""
+        """A reusable scratch array with the trailing dimensions of ``shape`` and at least ``shape[0]`` rows (grown,
+        never shrunk); callers slice the rows they need."""
         key = (np.dtype(dtype).str, shape[1:])
         buffer = self._scratch.get(key)
         if buffer is None or buffer.shape[0] < shape[0]:

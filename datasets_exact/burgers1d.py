@@ -56,13 +56,13 @@ class Burgers1D(ExactSolution):
         (``wavenumber_selection``), with E_kappa(t) = exp(-nu kappa^2 t),
 
             theta = 1 + sum_kappa E_kappa(t) [a_kappa cos(kappa x) + b_kappa sin(kappa x)] = [E, 1] @ [G; 1]
-            F     = sum_kappa kappa E_kappa(t) [c_kappa cos(kappa x) + d_kappa sin(kappa x)] = [E, 1] @ [H; 0]
+            2 nu F = sum_kappa 2 nu kappa E_kappa(t) [c_kappa cos(kappa x) + d_kappa sin(kappa x)] = [E, 1] @ [H; 0]
 
         with a = sum_j eps_j cos(phi_j), b = -sum_j eps_j sin(phi_j), c = sum_j eps_j sin(phi_j),
-        d = sum_j eps_j cos(phi_j) over the modes j of wavenumber kappa. The grid rows G, H (K + 1, N) come from a
-        table of cos(kappa x), sin(kappa x) computed once per batch, so each trajectory costs two (T, K + 1) @
-        (K + 1, N) products and one division, which writes ``dtype``; everything before it is float64 and the
-        (T, N) buffers are reused.
+        d = sum_j eps_j cos(phi_j) over the modes j of wavenumber kappa, so that u = ([E, 1] @ [H; 0]) / theta.
+        The grid rows G, H (K + 1, N) come from a table of cos(kappa x), sin(kappa x) computed once per batch, so
+        each trajectory costs two (T, K + 1) @ (K + 1, N) products and one division, which writes ``dtype``;
+        everything before it is float64 and the (T, N) buffers are reused.
         """
         (x,) = axes
         n_times = len(times)

@@ -76,3 +76,15 @@ def test_large_mean_does_not_cancel(small_chunks):
     stats = FieldStatistics({"u": (0, 1)})
     stats.update_trajectories("u", data)
     check(stats, "u", reference(data), rtol=1e-4)
+
+
+def test_merging_per_thread_statistics_equals_one_pass(small_chunks):
+    """Two accumulators fed disjoint trajectories (as two evaluation threads are), merged, equal one over all."""
+    rng = np.random.default_rng(4)
+    data = (rng.standard_normal((5, 6, 12, 10, 2)) * [2.0, 0.5] + [3.0, -1.0]).astype(np.float32)
+    first, second, merged = (FieldStatistics({"velocity": (1, 2)}) for _ in range(3))
+    first.update_trajectories("velocity", data[:2])
+    second.update_trajectories("velocity", data[2:])
+    merged.merge(first)
+    merged.merge(second)
+    check(merged, "velocity", reference(data), rtol=1e-5)

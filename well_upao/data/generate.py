@@ -45,8 +45,8 @@ BLOCK_BYTES = 64 * 2**20
 #: trajectories of at most this many float32 bytes are evaluated, written and reduced several per call (the
 #: per-call overhead of Python, HDF5 and numpy dominates a 400 kB 1D trajectory)
 BATCH_BYTES = 8 * 2**20
-#: written data is flushed to disk after this many bytes, so disk and evaluation overlap (a single fsync at the end
-#: of a file would leave the disk idle while evaluating and the CPUs idle while flushing)
+#: the writer asks the kernel to start writeback after this many bytes, so disk and evaluation overlap (a single
+#: fsync at the end of a file would leave the disk idle while evaluating and the CPUs idle while flushing)
 SYNC_BYTES = 32 * 2**20
 #: target size of one HDF5 file when --traj-per-file is not given
 FILE_BYTES = 512 * 2**20

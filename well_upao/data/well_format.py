@@ -62,8 +62,10 @@ class ExactFileWriter:
         seed: int,
         sync_bytes: int | None = None,
     ):
-        """With ``sync_bytes``, field data is flushed to disk (``fdatasync``) after every ``sync_bytes`` written, so
-        that the disk works while later blocks are still being computed rather than all at once in ``close``."""
+        """With ``sync_bytes``, the kernel is asked to start writing field data back to disk after every
+        ``sync_bytes`` written (``posix_fadvise(DONTNEED)`` starts writeback of the file's dirty pages without
+        waiting for it), so that the disk works while later blocks are still being computed rather than all at
+        once in ``close``'s fsync."""
         self.path = path
         self.pde = pde
         self.grid = grid
@@ -88,13 +90,13 @@ class ExactFileWriter:
             self.file.close()
             self.file = None
         if durable:
-            self._sync(os.fsync)
+            self._on_descriptor(os.fsync)
 
-    def _sync(self, flush: Callable[[int], None]) -> None:
-        """``flush`` (``os.fsync`` or ``os.fdatasync``) the file's written pages through a descriptor of our own."""
+    def _on_descriptor(self, action: Callable[[int], None]) -> None:
+        """Apply ``action`` (``os.fsync``, a writeback hint) to the file through a descriptor of our own."""
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            flush(fd)
+            action(fd)
         finally:
             os.close(fd)
 
@@ -201,7 +203,7 @@ class ExactFileWriter:
             dataset[slots, time_start : time_start + block.shape[1]] = block.astype(np.float32, copy=False)
             self._unsynced_bytes += 4 * block.size
         if self.sync_bytes is not None and self._unsynced_bytes >= self.sync_bytes:
-            self._sync(lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED))
+            self._on_descriptor(lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED))
             self._unsynced_bytes = 0
 
 

@@ -57,7 +57,7 @@ def test_statistics_equal_float64_numpy(layout, small_chunks):
     stats = FieldStatistics({"velocity": (1, 2)})
     if layout == "per_trajectory":
         for trajectory in data:
-            stats.update("velocity", trajectory)
+            stats.update_trajectories("velocity", trajectory[None])
     elif layout == "batched":
         stats.update_trajectories("velocity", data[:3])
         stats.update_trajectories("velocity", data[3:])
@@ -65,7 +65,8 @@ def test_statistics_equal_float64_numpy(layout, small_chunks):
         for trajectory in data:
             for start in range(0, 9, 4):
                 previous = trajectory[start - 1] if start else None
-                stats.update("velocity", trajectory[start : start + 4], previous)
+                previous = None if previous is None else previous[None]
+                stats.update_trajectories("velocity", trajectory[None, start : start + 4], previous)
     check(stats, "velocity", reference(data), rtol=1e-5)
 
 

@@ -81,6 +81,12 @@ def naive(pde_name, params, mesh, t):
     raise KeyError(pde_name)
 
 
+def assert_close_to_max(got: np.ndarray, expected: np.ndarray, dtype, tolerance: float, context) -> None:
+    """Same dtype and shape, and every value within ``tolerance`` times the largest |expected|."""
+    assert got.dtype == dtype and got.shape == expected.shape, context
+    assert np.abs(got - expected).max() <= tolerance * np.abs(expected).max(), context
+
+
 @pytest.mark.parametrize("name", list(EXACT_PDES))
 @pytest.mark.parametrize("dtype, tolerance", [(np.float64, 1e-12), (np.float32, 4e-7)])
 def test_vectorised_evaluation_matches_naive_formula(name, dtype, tolerance):
@@ -93,11 +99,7 @@ def test_vectorised_evaluation_matches_naive_formula(name, dtype, tolerance):
         for k, t in enumerate(times):
             reference = naive(name, params, mesh, t)
             for field, expected in reference.items():
-                got = fields[field][k]
-                assert got.dtype == dtype
-                assert got.shape == expected.shape
-                scale = np.abs(expected).max()
-                assert np.abs(got - expected).max() <= tolerance * scale, (name, field, t)
+                assert_close_to_max(fields[field][k], expected, dtype, tolerance, (name, field, t))
 
 
 # ---------------------------------------------------------------------------- residuals
@@ -259,6 +261,4 @@ def test_batched_evaluation_equals_one_trajectory_at_a_time(name, dtype, toleran
     batched = pde.evaluate_many(params, axes, times, dtype=dtype)
     for b, p in enumerate(params):
         for field, expected in pde.evaluate(p, axes, times, dtype=dtype).items():
-            got = batched[field][b]
-            assert got.dtype == dtype and got.shape == expected.shape
-            assert np.abs(got - expected).max() <= tolerance * np.abs(expected).max(), (name, field, b)
+            assert_close_to_max(batched[field][b], expected, dtype, tolerance, (name, field, b))

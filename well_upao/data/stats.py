@@ -112,11 +112,6 @@ class FieldStatistics:
         self._shift: dict[str, np.ndarray | None] = {}
         self._scratch: dict[tuple, np.ndarray] = {}
 
-    def update(self, name: str, block: np.ndarray, previous_frame: np.ndarray | None = None) -> None:
-        """Add ``block`` (time first, one trajectory) of field ``name``; ``previous_frame`` is the frame before
-        it in the same trajectory, if any."""
-        self.update_trajectories(name, block[None], None if previous_frame is None else previous_frame[None])
-
     def update_trajectories(self, name: str, blocks: np.ndarray, previous_frames: np.ndarray | None = None) -> None:
         """Add ``blocks`` ``(B, T, ...)`` of field ``name``: the same time window of ``B`` trajectories.
 

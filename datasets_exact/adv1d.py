@@ -11,7 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters, mode_table, wavenumber_selection
+from .base import (
+    TWO_PI,
+    ExactSolution,
+    FieldSpec,
+    TrajectoryParameters,
+    check_wavenumbers,
+    harmonic_table,
+    mode_table,
+    sum_by_wavenumber,
+)
+from .portable import exact_matmul, sincos
+
+#: every wavenumber the sampler draws (the table of the spatial product is fixed, whatever the batch)
+WAVENUMBERS = np.arange(1.0, 9.0)
 
 
 class Advection1D(ExactSolution):
@@ -42,15 +55,18 @@ class Advection1D(ExactSolution):
         return {name: value[0] for name, value in self.evaluate_many([params], axes, times, dtype).items()}
 
     def evaluate_many(self, params, axes, times, dtype=np.float64):
-        """sin(k(x - a t) + phi) = Im[C(t) E(x)] with C = A exp(i(phi - k a t)), E = exp(i k x). The batch's
-        coefficients are summed per distinct wavenumber kappa (``wavenumber_selection``), so that
-        u = [Re C, Im C] @ [sin(kappa x); cos(kappa x)]: one real (B, T, 2K) @ (2K, N) product in the output
-        precision, with the table computed once per batch."""
+        """sin(k(x - a t) + phi) = sin(k x) cos(psi) + cos(k x) sin(psi) with psi = phi - (k a) t. The modes'
+        coefficients are summed per wavenumber kappa in 1..8 (``sum_by_wavenumber``), so that
+        u = [sum A sin psi, sum A cos psi] @ [cos(kappa x); sin(kappa x)]: one exact (B, T, 16) @ (16, N) product
+        with a fixed table, rounded to ``dtype`` once."""
         (x,) = axes
+        check_wavenumbers(params, "k", WAVENUMBERS)
         a = np.array([p.scalars["a"] for p in params])[:, None]
         k, amplitude, phase = (mode_table(params, column) for column in ("k", "amplitude", "phase"))  # (B, J)
-        kappa, selection = wavenumber_selection(params)
-        c = amplitude[:, None, :] * np.exp(1j * (phase[:, None, :] - (k * a)[:, None, :] * times[:, None]))
-        left = np.concatenate([c.real @ selection, c.imag @ selection], axis=2).astype(dtype)  # (B, T, 2K)
-        table = np.concatenate([np.sin(np.outer(kappa, x)), np.cos(np.outer(kappa, x))]).astype(dtype)
-        return {"u": np.matmul(left, table)}
+        psi = phase[:, None, :] - (k * a)[:, None, :] * times[:, None]  # (B, T, J)
+        sin_psi, cos_psi = sincos(psi)
+        amplitude = amplitude[:, None, :]
+        cos_coefficients = sum_by_wavenumber(amplitude * sin_psi, k, WAVENUMBERS)  # (B, T, K)
+        sin_coefficients = sum_by_wavenumber(amplitude * cos_psi, k, WAVENUMBERS)
+        left = np.concatenate([cos_coefficients, sin_coefficients], axis=2)
+        return {"u": exact_matmul(left, harmonic_table(WAVENUMBERS, x)).astype(dtype, copy=False)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters, integer_lattice, sample_distinct_modes
+from .portable import exact_matmul, sincos
 
 MODES = integer_lattice(2, 3)  # (124, 3)
 
@@ -44,17 +45,16 @@ class Advection3D(ExactSolution):
         )
 
     def evaluate(self, params, axes, times, dtype=np.float64):
+        """Separable per mode: cos(l x + psi_j(t) + m y + n z) = Re[W_j(t, x) YZ_j(y, z)] with
+        W_j = A_j exp(i (l_j x + psi_j(t))), psi_j = phi_j - (l a + m b + n c)_j t, YZ_j = exp(i (m_j y + n_j z));
+        u = [Re W, -Im W] @ [Re YZ; Im YZ], one exact (T, N_x, 2J) @ (2J, N_y N_z) product."""
         x, y, z = axes
         s, md = params.scalars, params.modes
-        shift = np.outer(times, md["l"] * s["a"] + md["m"] * s["b"] + md["n"] * s["c"])
-        coefficients = md["amplitude"] * np.exp(1j * (md["phase"] - shift))  # (T, J)
-        # Separable per mode: exp(i l x) exp(i m y) exp(i n z); contract the mode index last.
-        ex = np.exp(1j * np.outer(x, md["l"]))  # (Nx, J)
-        ey = np.exp(1j * np.outer(y, md["m"]))
-        ez = np.exp(1j * np.outer(z, md["n"]))
-        yz = np.einsum("yj,zj->jyz", ey, ez).reshape(len(md["l"]), -1)  # (J, Ny*Nz)
-        weighted = coefficients[:, None, :] * ex[None]  # (T, Nx, J)
-        # Re[W @ YZ] = [Re W, -Im W] @ [Re YZ; Im YZ], one real product in the output precision
-        left = np.concatenate([weighted.real, -weighted.imag], axis=2).astype(dtype)
-        right = np.concatenate([yz.real, yz.imag], axis=0).astype(dtype)
-        return {"u": np.matmul(left, right).reshape(len(times), len(x), len(y), len(z))}
+        psi = md["phase"] - np.outer(times, md["l"] * s["a"] + md["m"] * s["b"] + md["n"] * s["c"])  # (T, J)
+        sin_w, cos_w = sincos(psi[:, None, :] + np.outer(x, md["l"])[None])  # (T, N_x, J)
+        left = np.concatenate([md["amplitude"] * cos_w, -(md["amplitude"] * sin_w)], axis=2)
+        yz_angle = np.outer(y, md["m"])[:, None, :] + np.outer(z, md["n"])[None, :, :]  # (N_y, N_z, J)
+        sin_yz, cos_yz = sincos(yz_angle.reshape(-1, len(md["l"])).T)  # (J, N_y N_z)
+        right = np.concatenate([cos_yz, sin_yz], axis=0)
+        u = exact_matmul(left, right).reshape(len(times), len(x), len(y), len(z))
+        return {"u": u.astype(dtype, copy=False)}

@@ -22,6 +22,7 @@ from .base import (
     plane_wave_sum_2d,
     sample_distinct_modes,
 )
+from .portable import exp, sincos
 
 MODES = integer_lattice(3, 2)
 
@@ -56,8 +57,8 @@ class AdvectionDiffusion2D(ExactSolution):
         x, y = axes
         s, md = params.scalars, params.modes
         k2 = md["m"] ** 2 + md["n"] ** 2
-        # exp(i(m(x - a t) + n(y - b t) + phi)) = exp(i(m x + n y)) * exp(i(phi - (m a + n b) t))
-        shift = np.outer(times, md["m"] * s["a"] + md["n"] * s["b"])  # (T, J)
-        decay = np.exp(-s["nu"] * np.outer(times, k2))
-        coefficients = md["amplitude"] * decay * np.exp(1j * (md["phase"] - shift))
-        return {"u": plane_wave_sum_2d(coefficients, md["m"], md["n"], x, y, dtype)}
+        # exp(i(m(x - a t) + n(y - b t) + phi)) = exp(i(m x + n y)) * exp(i psi), psi = phi - (m a + n b) t
+        psi = md["phase"] - np.outer(times, md["m"] * s["a"] + md["n"] * s["b"])  # (T, J)
+        weight = md["amplitude"] * exp(-s["nu"] * np.outer(times, k2))
+        sin_psi, cos_psi = sincos(psi)
+        return {"u": plane_wave_sum_2d(weight * cos_psi, weight * sin_psi, md["m"], md["n"], x, y, dtype)}

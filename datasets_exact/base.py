@@ -14,7 +14,13 @@ written to the Well's ``/scalars`` group, and *mode tables* (amplitudes, phases,
 initial condition), written to a group of our own so the solution can be re-evaluated from the file.
 
 Evaluation is vectorised and uses separability (products of 1D factors, small dense matrix products over
-mode indices) instead of a per-point sum over modes, so that generation runs near the I/O limit.
+mode indices) instead of a per-point sum over modes, so that generation runs near the I/O limit. It is also
+reproducible bit for bit: every value is computed in float64 from IEEE-754 basic operations, the portable
+elementary functions and exact matrix products of :mod:`.portable` (never numpy's ``exp``/``sin``/``cos``,
+complex arithmetic or a plain BLAS product, whose last bits depend on the CPU), and rounded to the stored
+precision once. Sums over a trajectory's modes run in the trajectory's own mode order, and a contraction's
+operands are scaled per trajectory (rows) or fixed (tables), so a trajectory's values do not depend on which
+others share an evaluation call.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .portable import exact_matmul, sincos
 
 TWO_PI = 2.0 * math.pi
 
@@ -98,8 +106,8 @@ class TrajectoryFamily(ABC):
     ) -> dict[str, np.ndarray]:
         """Evaluate every field at ``times`` on the tensor grid spanned by ``axes``, as ``dtype`` arrays.
 
-        Transcendental factors are always computed in float64; with ``dtype=float32`` separable solutions form
-        their final broadcast product directly in float32 (a few ulps from the rounded closed form).
+        Values are computed in float64 (portable arithmetic, see the module docstring) and rounded to ``dtype``
+        once, so the same parameters give the same bits on every machine.
 
         Returns a dict ``field name -> array (len(times), *grid shape)`` for scalar fields and
         ``(len(times), *grid shape, n_spatial_dims)`` for vector fields.
@@ -115,7 +123,8 @@ class TrajectoryFamily(ABC):
         """Evaluate several trajectories at the same ``times``: ``field name -> (len(params), len(times), ...)``.
 
         This default calls :meth:`evaluate` per trajectory and stacks (a view for a single trajectory). Families
-        whose trajectories are so small that per-call overhead dominates (1D) override it.
+        whose trajectories are so small that per-call overhead dominates (1D) override it; an override must give
+        every trajectory the same bits as :meth:`evaluate` alone.
         """
         if len(params) == 1:
             return {name: value[None] for name, value in self.evaluate(params[0], axes, times, dtype).items()}
@@ -144,32 +153,42 @@ class ExactSolution(TrajectoryFamily):
     kind = "closed_form"
 
 
+def harmonic_table(wavenumbers: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Rows ``cos(k_i x)`` then ``sin(k_i x)``: shape ``(2K, N)`` for ``K`` wavenumbers and ``N`` points."""
+    sin_kx, cos_kx = sincos(np.outer(wavenumbers, x))
+    return np.concatenate([cos_kx, sin_kx])
+
+
 def plane_wave_sum_2d(
-    coefficients: np.ndarray,
+    re: np.ndarray,
+    im: np.ndarray,
     m: np.ndarray,
     n: np.ndarray,
     x: np.ndarray,
     y: np.ndarray,
     dtype: type = np.float64,
 ) -> np.ndarray:
-    """Real part of ``sum_j C_j(t) exp(i (m_j x + n_j y))`` for every time, by separability.
+    """``Re sum_j C_j(t) exp(i (m_j x + n_j y))`` for every time, with ``C = re + i im`` of shape ``(T, J)``.
 
-    ``coefficients`` has shape ``(T, J)`` (complex). The modes are gathered into a dense coefficient matrix
-    ``M(t)`` over the distinct wavenumbers (``K_m x K_n``), so that the field is ``Re[E_x M(t) E_y]`` with the
-    1-D factors ``E_x = exp(i m x)``, ``E_y = exp(i n y)``: cost ``O(T N^2 K)`` instead of ``O(T N^2 J)``
-    transcendental evaluations. The small products run in complex128; the final, output-sized product is one
-    real matrix product ``[Re E_x, -Im E_x] @ [Re G; Im G]`` (``G = M E_y``) in the output precision.
+    By separability: the modes are gathered (in mode order) into coefficient matrices ``M(t)`` over the distinct
+    wavenumbers (``K_m x K_n``); then ``G = M E_y`` with ``E_y = exp(i n y)`` and the field is
+    ``Re[E_x G] = cos(m x) Re G - sin(m x) Im G``: cost ``O(T N^2 K_m)`` instead of ``O(T N^2 J)``. Both products
+    are real :func:`exact_matmul` calls; the result is rounded to ``dtype`` once.
     """
     m_values, m_index = np.unique(m, return_inverse=True)
     n_values, n_index = np.unique(n, return_inverse=True)
-    n_times = coefficients.shape[0]
-    matrix = np.zeros((n_times, len(m_values), len(n_values)), dtype=np.complex128)
-    np.add.at(matrix, (slice(None), m_index, n_index), coefficients)
-    ex = np.exp(1j * np.outer(x, m_values))  # (Nx, Km)
-    g = np.matmul(matrix, np.exp(1j * np.outer(n_values, y)))  # (T, Km, Ny)
-    left = np.concatenate([ex.real, -ex.imag], axis=1).astype(dtype)  # (Nx, 2 Km)
-    right = np.concatenate([g.real, g.imag], axis=1).astype(dtype)  # (T, 2 Km, Ny)
-    return np.matmul(left, right)
+    k_m, k_n = len(m_values), len(n_values)
+    matrix = np.zeros((re.shape[0], k_m, 2 * k_n))  # [Re M, Im M] along the last axis
+    for j in range(len(m)):
+        matrix[:, m_index[j], n_index[j]] += re[:, j]
+        matrix[:, m_index[j], k_n + n_index[j]] += im[:, j]
+    cos_ny, sin_ny = np.split(harmonic_table(n_values, y), 2)  # (K_n, N_y) each
+    rotation = np.block([[cos_ny, sin_ny], [-sin_ny, cos_ny]])  # [Re M, Im M] @ rotation = [Re G, Im G]
+    g = exact_matmul(matrix, rotation).reshape(re.shape[0], k_m, 2, len(y))
+    cos_mx, sin_mx = np.split(harmonic_table(m_values, x), 2)  # (K_m, N_x) each
+    left = np.concatenate([cos_mx.T, -sin_mx.T], axis=1)  # (N_x, 2 K_m)
+    right = np.concatenate([g[:, :, 0], g[:, :, 1]], axis=1)  # (T, 2 K_m, N_y)
+    return exact_matmul(left, right).astype(dtype, copy=False)
 
 
 def sample_distinct_modes(rng: np.random.Generator, candidates: np.ndarray, low: int, high: int) -> np.ndarray:
@@ -194,15 +213,24 @@ def mode_table(params: Sequence[TrajectoryParameters], column: str) -> np.ndarra
     return table
 
 
-def wavenumber_selection(params: Sequence[TrajectoryParameters], column: str = "k") -> tuple[np.ndarray, np.ndarray]:
-    """The distinct wavenumbers ``kappa (K,)`` of a batch and the one-hot matrices ``S (B, J, K)`` with
-    ``S[b, j, i] = 1`` iff mode ``j`` of trajectory ``b`` has wavenumber ``kappa_i`` (all-zero rows for padding).
+def sum_by_wavenumber(values: np.ndarray, k: np.ndarray, wavenumbers: np.ndarray) -> np.ndarray:
+    """Per-wavenumber sums ``(B, ..., K)`` of per-mode values ``(B, ..., J)``: entry ``i`` adds, in mode order, the
+    values of the modes ``j`` of each trajectory with ``k[b, j] == wavenumbers[i]`` (zero-padded modes match none).
 
-    A per-mode coefficient array ``c (B, T, J)`` becomes a per-wavenumber one by ``c @ S``, so a sum over modes
-    costs one product with a table of ``K`` distinct grid functions instead of ``J`` evaluated ones.
+    The one-hot weights are exactly 0 or 1, so each sum is the trajectory's own ordered sum of its modes whatever
+    else shares the batch (a BLAS product with the one-hot matrix would add in an order of the CPU's choosing).
     """
-    kappa = np.unique(np.concatenate([p.modes[column] for p in params]))
-    selection = np.zeros((len(params), max(p.n_modes for p in params), len(kappa)))
-    for matrix, p in zip(selection, params, strict=True):
-        matrix[np.arange(p.n_modes), np.searchsorted(kappa, p.modes[column])] = 1.0
-    return kappa, selection
+    selection = (k[:, :, None] == wavenumbers).astype(np.float64)  # (B, J, K)
+    extra_axes = values.ndim - 2
+    out = np.zeros((*values.shape[:-1], len(wavenumbers)))
+    for j in range(values.shape[-1]):
+        out += values[..., j, None] * selection[(slice(None),) + (None,) * extra_axes + (j,)]
+    return out
+
+
+def check_wavenumbers(params: Sequence[TrajectoryParameters], column: str, wavenumbers: np.ndarray) -> None:
+    """Raise if a trajectory has a mode whose wavenumber is not in the family's fixed table ``wavenumbers``."""
+    for p in params:
+        unknown = np.setdiff1d(p.modes[column], wavenumbers)
+        if unknown.size:
+            raise ValueError(f"wavenumbers {unknown.tolist()} outside this family's table {wavenumbers.tolist()}")

@@ -16,7 +16,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters, mode_table, wavenumber_selection
+from .base import (
+    TWO_PI,
+    ExactSolution,
+    FieldSpec,
+    TrajectoryParameters,
+    check_wavenumbers,
+    harmonic_table,
+    mode_table,
+    sum_by_wavenumber,
+)
+from .portable import exact_matmul, exp, sincos
+
+#: every wavenumber the sampler draws (the table of the spatial product is fixed, whatever the batch)
+WAVENUMBERS = np.arange(1.0, 6.0)
 
 
 class Burgers1D(ExactSolution):
@@ -41,52 +54,38 @@ class Burgers1D(ExactSolution):
         phase = rng.uniform(0.0, TWO_PI, size=count)
         return TrajectoryParameters(scalars={"nu": nu}, modes={"k": k, "eps": eps, "phase": phase})
 
-    def theta_and_flux(self, params: TrajectoryParameters, x: np.ndarray, times: np.ndarray):
-        """theta (T, N) and -d_x theta (T, N), each a sum over modes of separable terms."""
-        nu, md = params.scalars["nu"], params.modes
-        decay = md["eps"] * np.exp(-nu * np.outer(times, md["k"] ** 2))  # (T, J)
-        angle = np.outer(md["k"], x) + md["phase"][:, None]  # (J, N)
-        return 1.0 + decay @ np.cos(angle), (decay * md["k"]) @ np.sin(angle)
-
     def evaluate(self, params, axes, times, dtype=np.float64):
         return {name: value[0] for name, value in self.evaluate_many([params], axes, times, dtype).items()}
 
     def evaluate_many(self, params, axes, times, dtype=np.float64):
-        """u = 2 nu F / theta per trajectory. Summing the modes per distinct wavenumber kappa
-        (``wavenumber_selection``), with E_kappa(t) = exp(-nu kappa^2 t),
+        """u = 2 nu F / theta per trajectory. Summing the modes per wavenumber kappa in 1..5 (``sum_by_wavenumber``),
+        with E_kappa(t) = exp(-nu kappa^2 t), a_kappa = sum_j eps_j cos(phi_j), b_kappa = sum_j eps_j sin(phi_j) over
+        the modes j of wavenumber kappa,
 
-            theta = 1 + sum_kappa E_kappa(t) [a_kappa cos(kappa x) + b_kappa sin(kappa x)] = [E, 1] @ [G; 1]
-            2 nu F = sum_kappa 2 nu kappa E_kappa(t) [c_kappa cos(kappa x) + d_kappa sin(kappa x)] = [E, 1] @ [H; 0]
+            theta - 1 = sum_kappa E_kappa a_kappa cos(kappa x) - E_kappa b_kappa sin(kappa x)
+            2 nu F    = sum_kappa 2 nu kappa E_kappa (b_kappa cos(kappa x) + a_kappa sin(kappa x))
 
-        with a = sum_j eps_j cos(phi_j), b = -sum_j eps_j sin(phi_j), c = sum_j eps_j sin(phi_j),
-        d = sum_j eps_j cos(phi_j) over the modes j of wavenumber kappa, so that u = ([E, 1] @ [H; 0]) / theta.
-        The grid rows G, H (K + 1, N) come from a table of cos(kappa x), sin(kappa x) computed once per batch, so
-        each trajectory costs two (T, K + 1) @ (K + 1, N) products and one division, which writes ``dtype``;
-        everything before it is float64 and the (T, N) buffers are reused.
+        both one exact (B, T, 10) @ (10, N) product with the fixed table [cos(kappa x); sin(kappa x)]; then
+        u = 2 nu F / (1 + (theta - 1)) in float64, rounded to ``dtype`` once.
         """
         (x,) = axes
-        n_times = len(times)
+        check_wavenumbers(params, "k", WAVENUMBERS)
         nu = np.array([p.scalars["nu"] for p in params])[:, None]
-        eps, phase = (mode_table(params, column) for column in ("eps", "phase"))  # (B, J)
-        kappa, selection = wavenumber_selection(params)
-        n_k = len(kappa)
-        eps_cos = ((eps * np.cos(phase))[:, None, :] @ selection)[:, 0]  # (B, K)
-        eps_sin = ((eps * np.sin(phase))[:, None, :] @ selection)[:, 0]
-        theta_rows = np.zeros((len(params), n_k + 1, 2 * n_k + 1))  # rows of G over the table, and the constant
-        theta_rows[:, np.arange(n_k), np.arange(n_k)] = eps_cos
-        theta_rows[:, np.arange(n_k), n_k + np.arange(n_k)] = -eps_sin
-        theta_rows[:, n_k, 2 * n_k] = 1.0
-        flux_rows = np.zeros_like(theta_rows)
-        flux_rows[:, np.arange(n_k), np.arange(n_k)] = 2.0 * nu * kappa * eps_sin
-        flux_rows[:, np.arange(n_k), n_k + np.arange(n_k)] = 2.0 * nu * kappa * eps_cos
-        table = np.concatenate([np.cos(np.outer(kappa, x)), np.sin(np.outer(kappa, x)), np.ones((1, len(x)))])
-        decay = np.ones((len(params), n_times, n_k + 1))
-        decay[:, :, :n_k] = np.exp(-(nu * kappa**2)[:, None, :] * times[:, None])  # (B, T, K + 1)
+        k, eps, phase = (mode_table(params, column) for column in ("k", "eps", "phase"))  # (B, J)
+        sin_phase, cos_phase = sincos(phase)
+        a = sum_by_wavenumber(eps * cos_phase, k, WAVENUMBERS)[:, None, :]  # (B, 1, K)
+        b = sum_by_wavenumber(eps * sin_phase, k, WAVENUMBERS)[:, None, :]
+        decay = exp(-(nu * WAVENUMBERS**2)[:, None, :] * times[:, None])  # (B, T, K)
+        rate = (2.0 * nu * WAVENUMBERS)[:, None, :] * decay
+        left = np.stack(
+            [np.concatenate([decay * a, -(decay * b)], axis=2), np.concatenate([rate * b, rate * a], axis=2)], axis=1
+        )  # (B, 2, T, 2K): rows of theta - 1, then of 2 nu F
+        theta_minus_one, flux = np.moveaxis(exact_matmul(left, harmonic_table(WAVENUMBERS, x)), 1, 0)
+        theta_minus_one += 1.0
+        return {"velocity": np.divide(flux, theta_minus_one)[..., None].astype(dtype, copy=False)}
 
-        velocity = np.empty((len(params), n_times, len(x), 1), dtype=dtype)
-        theta, flux = np.empty((n_times, len(x))), np.empty((n_times, len(x)))
-        for b, out in enumerate(velocity):
-            np.matmul(decay[b], theta_rows[b] @ table, out=theta)
-            np.matmul(decay[b], flux_rows[b] @ table, out=flux)
-            np.divide(flux, theta, out=out[..., 0])
-        return {"velocity": velocity}
+    def theta(self, params: TrajectoryParameters, x: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """The Cole-Hopf potential theta (T, N) of one trajectory, mode by mode (for positivity checks)."""
+        nu, md = params.scalars["nu"], params.modes
+        decay = md["eps"] * np.exp(-nu * np.outer(times, md["k"] ** 2))  # (T, J)
+        return 1.0 + decay @ np.cos(np.outer(md["k"], x) + md["phase"][:, None])

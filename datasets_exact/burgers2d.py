@@ -18,15 +18,18 @@ from __future__ import annotations
 import numpy as np
 
 from .base import ExactSolution, FieldSpec, TrajectoryParameters
+from .portable import exp, sincos
 
 K_PAIRS = [(kx, ky) for kx in (1, 2, 3) for ky in (1, 2, 3)]
 
 
 def cole_hopf_factor(coordinate: np.ndarray, times: np.ndarray, nu: float, eps: float, k: float):
-    """Return (theta_1d, velocity_1d) of shape (T, N) for one separable factor 1 + eps e^{-nu k^2 t} cos(k x)."""
-    decay = eps * np.exp(-nu * k**2 * times)[:, None]
-    theta = 1.0 + decay * np.cos(k * coordinate)[None, :]
-    velocity = 2.0 * nu * k * decay * np.sin(k * coordinate)[None, :] / theta
+    """Return (theta_1d, velocity_1d) of shape (T, N) for one separable factor 1 + eps e^{-nu k^2 t} cos(k x), in
+    float64 with portable arithmetic."""
+    decay = eps * exp(-nu * k**2 * times)[:, None]
+    sin_kx, cos_kx = sincos(k * coordinate)
+    theta = 1.0 + decay * cos_kx[None, :]
+    velocity = 2.0 * nu * k * decay * sin_kx[None, :] / theta
     return theta, velocity
 
 

@@ -22,6 +22,7 @@ from .base import (
     integer_lattice,
     plane_wave_sum_2d,
 )
+from .portable import sincos
 
 MODES = integer_lattice(3, 2)  # (48, 2)
 
@@ -47,12 +48,13 @@ class Wave2D(ExactSolution):
         return TrajectoryParameters(scalars={"c": c}, modes={"m": m, "n": n, "amplitude": amplitude, "phase": phase})
 
     def evaluate(self, params, axes, times, dtype=np.float64):
+        """u and w: plane-wave sums with coefficients A e^{i phi} cos(omega t) and -A omega e^{i phi} sin(omega t)."""
         x, y = axes
         md = params.modes
         omega = params.scalars["c"] * np.sqrt(md["m"] ** 2 + md["n"] ** 2)
-        spatial = md["amplitude"] * np.exp(1j * md["phase"])  # (J,)
-        cos_t = np.cos(np.outer(times, omega))  # (T, J)
-        sin_t = np.sin(np.outer(times, omega))
-        u = plane_wave_sum_2d(spatial * cos_t, md["m"], md["n"], x, y, dtype)
-        w = plane_wave_sum_2d(-spatial * omega * sin_t, md["m"], md["n"], x, y, dtype)
+        sin_phase, cos_phase = sincos(md["phase"])
+        sin_t, cos_t = sincos(np.outer(times, omega))  # (T, J)
+        u_weight, w_weight = md["amplitude"] * cos_t, -(md["amplitude"] * omega) * sin_t
+        u = plane_wave_sum_2d(u_weight * cos_phase, u_weight * sin_phase, md["m"], md["n"], x, y, dtype)
+        w = plane_wave_sum_2d(w_weight * cos_phase, w_weight * sin_phase, md["m"], md["n"], x, y, dtype)
         return {"u": u, "w": w}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ import h5py
 import pytest
 
 from well_upao.cli import main
+from well_upao.data.digest import dataset_digest
 
 
 def run_cli(*args, cwd=None):
@@ -51,6 +54,9 @@ def test_generate_prints_a_summary_and_validates(tmp_path):
     assert "velocity_x->Vx" in result.stdout
     check = run_cli("validate", str(tmp_path / "burgers2d"), "--check-exact")
     assert check.returncode == 0 and check.stdout.strip().endswith("OK")
+    digest = run_cli("validate", str(tmp_path / "burgers2d"), "--digest")
+    assert digest.returncode == 0
+    assert digest.stdout.strip().splitlines()[-1] == f"content sha256 {dataset_digest(tmp_path / 'burgers2d')}"
 
 
 @pytest.mark.parametrize(
@@ -121,19 +127,39 @@ def test_unwritable_path_fails_cleanly(tmp_path, capsys):
     assert leftovers(tmp_path) == ["file"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
-def test_read_only_directory_fails_cleanly(tmp_path, capsys):
-    tmp_path.chmod(0o500)
+@contextlib.contextmanager
+def read_only(directory: Path):
+    """Make ``directory`` unwritable for this process. Root ignores permission bits, so as root the directory gets
+    the immutable attribute instead (``chattr +i``: not even root may create entries in it); where the file
+    system or the container does not allow that, the test is skipped with the reason."""
+    if os.geteuid() != 0:
+        directory.chmod(0o500)
+        try:
+            yield
+        finally:
+            directory.chmod(0o700)
+        return
+    chattr = shutil.which("chattr")
+    attempt = subprocess.run([chattr, "+i", str(directory)], capture_output=True, text=True) if chattr else None
+    if attempt is None or attempt.returncode != 0:
+        reason = "chattr not installed" if attempt is None else attempt.stderr.strip()
+        pytest.skip(f"running as root and cannot make a directory immutable here ({reason})")
     try:
-        code = main(["generate-exact", "--pde", "adv1d", "--n-traj", "3", "--out", str(tmp_path), "--quiet"])
+        yield
     finally:
-        tmp_path.chmod(0o700)
+        subprocess.run([chattr, "-i", str(directory)], check=True)
+
+
+def test_read_only_directory_fails_cleanly(tmp_path, capsys):
+    target = tmp_path / "read_only"
+    target.mkdir()
+    with read_only(target):
+        code = main(["generate-exact", "--pde", "adv1d", "--n-traj", "3", "--out", str(target), "--quiet"])
     assert code != 0 and capsys.readouterr().err.count("\n") == 1
+    assert leftovers(target) == []
 
 
 def test_full_disk_detected_before_writing(tmp_path, capsys, monkeypatch):
-    import shutil
-
     monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**6, 10**6 - 1000, 1000))
     code = main(
         ["generate-exact", "--pde", "tg2d", "--n-traj", "4", "--resolution", "32", "--out", str(tmp_path), "--quiet"]

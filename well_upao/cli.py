@@ -223,6 +223,12 @@ def _validate_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("path", type=Path)
     parser.add_argument("--check-exact", action="store_true", help="re-evaluate the closed form and compare")
     parser.add_argument("--no-values", action="store_true", help="skip the NaN/inf scan of the field values")
+    parser.add_argument(
+        "--digest",
+        action="store_true",
+        help="also print the sha256 of the dataset's content (arrays, attributes, stats.yaml; not the HDF5 layout): "
+        "generate-exact gives the same digest for the same command on any x86 CPU",
+    )
     parser.set_defaults(handler=_run_validate)
 
 
@@ -235,6 +241,12 @@ def _run_validate(args: argparse.Namespace) -> int:
     for problem in problems:
         print(f"problem: {problem}")
     print(f"{args.path}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
+    if args.digest:
+        from well_upao.data.digest import dataset_digest
+
+        if not args.path.is_dir():
+            raise CommandError(f"{args.path}: --digest takes a dataset directory (with data/ and stats.yaml)")
+        print(f"content sha256 {dataset_digest(args.path)}")
     return 0 if not problems else EXIT_FAILED
 
 

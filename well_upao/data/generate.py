@@ -7,10 +7,12 @@ Directory written (a Well base path ``out`` and the dataset name ``pde``)::
     out/<pde>/data/test/...          (see ``split_trajectories``)
     out/<pde>/stats.yaml             (from train/ only)
 
-Trajectory ``i`` draws its parameters from ``numpy.random.default_rng([seed, i])``, so a trajectory does not
-depend on how many others are generated. Fields are evaluated in bounded write units (a few small trajectories,
-or one large trajectory's block of time steps, see ``write_units``), so memory does not grow with the dataset,
-the resolution or the number of steps.
+Trajectory ``i`` draws its parameters from ``numpy.random.default_rng([seed, i])`` and is evaluated with portable
+float64 arithmetic (``well_upao.datasets_exact.portable``), so its stored bytes depend neither on how many others
+are generated, nor on how they are grouped into files, write units or threads, nor on the CPU; ``stats.yaml`` is
+reduced with exact sums, so it does not either (``tests/data/test_reproducibility.py``). Fields are evaluated in
+bounded write units (a few small trajectories, or one large trajectory's block of time steps, see
+``write_units``), so memory does not grow with the dataset, the resolution or the number of steps.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 import yaml
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
@@ -48,6 +49,8 @@ BATCH_BYTES = 8 * 2**20
 #: the writer asks the kernel to start writeback after this many bytes, so disk and evaluation overlap (a single
 #: fsync at the end of a file would leave the disk idle while evaluating and the CPUs idle while flushing)
 SYNC_BYTES = 32 * 2**20
+#: evaluation threads of closed-form families (fewer on machines with fewer cores)
+MAX_EVALUATION_THREADS = 4
 #: target size of one HDF5 file when --traj-per-file is not given
 FILE_BYTES = 512 * 2**20
 
@@ -260,20 +263,19 @@ class _Pipeline:
     """Evaluate a file's write units on a thread pool, then hand them, in order, to the HDF5 writer thread.
 
     Each pool thread also reduces the units it evaluated (train files) into statistics of its own while the data is
-    still in its cache; :meth:`statistics` merges them. A unit that starts inside a trajectory is evaluated with
-    one frame before it, so its first increment needs nothing from other units. At most ``2 x workers`` units are
-    in flight and the writer's queue is bounded, so memory stays bounded too.
+    still in its cache; :meth:`statistics` merges them (exact sums: the result does not depend on which thread
+    reduced what). A unit that starts inside a trajectory is evaluated with one frame before it, so its first
+    increment needs nothing from other units. At most ``2 x workers`` units are in flight and the writer's queue
+    is bounded, so memory stays bounded too.
 
-    Closed-form families evaluate on up to ``os.cpu_count()`` (at most 4) threads (numpy releases the GIL in its
-    array loops); simulated families use one, as torch already parallelises each solve.
+    Closed-form families evaluate on up to ``os.cpu_count()`` (at most ``MAX_EVALUATION_THREADS``) threads (numpy
+    releases the GIL in its array loops); simulated families use one, as torch already parallelises each solve.
     """
 
     def __init__(self, pde: TrajectoryFamily, axes, times: np.ndarray, bar: tqdm):
         self.pde, self.axes, self.times, self.bar = pde, axes, times, bar
-        workers = min(4, os.cpu_count() or 1) if pde.kind == "closed_form" else 1
-        self.evaluation = ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="evaluate", initializer=flush_denormals
-        )
+        workers = min(MAX_EVALUATION_THREADS, os.cpu_count() or 1) if pde.kind == "closed_form" else 1
+        self.evaluation = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
         self.depth = 2 * workers
         self.writer = BackgroundWriter()
         self._field_layout = {s.name: (s.order, pde.n_spatial_dims**s.order) for s in pde.fields}
@@ -345,18 +347,6 @@ class _Pipeline:
         for stats in self._all_statistics:
             merged.merge(stats)
         return merged
-
-
-def flush_denormals() -> None:
-    """Flush subnormal floats to zero on the calling thread only (the CPU's FTZ/DAZ flags are per thread; set on
-    the evaluation threads, which also compute the statistics).
-
-    Squared increments of exact solutions reach 1e-40 (tg2d, burgers2d: increments of 1e-20 where a factor like
-    sin(pi) is rounding noise); arithmetic on such subnormals is microcode-assisted and made the statistics pass
-    several times slower. A stored value or statistic below 1.2e-38 (float32's smallest normal number) becomes 0:
-    an absolute change far below float32 rounding of any field with a non-negligible scale.
-    """
-    torch.set_flush_denormal(True)
 
 
 def _accumulate_statistics(stats: FieldStatistics, fields: dict[str, np.ndarray], lead: int) -> None:

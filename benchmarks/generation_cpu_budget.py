@@ -1,7 +1,6 @@
 """Per-trajectory CPU cost of generate-exact's stages, and the best generation/I-O ratio they allow on this machine.
 
-Each stage runs alone on one thread (numpy's BLAS capped at one thread and subnormals flushed, as in the
-generator): drawing the parameters, evaluating the fields (``evaluate_many`` on the generator's write units),
+Each stage runs alone on one thread (numpy's BLAS capped at one thread, as in the generator): drawing the parameters, evaluating the fields (``evaluate_many`` on the generator's write units),
 and reducing them for ``stats.yaml``. The I/O limit is ``time_zeros`` of ``generation_throughput.py`` (h5py
 writing zeros in the same layout, fsynced), which keeps a CPU busy with copying into the page cache for most of
 its duration. With ``c`` cores, generation can at best take ``(stages + zeros) / c``: the printed bound is that
@@ -20,7 +19,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from threadpoolctl import threadpool_limits
 
 from well_upao.data.generate import GenerationRequest, resolve_request, trajectory_rng, write_units
@@ -72,7 +70,6 @@ def main() -> None:
     parser.add_argument("--pde", nargs="*", default=[n for n in SIZES if EXACT_PDES[n].n_spatial_dims < 3])
     args = parser.parse_args()
     cores = os.cpu_count() or 1
-    torch.set_flush_denormal(True)
     print(
         "| dataset | sample ms/traj | evaluate ms/traj | statistics ms/traj | zeros ms/traj "
         f"| best ratio on {cores} cores |"

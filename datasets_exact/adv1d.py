@@ -69,4 +69,4 @@ class Advection1D(ExactSolution):
         cos_coefficients = sum_by_wavenumber(amplitude * sin_psi, k, WAVENUMBERS)  # (B, T, K)
         sin_coefficients = sum_by_wavenumber(amplitude * cos_psi, k, WAVENUMBERS)
         left = np.concatenate([cos_coefficients, sin_coefficients], axis=2)
-        return {"u": exact_matmul(left, harmonic_table(WAVENUMBERS, x)).astype(dtype, copy=False)}
+        return {"u": exact_matmul(left, harmonic_table(WAVENUMBERS, x), dtype)}

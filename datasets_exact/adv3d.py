@@ -56,5 +56,5 @@ class Advection3D(ExactSolution):
         yz_angle = np.outer(y, md["m"])[:, None, :] + np.outer(z, md["n"])[None, :, :]  # (N_y, N_z, J)
         sin_yz, cos_yz = sincos(yz_angle.reshape(-1, len(md["l"])).T)  # (J, N_y N_z)
         right = np.concatenate([cos_yz, sin_yz], axis=0)
-        u = exact_matmul(left, right).reshape(len(times), len(x), len(y), len(z))
-        return {"u": u.astype(dtype, copy=False)}
+        u = exact_matmul(left, right, dtype).reshape(len(times), len(x), len(y), len(z))
+        return {"u": u}

@@ -171,24 +171,36 @@ def plane_wave_sum_2d(
     """``Re sum_j C_j(t) exp(i (m_j x + n_j y))`` for every time, with ``C = re + i im`` of shape ``(T, J)``.
 
     By separability: the modes are gathered (in mode order) into coefficient matrices ``M(t)`` over the distinct
-    wavenumbers (``K_m x K_n``); then ``G = M E_y`` with ``E_y = exp(i n y)`` and the field is
-    ``Re[E_x G] = cos(m x) Re G - sin(m x) Im G``: cost ``O(T N^2 K_m)`` instead of ``O(T N^2 J)``. Both products
-    are real :func:`exact_matmul` calls; the result is rounded to ``dtype`` once.
+    wavenumbers (``K_m x K_n``); then ``H = E_x M`` with ``E_x = exp(i m x)`` (``(N_x, K_m)`` per time), and the
+    field is ``Re[H E_y] = sum_k cos(k y) sum_{|n|=k} Re H_n - sin(k y) sum_{|n|=k} sign(n) Im H_n`` over the
+    distinct ``k = |n|`` (``cos`` and ``sin`` being even and odd): one product of the ``T N_x`` rows of those
+    coefficients with a fixed table of at most ``2 K_n`` rows, cost ``O(T N^2 K_n)`` instead of ``O(T N^2 J)``.
+    Both products are :func:`exact_matmul` calls; the result is rounded to ``dtype`` once.
     """
     m_values, m_index = np.unique(m, return_inverse=True)
     n_values, n_index = np.unique(n, return_inverse=True)
-    k_m, k_n = len(m_values), len(n_values)
-    matrix = np.zeros((re.shape[0], k_m, 2 * k_n))  # [Re M, Im M] along the last axis
+    n_times, k_m, k_n = re.shape[0], len(m_values), len(n_values)
+    matrix_re, matrix_im = np.zeros((n_times, k_m, k_n)), np.zeros((n_times, k_m, k_n))
     for j in range(len(m)):
-        matrix[:, m_index[j], n_index[j]] += re[:, j]
-        matrix[:, m_index[j], k_n + n_index[j]] += im[:, j]
-    cos_ny, sin_ny = np.split(harmonic_table(n_values, y), 2)  # (K_n, N_y) each
-    rotation = np.block([[cos_ny, sin_ny], [-sin_ny, cos_ny]])  # [Re M, Im M] @ rotation = [Re G, Im G]
-    g = exact_matmul(matrix, rotation).reshape(re.shape[0], k_m, 2, len(y))
-    cos_mx, sin_mx = np.split(harmonic_table(m_values, x), 2)  # (K_m, N_x) each
-    left = np.concatenate([cos_mx.T, -sin_mx.T], axis=1)  # (N_x, 2 K_m)
-    right = np.concatenate([g[:, :, 0], g[:, :, 1]], axis=1)  # (T, 2 K_m, N_y)
-    return exact_matmul(left, right).astype(dtype, copy=False)
+        matrix_re[:, m_index[j], n_index[j]] += re[:, j]
+        matrix_im[:, m_index[j], n_index[j]] += im[:, j]
+    # [cos(m x), sin(m x)] @ [[Re M, Im M], [-Im M, Re M]] = [Re H, Im H]
+    rotation = np.concatenate(
+        [np.concatenate([matrix_re, matrix_im], axis=2), np.concatenate([-matrix_im, matrix_re], axis=2)], axis=1
+    )  # (T, 2 K_m, 2 K_n)
+    h = exact_matmul(harmonic_table(m_values, x).T, rotation)  # (T, N_x, 2 K_n)
+    h_re, h_im = h[..., :k_n], h[..., k_n:]
+    k_values = np.unique(np.abs(n_values))
+    cos_coefficients = np.zeros((*h.shape[:2], len(k_values)))
+    sin_coefficients = np.zeros_like(cos_coefficients)
+    for i, n_value in enumerate(n_values):  # ascending n: a fixed order of the folding sums
+        k = np.searchsorted(k_values, abs(n_value))
+        cos_coefficients[..., k] += h_re[..., i]
+        sin_coefficients[..., k] -= np.sign(n_value) * h_im[..., i]
+    has_sine = k_values > 0  # sin(0 y) = 0: no row for it
+    left = np.concatenate([cos_coefficients, sin_coefficients[..., has_sine]], axis=-1)
+    cos_ky, sin_ky = np.split(harmonic_table(k_values, y), 2)
+    return exact_matmul(left, np.concatenate([cos_ky, sin_ky[has_sine]]), dtype)  # (T, N_x, N_y)
 
 
 def sample_distinct_modes(rng: np.random.Generator, candidates: np.ndarray, low: int, high: int) -> np.ndarray:

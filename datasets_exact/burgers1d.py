@@ -65,8 +65,8 @@ class Burgers1D(ExactSolution):
             theta - 1 = sum_kappa E_kappa a_kappa cos(kappa x) - E_kappa b_kappa sin(kappa x)
             2 nu F    = sum_kappa 2 nu kappa E_kappa (b_kappa cos(kappa x) + a_kappa sin(kappa x))
 
-        both one exact (B, T, 10) @ (10, N) product with the fixed table [cos(kappa x); sin(kappa x)]; then
-        u = 2 nu F / (1 + (theta - 1)) in float64, rounded to ``dtype`` once.
+        both rows of one exact (B, 2, T, 10) @ (10, N) product with the fixed table [cos(kappa x); sin(kappa x)];
+        then u = 2 nu F / (1 + (theta - 1)) in float64, rounded to ``dtype`` once.
         """
         (x,) = axes
         check_wavenumbers(params, "k", WAVENUMBERS)
@@ -82,7 +82,9 @@ class Burgers1D(ExactSolution):
         )  # (B, 2, T, 2K): rows of theta - 1, then of 2 nu F
         theta_minus_one, flux = np.moveaxis(exact_matmul(left, harmonic_table(WAVENUMBERS, x)), 1, 0)
         theta_minus_one += 1.0
-        return {"velocity": np.divide(flux, theta_minus_one)[..., None].astype(dtype, copy=False)}
+        velocity = np.empty((len(params), len(times), len(x), 1), dtype=dtype)
+        np.divide(flux, theta_minus_one, out=velocity[..., 0])
+        return {"velocity": velocity}
 
     def theta(self, params: TrajectoryParameters, x: np.ndarray, times: np.ndarray) -> np.ndarray:
         """The Cole-Hopf potential theta (T, N) of one trajectory, mode by mode (for positivity checks)."""

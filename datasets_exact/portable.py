@@ -10,10 +10,10 @@ kernels add in different orders). Everything else we use (``+ - * /``, ``sqrt``,
   so that ``q C1``, ``q C2`` are exact) and Taylor polynomials evaluated by Horner's rule, truncated far below
   float64 rounding. Within two float64 ulps of the true values (tested against mpmath).
 * :func:`exact_matmul`: ``a @ b`` through BLAS, made order-independent by making every product and partial sum
-  exact. Each row of ``a`` and column of ``b`` is scaled by a power of two and split into two integer-valued
-  halves ``hi + lo 2^-(p+1)`` of ``p`` bits, ``p = (52 - ceil(log2 K)) // 2``; then ``hi @ hi``,
-  ``hi @ lo`` and ``lo @ hi`` are integer sums below ``2^53``, which every kernel, in any order, with or without
-  FMA, computes exactly. They are combined with one rounding; the error is at most about
+  exact. Each row of ``a`` and each column of ``b`` is split into ``hi + lo`` on two power-of-two grids set by its
+  largest entry, ``p = (52 - ceil(log2 K)) // 2`` bits each; then ``hi @ hi`` and ``[hi, lo] @ [lo; hi]`` are sums
+  of multiples of one power of two below ``2^53`` of it, which every kernel, in any order, with or without FMA,
+  computes exactly. They are added with one rounding; the error is at most about
   ``K 2^-(2p) max_k |a_ik| max_k |b_kj|`` (``2^-48`` relative for ``K <= 16`` terms of similar size).
 
 The final float32 rounding of a dataset then sees the same float64 value on every machine.
@@ -99,36 +99,51 @@ def exp(x: np.ndarray) -> np.ndarray:
         return np.ldexp(series, np.where(np.isfinite(q), q, 0.0).astype(np.int64))
 
 
-def _split(values: np.ndarray, axis: int, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``values = (hi + lo 2^-(bits+1)) * scale`` along ``axis``'s slices: ``hi``, ``lo`` integer-valued with
-    ``|hi|, |lo| <= 2^bits``, ``scale`` a power of two per slice (the slice's maximum magnitude below
-    ``2^bits scale``). Drops what lies below ``2^-(2 bits + 1)`` of the slice's maximum."""
+#: grids below 2^-400 are not used (products of two grid steps must stay normal numbers)
+_SMALLEST_EXPONENT = -400
+
+
+def _split(values: np.ndarray, axis: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """``values ~ hi + lo`` per slice along ``axis``: ``hi`` on the grid ``q = 2^(e - bits)`` with ``2^e`` just above
+    the slice's largest magnitude (so ``|hi| <= 2^bits q``), ``lo`` (what ``hi`` misses) on ``q 2^-(bits+1)``."""
     largest = np.max(np.abs(values), axis=axis, keepdims=True)
-    _, exponent = np.frexp(largest)  # largest < 2^exponent
-    shift = bits - exponent
-    scaled = np.ldexp(values, shift)
-    hi = np.rint(scaled)
-    lo = np.rint(np.ldexp(scaled - hi, bits + 1))
-    return hi, lo, np.ldexp(1.0, -shift)
+    _, exponent = np.frexp(largest)
+    step = np.ldexp(1.0, np.maximum(exponent, _SMALLEST_EXPONENT) - bits)  # powers of two: products are exact
+    hi = np.rint(values / step) * step
+    fine_step = step * 2.0 ** -(bits + 1)
+    lo = np.rint((values - hi) / fine_step) * fine_step
+    return hi, lo
 
 
-def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` (numpy's broadcasting rules, finite float64 inputs) computed so that the result does not depend on
-    the BLAS kernel, its summation order, FMA or threads: see the module docstring. Rows of ``a`` and columns of
-    ``b`` are scaled independently, so an output element depends on its own row and column only (not on what else
-    shares the call). Zero results are +0.0."""
+#: rows of ``a`` per block when ``b`` is one matrix: the block's float64 temporaries stay in the CPU cache
+_BLOCK_ELEMENTS = 2**16
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """``a @ b`` (numpy's broadcasting rules; finite float64 inputs below ``2^500`` in magnitude) computed so that
+    the result does not depend on the BLAS kernel, its summation order, FMA or threads (see the module docstring),
+    rounded to ``dtype`` once. Rows of ``a`` and columns of ``b`` are split independently, so an output element
+    depends on its own row and column only, not on what else shares the call. Zero results are +0.0."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     terms = a.shape[-1]
     bits = (52 - max(1, (terms - 1).bit_length())) // 2
-    a_hi, a_lo, a_scale = _split(a, -1, bits)
-    b_hi, b_lo, b_scale = _split(b, -2, bits)
-    result = np.matmul(a_hi, b_hi)  # exact: integers below 2^52
-    cross = np.matmul(a_hi, b_lo)
-    cross += np.matmul(a_lo, b_hi)  # exact: integers below 2^53
-    cross *= 2.0 ** -(bits + 1)
-    result += cross  # the one rounding
-    result *= a_scale
-    result *= b_scale
-    result += 0.0  # -0.0 -> +0.0 (the sign of an exact zero may depend on the kernel)
-    return result
+    a_hi, a_lo = _split(a, -1, bits)
+    b_hi, b_lo = _split(b, -2, bits)
+    a_cross, b_cross = np.concatenate([a_hi, a_lo], axis=-1), np.concatenate([b_lo, b_hi], axis=-2)
+    if b.ndim > 2:
+        result = np.matmul(a_hi, b_hi)  # exact
+        result += np.matmul(a_cross, b_cross)  # exact, then the one rounding
+        return np.add(result, 0.0, out=np.empty(result.shape, dtype=dtype))  # -0.0 -> +0.0, then to dtype
+    # one matrix: every row of a, in blocks whose float64 temporaries stay in the CPU cache
+    a_hi, a_cross = a_hi.reshape(-1, terms), a_cross.reshape(-1, 2 * terms)
+    out = np.empty((a_hi.shape[0], b.shape[1]), dtype=dtype)
+    step = max(1, _BLOCK_ELEMENTS // max(1, b.shape[1]))
+    high, cross = np.empty((step, b.shape[1])), np.empty((step, b.shape[1]))
+    for start in range(0, a_hi.shape[0], step):
+        rows = min(step, a_hi.shape[0] - start)
+        np.matmul(a_hi[start : start + rows], b_hi, out=high[:rows])
+        np.matmul(a_cross[start : start + rows], b_cross, out=cross[:rows])
+        np.add(high[:rows], cross[:rows], out=high[:rows])
+        np.add(high[:rows], 0.0, out=out[start : start + rows])
+    return out.reshape(*a.shape[:-1], b.shape[1])

@@ -155,3 +155,23 @@ def test_same_bytes_on_other_instruction_sets(small_datasets, tmp_path, variant)
     assert result.returncode == 0, result.stderr
     digests = json.loads(result.stdout.strip().splitlines()[-1])
     assert digests == {name: dataset_digest(small_datasets / name) for name in EXACT_PDES}
+
+
+@pytest.mark.parametrize("name", ["diffusion_reaction_2d", "compressible_ns_1d"])
+def test_simulated_families_do_not_depend_on_count_files_or_threads(tmp_path, monkeypatch, name):
+    """Simulated (pretraining) families integrate one trajectory per call from its own seed: the same bytes for
+    trajectory i however many are generated, however they are filed, on one or two torch threads."""
+    import torch
+
+    resolution = 16 if name.endswith("2d") else 32
+    base = dict(pde=name, resolution=resolution, n_steps=3, dt=0.05)
+    generate_exact_dataset(GenerationRequest(out=tmp_path / "a", n_traj=3, traj_per_file=3, **base), progress=False)
+    reference = trajectory_bytes(tmp_path / "a" / name)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        generate_exact_dataset(GenerationRequest(out=tmp_path / "b", n_traj=4, traj_per_file=1, **base), False)
+    finally:
+        torch.set_num_threads(threads)
+    other = trajectory_bytes(tmp_path / "b" / name)
+    assert all(other[i] == reference[i] for i in reference)

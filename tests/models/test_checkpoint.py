@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -69,3 +71,22 @@ def test_wrapper_prefixes_never_reach_the_file():
     payload = build_payload(wrapped)
     assert not any(k.startswith("module.") for k in payload["state_dict"])
     assert clean_state_dict({"module._orig_mod.a": 1}) == {"a": 1}
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_checkpoints_written_before_the_architecture_change_still_load():
+    """A slim NSLoRA adapter checkpoint on the shipped backbone, written by the code of commit 6d80feb (before
+    the model constructor stopped loading backbones and injecting adapters itself) with
+
+        model = NATransformer(preset="tiny", dims=[2], channel_slots=[10, 2], dataset_name="wave2d", history=4,
+                              pretrained="shipped", adapter={"kind": "nslora", "schedule": "from_start",
+                              "rank": 4, "targets": ["qkv", "down_proj"]})
+        # B ~ N(0, 1e-3) after torch.manual_seed(0); build_payload(model, epoch=3) with pretrained="shipped"
+
+    must rebuild from the file (plus the shipped backbone) and give the outputs recorded then."""
+    model = load_model(FIXTURES / "slim_nslora_adapters_v0.pt").eval()
+    recorded = torch.load(FIXTURES / "slim_nslora_adapters_v0_io.pt")
+    with torch.no_grad():
+        torch.testing.assert_close(model(recorded["input"]), recorded["output"], rtol=1e-5, atol=1e-6)

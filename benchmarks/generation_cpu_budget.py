@@ -1,7 +1,8 @@
 """Per-trajectory CPU cost of generate-exact's stages, and the best generation/I-O ratio they allow on this machine.
 
-Each stage runs alone on one thread (numpy's BLAS capped at one thread, as in the generator): drawing the parameters, evaluating the fields (``evaluate_many`` on the generator's write units),
-and reducing them for ``stats.yaml``. The I/O limit is ``time_zeros`` of ``generation_throughput.py`` (h5py
+Each stage runs alone on one thread (numpy's BLAS capped at one thread, as in the generator): drawing the
+parameters, evaluating the fields (``evaluate_many`` on the generator's write units), and reducing them for
+``stats.yaml``. The I/O limit is ``time_zeros`` of ``generation_throughput.py`` (h5py
 writing zeros in the same layout, fsynced), which keeps a CPU busy with copying into the page cache for most of
 its duration. With ``c`` cores, generation can at best take ``(stages + zeros) / c``: the printed bound is that
 over the zeros time (1.0 when the stages fit beside the I/O).

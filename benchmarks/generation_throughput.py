@@ -1,6 +1,6 @@
 """Exact-dataset generation speed against the I/O limit, measured in one run on this machine.
 
-For each PDE at a reduced size, time ``generate_exact_dataset`` (evaluation, HDF5 writes, statistics, split,
+For each PDE at a reduced size, time ``generate_dataset`` (evaluation, HDF5 writes, statistics, split,
 fsync of every file, atomic rename) and the time h5py needs to write the same number of bytes of zeros in the
 same layout (same files, same datasets, same write calls, created with the same writer and fsynced the same way:
 durable writes are what "the I/O limit" means; without fsync it is memory bandwidth). The zeros are timed with
@@ -25,12 +25,12 @@ from well_upao.data.generate import (
     SYNC_BYTES,
     GenerationRequest,
     bytes_per_trajectory,
-    generate_exact_dataset,
+    generate_dataset,
     resolve_request,
     split_trajectories,
     write_units,
 )
-from well_upao.data.well_format import FIELD_GROUPS, ExactFileWriter
+from well_upao.data.well_format import FIELD_GROUPS, WellFileWriter
 from well_upao.datasets_exact import EXACT_PDES
 
 SIZES = {  # reduced sizes: (resolution, n_steps, n_traj)
@@ -49,7 +49,7 @@ def time_generation(name: str, out: Path) -> float:
     request = GenerationRequest(pde=name, out=out, n_traj=n_traj, resolution=resolution, n_steps=n_steps)
     shutil.rmtree(out / name, ignore_errors=True)
     start = time.perf_counter()
-    generate_exact_dataset(request, progress=False)
+    generate_dataset(request, progress=False)
     return time.perf_counter() - start
 
 
@@ -87,7 +87,7 @@ def time_zeros(name: str, out: Path, early_writeback: bool) -> float:
         for number, first in enumerate(range(0, len(indices), per_file)):
             chunk = indices[first : first + per_file]
             path = directory / f"{name}_{split}_{number:03d}.hdf5"
-            writer = ExactFileWriter(str(path), pde, grid, chunk, 42, SYNC_BYTES if early_writeback else None).open()
+            writer = WellFileWriter(str(path), pde, grid, chunk, 42, SYNC_BYTES if early_writeback else None).open()
             for first, stop, start_t, stop_t in write_units(pde, grid, len(chunk)):
                 for spec in pde.fields:
                     dataset = writer.file[FIELD_GROUPS[spec.order]][spec.name]

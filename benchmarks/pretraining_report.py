@@ -14,8 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
+from well_upao.data.datasets import slot_indices
 from well_upao.data.metadata import dataset_channel_names
-from well_upao.data.slots import slot_indices
 from well_upao.evaluate.predictors import BackboneModel, classical_predictors
 from well_upao.evaluate.run import evaluate, open_split, sample_context
 from well_upao.models.checkpoint import export_backbone, read_checkpoint

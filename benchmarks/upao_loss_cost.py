@@ -20,7 +20,8 @@ import numpy as np
 import torch
 from timing import best_time
 
-from well_upao.data.slots import DATASET_SLOTS, N_SLOTS, SLOT_INDEX
+from well_upao.data.datasets import DATASET_SLOTS
+from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.models.na_transformer import NATransformer
 from well_upao.physics import Grid, UpaoObjective, band_values, get_pde

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from well_upao.families.portable import exact_matmul, sincos
+
 from .base import TWO_PI, ExactSolution, FieldSpec, TrajectoryParameters, integer_lattice, sample_distinct_modes
-from .portable import exact_matmul, sincos
 
 MODES = integer_lattice(2, 3)  # (124, 3)
 

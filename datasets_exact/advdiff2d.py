@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from well_upao.families.portable import exp, sincos
+
 from .base import (
     TWO_PI,
     ExactSolution,
@@ -22,7 +24,6 @@ from .base import (
     plane_wave_sum_2d,
     sample_distinct_modes,
 )
-from .portable import exp, sincos
 
 MODES = integer_lattice(3, 2)
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from well_upao.families.portable import exact_matmul, exp, sincos
+
 from .base import (
     TWO_PI,
     ExactSolution,
@@ -26,7 +28,6 @@ from .base import (
     mode_table,
     sum_by_wavenumber,
 )
-from .portable import exact_matmul, exp, sincos
 
 #: every wavenumber the sampler draws (the table of the spatial product is fixed, whatever the batch)
 WAVENUMBERS = np.arange(1.0, 6.0)

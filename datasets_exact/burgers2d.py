@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from well_upao.families.portable import exp, sincos
+
 from .base import ExactSolution, FieldSpec, TrajectoryParameters
-from .portable import exp, sincos
 
 K_PAIRS = [(kx, ky) for kx in (1, 2, 3) for ky in (1, 2, 3)]
 

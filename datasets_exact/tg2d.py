@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from well_upao.families.portable import exp, sincos
+
 from .base import ExactSolution, FieldSpec, TrajectoryParameters
-from .portable import exp, sincos
 
 
 class TaylorGreen2D(ExactSolution):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from well_upao.families.portable import sincos
+
 from .base import (
     TWO_PI,
     ExactSolution,
@@ -22,7 +24,6 @@ from .base import (
     integer_lattice,
     plane_wave_sum_2d,
 )
-from .portable import sincos
 
 MODES = integer_lattice(3, 2)  # (48, 2)
 

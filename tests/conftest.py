@@ -23,13 +23,13 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def small_datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Well base path holding every exact dataset at a small size (shared by the whole session)."""
-    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+    from well_upao.data.generate import GenerationRequest, generate_dataset
     from well_upao.datasets_exact import EXACT_PDES
 
     base = tmp_path_factory.mktemp("well_base")
     for name, pde in EXACT_PDES.items():
         resolution = {1: 64, 2: 16, 3: 8}[pde.n_spatial_dims]
-        generate_exact_dataset(
+        generate_dataset(
             GenerationRequest(pde=name, out=base, n_traj=6, resolution=resolution, n_steps=12, traj_per_file=2),
             progress=False,
         )

@@ -174,7 +174,7 @@ def test_disk_full_while_writing_leaves_nothing(tmp_path, capsys, monkeypatch):
     from well_upao.data import well_format
 
     calls = {"n": 0}
-    original = well_format.ExactFileWriter.write_block
+    original = well_format.WellFileWriter.write_block
 
     def failing(self, *args):
         calls["n"] += 1
@@ -182,7 +182,7 @@ def test_disk_full_while_writing_leaves_nothing(tmp_path, capsys, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return original(self, *args)
 
-    monkeypatch.setattr(well_format.ExactFileWriter, "write_block", failing)
+    monkeypatch.setattr(well_format.WellFileWriter, "write_block", failing)
     code = main(
         [
             "generate-exact",
@@ -228,7 +228,7 @@ def test_failed_overwrite_keeps_the_old_dataset(tmp_path, capsys, monkeypatch):
     def failing(self, *args):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(well_format.ExactFileWriter, "write_block", failing)
+    monkeypatch.setattr(well_format.WellFileWriter, "write_block", failing)
     assert main([*args, "--overwrite", "--n-traj", "5"]) != 0
     assert sorted(p.name for p in (tmp_path / "adv1d" / "data" / "train").iterdir()) == before
     assert leftovers(tmp_path) == ["adv1d"]

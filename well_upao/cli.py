@@ -20,9 +20,10 @@ class CommandError(Exception):
 
 # --------------------------------------------------------------------------- generate-exact
 def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
-    from well_upao.datasets_exact import EXACT_PDES
+    from well_upao.data.datasets import generators
 
-    rows = _defaults_table(EXACT_PDES.values())
+    exact = generators("exact")
+    rows = _defaults_table(exact.values())
     parser = sub.add_parser(
         "generate-exact",
         help="write an exact-solution dataset (closed form, no solver error) in The Well's HDF5 format",
@@ -51,7 +52,7 @@ def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
             """
         ),
     )
-    parser.add_argument("--pde", required=True, help=f"one of {', '.join(EXACT_PDES)}, or 'all'")
+    parser.add_argument("--pde", required=True, help=f"one of {', '.join(exact)}, or 'all'")
     parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
     parser.add_argument("--n-traj", type=int, help="trajectories over all splits (default: paper's count)")
     parser.add_argument("--resolution", type=int, help="grid points per axis (default: 256 2D, 1024 1D, 64 3D)")
@@ -68,14 +69,14 @@ def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_generate_exact(args: argparse.Namespace) -> int:
-    from well_upao.datasets_exact import EXACT_PDES
+    from well_upao.data.datasets import generators
 
-    return _generate_and_report(list(EXACT_PDES) if args.pde == "all" else [args.pde], args)
+    return _generate_and_report(list(generators("exact")) if args.pde == "all" else [args.pde], args)
 
 
 def _generate_and_report(names: list[str], args: argparse.Namespace) -> int:
     """Generate each named family with the size options of ``args`` and print its summary."""
-    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+    from well_upao.data.generate import GenerationRequest, generate_dataset
 
     for name in names:
         request = GenerationRequest(
@@ -90,7 +91,7 @@ def _generate_and_report(names: list[str], args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             test_fraction=getattr(args, "test_fraction", 0.0),
         )
-        print(format_generation_summary(generate_exact_dataset(request, progress=not args.quiet)))
+        print(format_generation_summary(generate_dataset(request, progress=not args.quiet)))
     return 0
 
 
@@ -104,10 +105,9 @@ def _defaults_table(families) -> str:
 
 
 def format_generation_summary(summary, family=None) -> str:
-    from well_upao.data.generate import trajectory_families
-    from well_upao.data.slots import DATASET_SLOTS
+    from well_upao.data.datasets import DATASET_SLOTS, generators
 
-    pde = family or trajectory_families()[summary.pde]
+    pde = family or generators()[summary.pde]
     grid = summary.grid
     shape = "x".join([str(grid.resolution)] * pde.n_spatial_dims)
     slots = ", ".join(f"{c}->{s}" for c, s in DATASET_SLOTS[summary.pde].items())
@@ -138,21 +138,21 @@ def format_generation_summary(summary, family=None) -> str:
 
 # --------------------------------------------------------------------------- generate-pretrain
 def _generate_pretrain_parser(sub: argparse._SubParsersAction) -> None:
-    from well_upao.pretrain.families import PRETRAIN_FAMILIES
+    from well_upao.data.datasets import generators
 
-    rows = _defaults_table(PRETRAIN_FAMILIES.values())
+    simulated = generators("simulated")
+    rows = _defaults_table(simulated.values())
     parser = sub.add_parser(
         "generate-pretrain",
         help="simulate the pretraining corpus (PDEBench's families) in The Well's format",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Integrate the paper's pretraining families with our solvers (well_upao/pretrain/solvers.py) "
-        "and write each as a Well dataset OUT/<family>/ (splits, stats.yaml). Defaults fit a 2-core CPU:\n"
+        description="Integrate the paper's pretraining families with our solvers "
+        "(well_upao/families/pdebench_solvers.py) and write each as a Well dataset OUT/<family>/ (splits, "
+        "stats.yaml). Defaults fit a 2-core CPU:\n"
         + rows
         + "\n\nexample:\n  well-upao generate-pretrain --out datasets --n-traj 12",
     )
-    parser.add_argument(
-        "--family", nargs="+", default=["all"], help=f"families ({', '.join(PRETRAIN_FAMILIES)}) or all"
-    )
+    parser.add_argument("--family", nargs="+", default=["all"], help=f"families ({', '.join(simulated)}) or all")
     parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
     parser.add_argument("--n-traj", type=int, help="trajectories per family over all splits")
     parser.add_argument("--resolution", type=int)
@@ -165,12 +165,13 @@ def _generate_pretrain_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_generate_pretrain(args: argparse.Namespace) -> int:
-    from well_upao.pretrain.families import PRETRAIN_FAMILIES
+    from well_upao.data.datasets import generators
 
-    names = list(PRETRAIN_FAMILIES) if args.family == ["all"] else args.family
-    unknown = [n for n in names if n not in PRETRAIN_FAMILIES]
+    simulated = generators("simulated")
+    names = list(simulated) if args.family == ["all"] else args.family
+    unknown = [n for n in names if n not in simulated]
     if unknown:
-        raise CommandError(f"unknown families {unknown}; choose from {', '.join(PRETRAIN_FAMILIES)} or all")
+        raise CommandError(f"unknown families {unknown}; choose from {', '.join(simulated)} or all")
     return _generate_and_report(names, args)
 
 
@@ -180,7 +181,7 @@ def _convert_parser(sub: argparse._SubParsersAction) -> None:
         "convert-pdebench",
         help="convert PDEBench files (the paper's six pretraining subsets) into The Well's format",
         description="Supported layouts: 1D/2D/3D CFD, 2D shallow water (rdb), 2D diffusion-reaction, 2D "
-        "inhomogeneous incompressible NS (see well_upao/data/pdebench.py). Files of the same family (e.g. the "
+        "inhomogeneous incompressible NS (see well_upao/families/pdebench.py). Files of the same family (e.g. the "
         "three 1D CFD configurations) are combined into one dataset OUT/<family>.",
     )
     parser.add_argument("sources", nargs="+", type=Path, help="PDEBench HDF5 files")
@@ -196,8 +197,8 @@ def _convert_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
-    from well_upao.data.pdebench import PDEBenchError, open_sources
+    from well_upao.data.generate import GenerationRequest, generate_dataset
+    from well_upao.families.pdebench import PDEBenchError, open_sources
 
     if args.downsample < 1:
         raise CommandError("--downsample must be >= 1")
@@ -207,7 +208,7 @@ def _run_convert(args: argparse.Namespace) -> int:
             request = GenerationRequest(
                 pde=name, out=args.out, n_traj=args.n_traj, seed=args.seed, overwrite=args.overwrite, traj_per_file=None
             )
-            print(format_generation_summary(generate_exact_dataset(request, not args.quiet, family=family), family))
+            print(format_generation_summary(generate_dataset(request, not args.quiet, family=family), family))
     except (PDEBenchError, OSError, KeyError) as error:
         raise CommandError(str(error)) from error
     return 0
@@ -305,7 +306,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         split = open_split(base, args.data, args.split, args.history, args.stride)
         if len(split) == 0:
             raise CommandError(f"split {args.split!r} of {args.data!r} has no trajectory")
-        from well_upao.data.slots import slot_indices
+        from well_upao.data.datasets import slot_indices
 
         pde = pde_for_dataset(args.data) if args.data in PDE_REGISTRY else None
         context = sample_context(

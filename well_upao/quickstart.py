@@ -72,9 +72,9 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
 
 
 def run_quickstart(config: QuickstartConfig) -> str:
-    from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+    from well_upao.data.datasets import slot_indices
+    from well_upao.data.generate import GenerationRequest, generate_dataset
     from well_upao.data.metadata import dataset_channel_names
-    from well_upao.data.slots import slot_indices
     from well_upao.evaluate.plots import plot_fields, plot_rollout
     from well_upao.evaluate.predictors import classical_predictors, load_predictor
     from well_upao.evaluate.run import evaluate, markdown_table, open_split, sample_context, save
@@ -91,7 +91,7 @@ def run_quickstart(config: QuickstartConfig) -> str:
         bar.set_postfix_str(label)
 
     advance(STEPS[0])
-    generate_exact_dataset(
+    generate_dataset(
         GenerationRequest(
             pde=config.pde,
             out=base,

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from well_upao.data.digest import dataset_digest
-from well_upao.data.generate import GenerationRequest, generate_exact_dataset, split_trajectories
+from well_upao.data.generate import GenerationRequest, generate_dataset, split_trajectories
 from well_upao.data.validate import validate_dataset
 from well_upao.data.well_format import EXACT_GROUP, read_field
 from well_upao.datasets_exact import EXACT_PDES
@@ -116,7 +116,7 @@ def test_memory_is_bounded_by_time_blocks(monkeypatch, tmp_path):
     monkeypatch.setattr(generate, "BLOCK_BYTES", 16 * 16 * 3 * 8 * 4)  # four tg2d steps at 16^2 in float64
     monkeypatch.setattr(generate, "BATCH_BYTES", 0)
     calls = spy_on_evaluations(monkeypatch, EXACT_PDES["tg2d"])
-    generate_exact_dataset(GenerationRequest(pde="tg2d", out=tmp_path, n_traj=3, resolution=16, n_steps=10), False)
+    generate_dataset(GenerationRequest(pde="tg2d", out=tmp_path, n_traj=3, resolution=16, n_steps=10), False)
     assert {n for n, _ in calls} == {1} and max(t for _, t in calls) <= 4 + 1  # + the frame before, for statistics
     assert validate_dataset(tmp_path / "tg2d", check_exact=True) == []
     # increments across time-block boundaries are counted once each
@@ -130,12 +130,12 @@ def test_small_trajectories_are_evaluated_in_batches(monkeypatch, tmp_path):
     request = GenerationRequest(pde="burgers1d", out=tmp_path / "batched", n_traj=12, resolution=32, n_steps=6)
     monkeypatch.setattr(generate, "BATCH_BYTES", 3 * 32 * 6 * 4)  # three trajectories
     calls = spy_on_evaluations(monkeypatch, EXACT_PDES["burgers1d"])
-    generate_exact_dataset(request, False)
+    generate_dataset(request, False)
     assert max(n for n, _ in calls) == 3 and sum(n for n, _ in calls) == 12 and {t for _, t in calls} == {6}
     assert validate_dataset(tmp_path / "batched" / "burgers1d", check_exact=True) == []
 
     monkeypatch.setattr(generate, "BATCH_BYTES", 0)  # one trajectory per call: the same bytes
-    generate_exact_dataset(GenerationRequest(**{**request.__dict__, "out": tmp_path / "single"}), False)
+    generate_dataset(GenerationRequest(**{**request.__dict__, "out": tmp_path / "single"}), False)
     assert dataset_digest(tmp_path / "batched" / "burgers1d") == dataset_digest(tmp_path / "single" / "burgers1d")
 
 
@@ -179,5 +179,5 @@ def test_early_writeback_keeps_files_complete(monkeypatch, tmp_path):
 
     monkeypatch.setattr(generate, "SYNC_BYTES", 1)
     monkeypatch.setattr(generate, "BATCH_BYTES", 0)
-    generate_exact_dataset(GenerationRequest(pde="wave2d", out=tmp_path, n_traj=4, resolution=16, n_steps=5), False)
+    generate_dataset(GenerationRequest(pde="wave2d", out=tmp_path, n_traj=4, resolution=16, n_steps=5), False)
     assert validate_dataset(tmp_path / "wave2d", check_exact=True) == []

@@ -21,7 +21,7 @@ import pytest
 
 import well_upao.data.generate as generate
 from well_upao.data.digest import dataset_digest
-from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.data.well_format import EXACT_GROUP, FIELD_GROUPS
 from well_upao.datasets_exact import EXACT_PDES
 
@@ -77,12 +77,12 @@ def test_same_bytes_whatever_the_count_files_write_units_and_threads(small_datas
     digest = dataset_digest(reference_dir)
 
     # more trajectories: the first ones are unchanged (the split, hence stats.yaml, is not)
-    generate_exact_dataset(small_request(name, tmp_path / "more", n_traj=N_TRAJ + 3), progress=False)
+    generate_dataset(small_request(name, tmp_path / "more", n_traj=N_TRAJ + 3), progress=False)
     more = trajectory_bytes(tmp_path / "more" / name)
     assert all(more[i] == reference[i] for i in reference)
 
     # one trajectory per file: same values and statistics, other files
-    generate_exact_dataset(small_request(name, tmp_path / "files", traj_per_file=1), progress=False)
+    generate_dataset(small_request(name, tmp_path / "files", traj_per_file=1), progress=False)
     assert trajectory_bytes(tmp_path / "files" / name) == reference
     assert (tmp_path / "files" / name / "stats.yaml").read_bytes() == stats
 
@@ -90,14 +90,14 @@ def test_same_bytes_whatever_the_count_files_write_units_and_threads(small_datas
     for out, batch_bytes, block_bytes in (("steps", 0, 1), ("one_unit", 2**30, 2**30)):
         monkeypatch.setattr(generate, "BATCH_BYTES", batch_bytes)
         monkeypatch.setattr(generate, "BLOCK_BYTES", block_bytes)
-        generate_exact_dataset(small_request(name, tmp_path / out), progress=False)
+        generate_dataset(small_request(name, tmp_path / out), progress=False)
         assert dataset_digest(tmp_path / out / name) == digest, out
     monkeypatch.undo()
 
     for threads in (1, 3):
         monkeypatch.setattr(generate, "MAX_EVALUATION_THREADS", threads)
         monkeypatch.setattr(os, "cpu_count", lambda: 8)
-        generate_exact_dataset(small_request(name, tmp_path / f"threads{threads}"), progress=False)
+        generate_dataset(small_request(name, tmp_path / f"threads{threads}"), progress=False)
         assert dataset_digest(tmp_path / f"threads{threads}" / name) == digest, threads
 
 
@@ -130,14 +130,14 @@ DIGEST_SCRIPT = """
 import json, sys
 from pathlib import Path
 from well_upao.data.digest import dataset_digest
-from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.datasets_exact import EXACT_PDES
 out, size = Path(sys.argv[1]), json.loads(sys.argv[2])
 digests = {}
 for name, pde in EXACT_PDES.items():
     resolution = size["resolution"][str(pde.n_spatial_dims)]
     request = GenerationRequest(pde=name, out=out, resolution=resolution, **size["request"])
-    generate_exact_dataset(request, progress=False)
+    generate_dataset(request, progress=False)
     digests[name] = dataset_digest(out / name)
 print(json.dumps(digests))
 """
@@ -165,12 +165,12 @@ def test_simulated_families_do_not_depend_on_count_files_or_threads(tmp_path, mo
 
     resolution = 16 if name.endswith("2d") else 32
     base = dict(pde=name, resolution=resolution, n_steps=3, dt=0.05)
-    generate_exact_dataset(GenerationRequest(out=tmp_path / "a", n_traj=3, traj_per_file=3, **base), progress=False)
+    generate_dataset(GenerationRequest(out=tmp_path / "a", n_traj=3, traj_per_file=3, **base), progress=False)
     reference = trajectory_bytes(tmp_path / "a" / name)
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        generate_exact_dataset(GenerationRequest(out=tmp_path / "b", n_traj=4, traj_per_file=1, **base), False)
+        generate_dataset(GenerationRequest(out=tmp_path / "b", n_traj=4, traj_per_file=1, **base), False)
     finally:
         torch.set_num_threads(threads)
     other = trajectory_bytes(tmp_path / "b" / name)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from well_upao.data.datamodule import WellUpaoDataModule
-from well_upao.data.slots import DATASET_SLOTS, slot_indices
+from well_upao.data.datasets import DATASET_SLOTS, slot_indices
 from well_upao.models.na_transformer import NATransformer
 from well_upao.physics import pde_for_dataset
 

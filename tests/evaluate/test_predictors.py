@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from well_upao.data.slots import DATASET_SLOTS, slot_indices
+from well_upao.data.datasets import DATASET_SLOTS, slot_indices
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.evaluate.predictors import Context, Extrapolation, Persistence, SolverStep
 from well_upao.evaluate.solver import supports

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from well_upao.data.slots import DATASET_SLOTS, N_SLOTS, SLOT_INDEX
+from well_upao.data.datasets import DATASET_SLOTS
+from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.physics import Grid, UpaoObjective, band_values, get_pde
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from well_upao.data.slots import DATASET_SLOTS
+from well_upao.data.datasets import DATASET_SLOTS
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.physics import PDE, Grid, Stencils, SubEquation, get_pde, pde_residuals, register_pde
 from well_upao.physics.pdes import PDE_REGISTRY

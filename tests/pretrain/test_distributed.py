@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from well_upao.data.generate import GenerationRequest, generate_exact_dataset
+from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.pretrain.mixture import MixtureDataModule
 
@@ -22,7 +22,7 @@ def corpus(tmp_path_factory):
     base = tmp_path_factory.mktemp("corpus")
     for name in FAMILIES:
         resolution = 32 if name.endswith("1d") else 16
-        generate_exact_dataset(GenerationRequest(pde=name, out=base, n_traj=3, resolution=resolution, n_steps=8), False)
+        generate_dataset(GenerationRequest(pde=name, out=base, n_traj=3, resolution=resolution, n_steps=8), False)
     return base
 
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from the_well.data import WellDataModule, WellDataset
 
+from well_upao.data.datasets import selected_fields
 from well_upao.data.metadata import first_file
 from well_upao.data.registry import register_dataset_names
-from well_upao.data.slots import selected_fields
 
 
 class FieldSelectingWellDataset(WellDataset):

@@ -1,4 +1,4 @@
-"""Generate an exact-solution dataset in the Well's layout, streaming trajectory by trajectory.
+"""Generate a dataset in the Well's layout from any trajectory family, streaming trajectory by trajectory.
 
 Directory written (a Well base path ``out`` and the dataset name ``pde``)::
 
@@ -8,7 +8,7 @@ Directory written (a Well base path ``out`` and the dataset name ``pde``)::
     out/<pde>/stats.yaml             (from train/ only)
 
 Trajectory ``i`` draws its parameters from ``numpy.random.default_rng([seed, i])`` and is evaluated with portable
-float64 arithmetic (``well_upao.datasets_exact.portable``), so its stored bytes depend neither on how many others
+float64 arithmetic (``well_upao.families.portable``), so its stored bytes depend neither on how many others
 are generated, nor on how they are grouped into files, write units or threads, nor on the CPU; ``stats.yaml`` is
 reduced with exact sums, so it does not either (``tests/data/test_reproducibility.py``). Fields are evaluated in
 bounded write units (a few small trajectories, or one large trajectory's block of time steps, see
@@ -35,10 +35,10 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from well_upao.data.atomic import atomic_write_text, staged_directory
+from well_upao.data.datasets import generators
 from well_upao.data.stats import FieldStatistics
-from well_upao.data.well_format import ExactFileWriter, GridSpec
-from well_upao.datasets_exact import EXACT_PDES
-from well_upao.datasets_exact.base import TrajectoryFamily, TrajectoryParameters
+from well_upao.data.well_format import GridSpec, WellFileWriter
+from well_upao.families.base import TrajectoryFamily, TrajectoryParameters
 
 SPLITS = ("train", "valid", "test")
 #: float64 working-set budget of one evaluation call (longer trajectories are split into time blocks)
@@ -132,9 +132,12 @@ def resolve_request(
 ) -> tuple[TrajectoryFamily, GridSpec, int, int]:
     """Apply the family's defaults and validate sizes; returns (family, grid, n_traj, traj_per_file)."""
     if family is None:
-        families = trajectory_families()
+        families = generators()
         if request.pde not in families:
-            raise GenerationError(f"unknown PDE {request.pde!r}; choose from {', '.join(EXACT_PDES)} or 'all'")
+            raise GenerationError(
+                f"unknown PDE {request.pde!r}; choose from {', '.join(generators('exact'))} or 'all' "
+                f"(simulated: {', '.join(generators('simulated'))})"
+            )
         family = families[request.pde]
     pde = family
     resolution = pde.default_resolution if request.resolution is None else request.resolution
@@ -171,13 +174,6 @@ def check_free_space(directory: Path, needed: int) -> None:
         )
 
 
-def trajectory_families() -> dict[str, TrajectoryFamily]:
-    """Every family the generator knows: the exact datasets and the simulated pretraining families."""
-    from well_upao.pretrain.families import PRETRAIN_FAMILIES
-
-    return {**EXACT_PDES, **PRETRAIN_FAMILIES}
-
-
 def write_units(pde: TrajectoryFamily, grid: GridSpec, n_slots: int) -> list[tuple[int, int, int, int]]:
     """The ``(first slot, stop slot, first step, stop step)`` rectangles of one file, each evaluated, written and
     reduced by one call: groups of whole trajectories up to ``BATCH_BYTES`` (always whole trajectories for
@@ -195,13 +191,13 @@ def write_units(pde: TrajectoryFamily, grid: GridSpec, n_slots: int) -> list[tup
     ]
 
 
-def generate_exact_dataset(
+def generate_dataset(
     request: GenerationRequest, progress: bool = True, family: TrajectoryFamily | None = None
 ) -> GenerationSummary:
     """Write ``request.out / <family name>`` atomically and return what was written.
 
-    The family is ``request.pde`` looked up among the exact and pretraining families, or ``family`` itself
-    (e.g. a PDEBench file being converted)."""
+    The family is ``request.pde`` looked up among the registered datasets' generators (exact, simulated, a
+    user's), or ``family`` itself (e.g. a PDEBench file being converted)."""
     pde, grid, n_traj, traj_per_file = resolve_request(request, family)
     splits = split_trajectories(n_traj, request.seed, request.valid_fraction, request.test_fraction)
     mirror_test = request.test_fraction == 0
@@ -236,7 +232,7 @@ def generate_exact_dataset(
             n_files[split] = len(chunks)
             for file_number, chunk in enumerate(chunks):
                 path = split_dir / f"{pde.name}_{split}_{file_number:03d}.hdf5"
-                writer = ExactFileWriter(str(path), pde, grid, chunk, request.seed, SYNC_BYTES)
+                writer = WellFileWriter(str(path), pde, grid, chunk, request.seed, SYNC_BYTES)
                 for p in pipeline.write_file(writer, request.seed, with_statistics=split == "train"):
                     for name, value in p.scalars.items():
                         low, high = ranges.setdefault(name, [value, value])
@@ -293,7 +289,7 @@ class _Pipeline:
         finally:
             self.writer.__exit__(*exc)
 
-    def write_file(self, writer: ExactFileWriter, seed: int, with_statistics: bool) -> list[TrajectoryParameters]:
+    def write_file(self, writer: WellFileWriter, seed: int, with_statistics: bool) -> list[TrajectoryParameters]:
         """Queue everything that makes ``writer``'s file (layout, every write unit, parameters, fsync and close)
         and return the parameters of its trajectories, which the evaluation threads draw."""
         grid, indices = writer.grid, writer.trajectory_indices
@@ -330,7 +326,7 @@ class _Pipeline:
         return stats
 
     def _hand_over(
-        self, writer: ExactFileWriter, future: Future, first: int, start: int, done: int
+        self, writer: WellFileWriter, future: Future, first: int, start: int, done: int
     ) -> list[TrajectoryParameters]:
         params, fields = future.result()
         self.writer.submit(writer.write_block, first, start, fields)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import h5py
 
-from well_upao.data.slots import selected_fields
+from well_upao.data.datasets import selected_fields
 from well_upao.data.validate import flattened_channel_names
 
 

@@ -20,7 +20,7 @@ def register_dataset_names(names: Iterable[str]) -> None:
 
 
 def register_exact_datasets() -> None:
-    """Register the seven exact-solution dataset names."""
-    from well_upao.datasets_exact import EXACT_PDES
+    """Register the seven exact-solution dataset names (the ``exact`` rows of the dataset registry)."""
+    from well_upao.data.datasets import dataset_names
 
-    register_dataset_names(EXACT_PDES)
+    register_dataset_names(dataset_names("exact"))

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import yaml
 
-from well_upao.data.slots import DATASET_SLOTS
+from well_upao.data.datasets import DATASET_SLOTS
 from well_upao.data.well_format import BC_TYPES, EXACT_GROUP, FIELD_GROUPS, read_trajectory_parameters
 
 ROOT_ATTRS = ("dataset_name", "grid_type", "n_spatial_dims", "n_trajectories", "simulation_parameters")
@@ -173,13 +173,16 @@ def validate_file(path: str | Path, check_exact: bool = False, check_values: boo
 
 def _check_exact(f: h5py.File, path: Path) -> list[str]:
     """Compare stored fields with the closed form re-evaluated from the file's own parameters."""
-    from well_upao.datasets_exact import EXACT_PDES
+    from well_upao.data.datasets import generators
 
     if EXACT_GROUP not in f:
         return [f"{path.name}: no /{EXACT_GROUP} group, cannot re-evaluate the closed form"]
     if str(f[EXACT_GROUP].attrs.get("kind", "closed_form")) != "closed_form":
         return [f"{path.name}: simulated data has no closed form to compare with"]
-    pde = EXACT_PDES[str(f[EXACT_GROUP].attrs["pde"])]
+    name = str(f[EXACT_GROUP].attrs["pde"])
+    pde = generators().get(name)
+    if pde is None:
+        return [f"{path.name}: no registered generator {name!r} to re-evaluate (import the module registering it)"]
     spatial = [str(d) for d in f["dimensions"].attrs["spatial_dims"]]
     resolution = f["dimensions"][spatial[0]].shape[0]
     axes = pde.grid_axes(resolution)

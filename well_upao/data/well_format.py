@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
-from well_upao.datasets_exact.base import TrajectoryFamily, TrajectoryParameters
+from well_upao.families.base import TrajectoryFamily, TrajectoryParameters
 
 AXIS_NAMES = ("x", "y", "z")
 FIELD_GROUPS = ("t0_fields", "t1_fields", "t2_fields")
@@ -46,7 +46,7 @@ class GridSpec:
         return np.arange(self.n_steps, dtype=np.float64) * self.dt
 
 
-class ExactFileWriter:
+class WellFileWriter:
     """Creates one Well file for ``len(trajectory_indices)`` trajectories of a family and fills it.
 
     Use as a context manager (or :meth:`open` / :meth:`close`); call :meth:`write_parameters` and
@@ -75,7 +75,7 @@ class ExactFileWriter:
         self._unsynced_bytes = 0
         self.file: h5py.File | None = None
 
-    def open(self) -> ExactFileWriter:
+    def open(self) -> WellFileWriter:
         self.file = h5py.File(self.path, "w")
         self._write_layout()
         return self
@@ -100,7 +100,7 @@ class ExactFileWriter:
         finally:
             os.close(fd)
 
-    def __enter__(self) -> ExactFileWriter:
+    def __enter__(self) -> WellFileWriter:
         return self.open()
 
     def __exit__(self, *exc) -> None:

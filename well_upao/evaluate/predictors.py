@@ -175,7 +175,7 @@ def load_predictor(
 
     Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
     """
-    from well_upao.data.slots import slot_indices
+    from well_upao.data.datasets import slot_indices
     from well_upao.models.checkpoint import CheckpointError, load_model, read_checkpoint
 
     path = checkpoint_file(path)

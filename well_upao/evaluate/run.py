@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from well_upao.data.datasets import slot_indices
 from well_upao.data.metadata import first_file
 from well_upao.data.registry import register_dataset_names
-from well_upao.data.slots import slot_indices
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
 from well_upao.physics.stencils import Grid
@@ -77,7 +77,7 @@ class Evaluation:
 def open_split(base_path: str | Path, dataset: str, split: str, history: int, stride: int):
     """The split as whole trajectories (The Well's full-trajectory mode), with the dataset's field selection."""
     from well_upao.data.datamodule import FieldSelectingWellDataset
-    from well_upao.data.slots import selected_fields
+    from well_upao.data.datasets import selected_fields
 
     try:
         first_file(base_path, dataset, split)

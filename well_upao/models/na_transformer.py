@@ -31,7 +31,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from well_upao.data.slots import N_SLOTS, SlotError, slot_indices
+from well_upao.data.datasets import slot_indices
+from well_upao.data.slots import N_SLOTS, SlotError
 from well_upao.models.checkpoint import resolve_pretrained
 from well_upao.models.layers import NeighborhoodAttention, PatchDecoder, PatchEncoder, SwiGLU
 

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from well_upao.data.datamodule import WellUpaoDataModule
-from well_upao.data.slots import N_SLOTS, slot_indices
+from well_upao.data.datasets import slot_indices
+from well_upao.data.slots import N_SLOTS
 
 
 @dataclass

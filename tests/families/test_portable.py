@@ -7,8 +7,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from well_upao.datasets_exact import portable
-from well_upao.datasets_exact.portable import exact_matmul, exp, sincos
+from well_upao.families import portable
+from well_upao.families.portable import exact_matmul, exp, sincos
 
 mpmath = pytest.importorskip("mpmath")
 

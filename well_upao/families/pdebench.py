@@ -35,7 +35,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from well_upao.datasets_exact.base import FieldSpec, TrajectoryFamily, TrajectoryParameters
+from well_upao.families.base import FieldSpec, TrajectoryFamily, TrajectoryParameters
 
 LAYOUTS = ("cfd", "swe", "diff_react", "ns_incom")
 

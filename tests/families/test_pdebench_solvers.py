@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from well_upao.pretrain import solvers
-from well_upao.pretrain.families import PRETRAIN_FAMILIES, smooth_random_field
+from well_upao.families import pdebench_solvers as solvers
+from well_upao.families.simulated import SIMULATED_FAMILIES, smooth_random_field
 
 
 @pytest.mark.parametrize("dims", [1, 2])
@@ -99,9 +99,9 @@ def test_fitzhugh_nagumo_walls_conserve_diffused_mass():
     )
 
 
-@pytest.mark.parametrize("name", list(PRETRAIN_FAMILIES))
+@pytest.mark.parametrize("name", list(SIMULATED_FAMILIES))
 def test_every_family_produces_finite_fields_of_the_declared_shape(name):
-    family = PRETRAIN_FAMILIES[name]
+    family = SIMULATED_FAMILIES[name]
     resolution = 32 if family.n_spatial_dims == 1 else 16
     params = family.sample_parameters(np.random.default_rng(3), 0)
     fields = family.evaluate(params, family.grid_axes(resolution), np.arange(3) * family.default_dt, np.float32)

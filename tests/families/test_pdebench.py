@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from well_upao.cli import main
-from well_upao.data.pdebench import PDEBenchSource
 from well_upao.data.validate import validate_dataset
 from well_upao.data.well_format import read_field
+from well_upao.families.pdebench import PDEBenchSource
 
 
 def write_cfd(path, dims, n=8, samples=3, steps=6, seed=0):

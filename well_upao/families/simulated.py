@@ -1,10 +1,13 @@
 """The pretraining families of the paper (its PDEBench subsets), as simulated trajectory families.
 
 Each family samples one trajectory's parameters and random initial condition (seeded per trajectory) and
-integrates it with ``well_upao.pretrain.solvers``; the generator writes them in the Well's format like the
+integrates it with ``well_upao.families.pdebench_solvers``; the generator writes them in the Well's format like the
 exact datasets (``well-upao generate-pretrain``). Dataset names equal the PDE registry names, so the UPAO
 residual of every family is available too. Defaults are small enough for a 2-core CPU; PDEBench's own sizes are
 larger (see the paper's dataset table) and can be requested with ``--resolution`` / ``--n-steps``.
+
+torch and the solvers are imported when a trajectory is simulated, not with this module (the dataset registry
+lists these families, and listing them should not cost a torch import).
 """
 
 from __future__ import annotations
@@ -12,10 +15,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
-from well_upao.datasets_exact.base import TWO_PI, FieldSpec, TrajectoryFamily, TrajectoryParameters
-from well_upao.pretrain import solvers
+from well_upao.families.base import TWO_PI, FieldSpec, TrajectoryFamily, TrajectoryParameters
+
+
+def _torch_and_solvers():
+    """torch and our solvers, imported on first use."""
+    import torch
+
+    from well_upao.families import pdebench_solvers
+
+    return torch, pdebench_solvers
 
 
 def smooth_random_field(rng: np.random.Generator, shape: tuple[int, ...], max_k: int, length: float) -> np.ndarray:
@@ -77,6 +87,7 @@ class DiffusionReaction2D(SimulatedFamily):
         return TrajectoryParameters({"D_u": 1e-3, "D_v": 5e-3, "k": 5e-3}, self._draw_seed(rng))
 
     def simulate(self, params, axes, times):
+        torch, solvers = _torch_and_solvers()
         rng = self.seed_of(params)
         shape = tuple(len(a) for a in axes)
         u0, v0 = (torch.as_tensor(rng.normal(size=shape)) for _ in range(2))
@@ -103,6 +114,7 @@ class ShallowWater2D(SimulatedFamily):
         return TrajectoryParameters(scalars, self._draw_seed(rng))
 
     def simulate(self, params, axes, times):
+        torch, solvers = _torch_and_solvers()
         x, y = np.meshgrid(*axes, indexing="ij")
         s = params.scalars
         h0 = torch.as_tensor(np.where(np.hypot(x, y) < s["radius"], s["h_in"], 1.0))
@@ -130,6 +142,7 @@ class IncompressibleNSForced2D(SimulatedFamily):
         return TrajectoryParameters({"nu": float(rng.choice([1e-3, 3e-3, 1e-2]))}, self._draw_seed(rng))
 
     def simulate(self, params, axes, times):
+        torch, solvers = _torch_and_solvers()
         rng = self.seed_of(params)
         shape = (len(axes[0]), len(axes[1]))
         w0 = torch.as_tensor(2.0 * smooth_random_field(rng, shape, 4, self.domain_length))
@@ -159,6 +172,7 @@ class CompressibleNS(SimulatedFamily):
         return TrajectoryParameters({"eta": viscosity, "zeta": viscosity}, self._draw_seed(rng))
 
     def simulate(self, params, axes, times):
+        torch, solvers = _torch_and_solvers()
         rng = self.seed_of(params)
         shape = tuple(len(a) for a in axes)
 
@@ -174,7 +188,7 @@ class CompressibleNS(SimulatedFamily):
         return {"density": rho.numpy(), "pressure": p.numpy(), "velocity": torch.stack(velocity, -1).numpy()}
 
 
-PRETRAIN_FAMILIES: dict[str, SimulatedFamily] = {
+SIMULATED_FAMILIES: dict[str, SimulatedFamily] = {
     family.name: family
     for family in (
         DiffusionReaction2D(),

@@ -1,0 +1,128 @@
+"""The dataset registry: the slot inventory, every row complete and collision-free, the views that replaced the
+old tables (slots, field selections, PDE lookup, generators), the Hydra data configs, user registration."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+
+from well_upao.data import datasets, slots
+from well_upao.data.datasets import DATASET_SLOTS, DatasetSpec, register_dataset
+from well_upao.datasets_exact import EXACT_PDES
+from well_upao.physics import PDE, SubEquation, pde_for_dataset
+
+
+@pytest.fixture
+def registry():
+    """The registry (one dict, which every view reads), restored after the test."""
+    saved = dict(datasets.DATASETS)
+    yield datasets.DATASETS
+    datasets.DATASETS.clear()
+    datasets.DATASETS.update(saved)
+
+
+def test_slot_order_is_the_papers():
+    assert slots.N_SLOTS == 18
+    assert slots.SLOT_NAMES[:3] == ("Vx", "Vy", "Vz")
+    assert slots.SLOT_NAMES[3] == "buoyancy" and slots.SLOT_NAMES[3 + 12] == "pressure"
+    assert slots.SLOT_NAMES[-1] == "temperature"
+
+
+@pytest.mark.parametrize("name", list(datasets.DATASETS))
+def test_every_row_is_complete_and_collision_free(name):
+    row = DATASET_SLOTS[name]
+    assert set(row.values()) <= set(slots.SLOT_NAMES)
+    indices = datasets.slot_indices(name, list(row))
+    assert len(set(indices)) == len(indices)
+    assert sum(datasets.channel_mask(name, list(row))) == len(row)
+
+
+@pytest.mark.parametrize("name", list(datasets.DATASETS))
+def test_every_dataset_has_a_pde_and_its_variables_have_slots(name):
+    pde = pde_for_dataset(name)
+    assert set(pde.variables) <= set(DATASET_SLOTS[name].values())
+
+
+@pytest.mark.parametrize("name", list(EXACT_PDES))
+def test_every_exact_dataset_channel_has_a_slot_and_its_family_generates_it(name):
+    pde = EXACT_PDES[name]
+    axes = "xyz"[: pde.n_spatial_dims]
+    channels = [s.name if s.order == 0 else f"{s.name}_{a}" for s in pde.fields for a in (axes if s.order else [""])]
+    assert sorted(channels) == sorted(DATASET_SLOTS[name])
+    assert datasets.generators("exact")[name] is pde
+
+
+def test_velocity_components_land_in_vector_slots():
+    assert datasets.slot_indices("tg2d", ["pressure", "velocity_x", "velocity_y"]) == [15, 0, 1]
+    assert datasets.slot_indices("burgers1d", ["velocity_x"]) == [0]
+
+
+def test_views_of_the_registry():
+    assert datasets.selected_fields("active_matter") == ("concentration", "velocity")  # the paper's selection
+    assert datasets.selected_fields("tg2d") is None and datasets.selected_fields("tg2d", ["pressure"]) == ("pressure",)
+    assert datasets.dataset_names("well") == [
+        "active_matter",
+        "gray_scott_reaction_diffusion",
+        "rayleigh_benard",
+        "shear_flow",
+    ]
+    assert set(datasets.generators("simulated")) == {
+        "diffusion_reaction_2d",
+        "shallow_water_2d",
+        "incompressible_ns_forced_2d",
+        "compressible_ns_1d",
+        "compressible_ns_2d",
+    }
+    assert slots.DATASET_SLOTS is DATASET_SLOTS  # the slot module's old names still answer
+
+
+def test_data_configs_and_registry_agree():
+    """Every dataset with a data config has its YAML, and every YAML selects a registered dataset."""
+    folder = resources.files("well_upao.configs") / "data"
+    yamls = {p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml") and p.name != "_base.yaml"}
+    declared = {spec.data_config for spec in datasets.DATASETS.values() if spec.data_config}
+    assert yamls == declared
+
+
+def test_unknown_inputs_are_rejected(registry):
+    with pytest.raises(slots.SlotError, match="not registered"):
+        datasets.slot_indices("mystery", ["u"])
+    with pytest.raises(slots.SlotError, match="no slot"):
+        datasets.slot_indices("tg2d", ["vorticity"])
+    with pytest.raises(slots.SlotError, match="unknown slot"):
+        register_dataset(DatasetSpec("mine", {"u": "colour"}))
+    with pytest.raises(slots.SlotError, match="share a slot"):
+        register_dataset(DatasetSpec("mine", {"u": "height", "h": "height"}))
+    with pytest.raises(ValueError, match="its family is named 'tg2d'"):
+        DatasetSpec("mine", {"u": "height"}, family=EXACT_PDES["tg2d"])
+    with pytest.raises(ValueError, match="already registered"):
+        register_dataset(DatasetSpec("tg2d", {"u": "height"}))
+
+
+def test_user_datasets_register_once_with_their_pde(registry):
+    heat = PDE(
+        name="my_heat",
+        variables=("temperature",),
+        parameters=("kappa",),
+        equations=(
+            SubEquation(
+                "heat", rate="temperature", flux=lambda f, p, ops: -p["kappa"] * ops.laplacian(f["temperature"])
+            ),
+        ),
+    )
+    register_dataset(
+        DatasetSpec("my_heat", {"temperature": "temperature"}, pde=heat, defaults={"derivative": "spectral"})
+    )
+    assert datasets.slot_indices("my_heat", ["temperature"]) == [17]
+    assert pde_for_dataset("my_heat") is heat
+    assert datasets.get_dataset("my_heat").defaults == {"derivative": "spectral"}
+
+
+def test_the_first_registration_form_still_works(registry):
+    """User modules written against ``well_upao.data.slots.register_dataset_slots`` keep working."""
+    slots.register_dataset_slots("my_rows", {"temperature": "temperature"})
+    assert datasets.slot_indices("my_rows", ["temperature"]) == [17]
+    slots.register_dataset_slots("my_rows", {"temperature": "temperature"})  # the same row again: fine
+    with pytest.raises(slots.SlotError, match="different slot row"):
+        slots.register_dataset_slots("my_rows", {"temperature": "height"})

@@ -1,0 +1,53 @@
+"""A dataset added in one user module (``tests/user_heat_dataset.py``: PDE, generator, registry entry) is
+generated, validated against its closed form, and adapted with UPAO through The Well's harness."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from well_upao.data.datasets import get_dataset
+from well_upao.data.generate import GenerationRequest, generate_dataset
+from well_upao.data.validate import validate_dataset
+from well_upao.physics import pde_for_dataset
+
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))
+harness = importlib.import_module("harness")
+
+
+@pytest.fixture(scope="module")
+def user_data(tmp_path_factory) -> Path:
+    module = importlib.import_module("user_heat_dataset")
+    base = tmp_path_factory.mktemp("user_base")
+    generate_dataset(GenerationRequest(pde="user_heat", out=base, n_traj=4, n_steps=12), progress=False)
+    assert pde_for_dataset("user_heat") is module.HEAT and get_dataset("user_heat").family.name == "user_heat"
+    return base
+
+
+def test_the_users_dataset_is_generated_and_matches_its_closed_form(user_data):
+    assert validate_dataset(user_data / "user_heat", check_exact=True) == []
+
+
+def test_one_upao_step_on_the_users_dataset_through_the_harness(user_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    result = harness.run_harness(
+        tmp_path,
+        user_data,
+        "model=na",
+        "model.layers=1",
+        "trainer=upao",
+        "data.imports=[user_heat_dataset]",
+        "data.well_dataset_name=user_heat",
+        *harness.FAST,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "PDE user_heat (1 sub-equations)" in result.stderr + result.stdout
+    folder = harness.run_folders(tmp_path)[0]
+    first = json.loads((folder / "artifacts" / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["train_L_PDE"] > 0 and first["valid_upao_loss"] > 0

@@ -19,8 +19,8 @@ from timing import best_time
 from torch import nn
 
 import well_upao.models.lora as lora
+from well_upao.models.assembly import assemble
 from well_upao.models.lora import LoRALinear, set_ns_active
-from well_upao.models.na_transformer import NATransformer
 
 SHAPES = [
     ("qkv", 768, 2304),
@@ -88,7 +88,7 @@ def main() -> None:
         f"SVD {12 * per_block_svd * 1e3:.0f} ms, speed-up {per_block_svd / per_block_ns:.2f}x"
     )
 
-    model = NATransformer(preset="tiny", channel_slots=[0, 1], dims=(2,), adapter={"kind": "nslora"}).eval()
+    model = assemble(dict(preset="tiny", channel_slots=[0, 1], dims=(2,), adapter={"kind": "nslora"})).eval()
     with torch.no_grad():
         for layer in lora.adapter_layers(model).values():
             layer.lora_B.normal_(0, 0.02)

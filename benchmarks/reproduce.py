@@ -222,10 +222,10 @@ def main() -> None:
 
 def write_zero_shot_checkpoint(dataset: str, base: Path, path: Path) -> Path:
     """The shipped backbone as it is, saved as a checkpoint for `dataset` (the no-adaptation reference row)."""
+    from well_upao.harness.model_factory import na_transformer
     from well_upao.models.checkpoint import build_payload, save_checkpoint
-    from well_upao.models.na_transformer import NATransformer
 
-    model = NATransformer(preset="tiny", dataset_name=dataset, well_base_path=str(base), pretrained="shipped")
+    model = na_transformer(preset="tiny", dataset_name=dataset, well_base_path=str(base), pretrained="shipped")
     save_checkpoint(path, build_payload(model))
     return path
 

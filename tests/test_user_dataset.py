@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import sys
 from pathlib import Path
 
+import harness_command as harness
 import pytest
 
 from well_upao.data.datasets import get_dataset
@@ -17,8 +17,6 @@ from well_upao.data.validate import validate_dataset
 from well_upao.physics import pde_for_dataset
 
 TESTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-harness = importlib.import_module("harness")
 
 
 @pytest.fixture(scope="module")

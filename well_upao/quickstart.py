@@ -67,7 +67,7 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
         command.append("trainer.vrmse_trajectories=1")
     if model == "na_nslora":
         # a few epochs are too few for the paper's LoRA warm-up to stall and switch (the run would be plain LoRA)
-        command.append("model.adapter.schedule=from_start")
+        command.append("trainer.nslora_schedule=from_start")
     return command
 
 
@@ -78,8 +78,8 @@ def run_quickstart(config: QuickstartConfig) -> str:
     from well_upao.evaluate.plots import plot_fields, plot_rollout
     from well_upao.evaluate.predictors import classical_predictors, load_predictor
     from well_upao.evaluate.run import evaluate, markdown_table, open_split, sample_context, save
+    from well_upao.harness.model_factory import na_transformer
     from well_upao.models.checkpoint import build_payload, save_checkpoint
-    from well_upao.models.na_transformer import NATransformer
     from well_upao.physics.pdes import pde_for_dataset
 
     out = config.out.resolve()
@@ -106,7 +106,7 @@ def run_quickstart(config: QuickstartConfig) -> str:
     bar.update(1)
 
     advance(STEPS[1])
-    zero_shot = NATransformer(preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained="shipped")
+    zero_shot = na_transformer(preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained="shipped")
     zero_shot_path = out / "zero_shot.pt"
     save_checkpoint(zero_shot_path, build_payload(zero_shot))
     bar.update(1)

@@ -72,7 +72,7 @@ def wrap(model: torch.nn.Module, info: Distributed, strategy: str = "ddp") -> to
 
 
 def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
-    from well_upao.pretrain.mixture import MixtureDataModule
+    from well_upao.harness.mixture import MixtureDataModule
     from well_upao.pretrain.trainer import PretrainTrainer
 
     torch.manual_seed(int(cfg.seed))

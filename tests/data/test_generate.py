@@ -144,7 +144,7 @@ def test_the_well_loads_the_files_unchanged(small_datasets, name):
     from the_well.data import WellDataModule, WellDataset
     from the_well.data.normalization import ZScoreNormalization
 
-    from well_upao.data.registry import register_exact_datasets
+    from well_upao.harness.names import register_exact_datasets
 
     register_exact_datasets()
     pde = EXACT_PDES[name]

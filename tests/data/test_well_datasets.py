@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+import harness_command as harness
 import pytest
 import torch
+import well_synthetic as synthetic
 
-from well_upao.data.datamodule import WellUpaoDataModule
 from well_upao.data.datasets import DATASET_SLOTS, slot_indices
-from well_upao.models.na_transformer import NATransformer
+from well_upao.harness.datamodule import WellUpaoDataModule
+from well_upao.harness.model_factory import na_transformer
 from well_upao.physics import pde_for_dataset
-
-root = Path(__file__).parents[1]
-synthetic = importlib.util.module_from_spec(importlib.util.spec_from_file_location("ws", root / "well_synthetic.py"))
-synthetic.__loader__.exec_module(synthetic)
-harness = importlib.util.module_from_spec(importlib.util.spec_from_file_location("hn", root / "harness.py"))
-harness.__loader__.exec_module(harness)
 
 EXPECTED_CHANNELS = {
     "active_matter": ["concentration", "velocity_x", "velocity_y"],  # D and E dropped (the paper's selection)
@@ -46,7 +39,7 @@ def test_each_well_dataset_loads_with_the_papers_fields_and_slots(well_base, nam
         sample = dataset[0]
         assert sample["input_fields"].shape[-1] == len(channels)
     assert set(channels) == set(DATASET_SLOTS[name])
-    model = NATransformer(preset="tiny", layers=1, dims=(2,), dataset_name=name, well_base_path=str(well_base))
+    model = na_transformer(preset="tiny", layers=1, dims=(2,), dataset_name=name, well_base_path=str(well_base))
     assert model.channel_slots == slot_indices(name, channels)
     pde = pde_for_dataset(name)
     scalars = {n: torch.tensor([1.0]) for n in module.train_dataset.metadata.constant_scalar_names}

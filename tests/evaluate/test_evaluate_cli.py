@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from well_upao.cli import main
+from well_upao.harness.model_factory import na_transformer
 from well_upao.models.checkpoint import build_payload, save_checkpoint
-from well_upao.models.na_transformer import NATransformer
 
 
 def checkpoint(path, dataset, base, **kwargs):
-    model = NATransformer(preset="tiny", layers=1, dims=(2,), dataset_name=dataset, well_base_path=str(base), **kwargs)
+    model = na_transformer(preset="tiny", layers=1, dims=(2,), dataset_name=dataset, well_base_path=str(base), **kwargs)
     save_checkpoint(path, build_payload(model))
     return path
 

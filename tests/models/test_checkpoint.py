@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from well_upao.models.assembly import assemble, load_model
 from well_upao.models.checkpoint import (
     CheckpointError,
     build_payload,
     clean_state_dict,
-    load_model,
     read_checkpoint,
     save_checkpoint,
 )
@@ -38,17 +38,18 @@ def test_backbone_of_another_preset_is_refused(tmp_path):
     path = tmp_path / "small.pt"
     save_checkpoint(path, build_payload(small))
     with pytest.raises(CheckpointError, match=r"preset 'small'.*hidden: checkpoint 192 vs model 96"):
-        NATransformer(preset="tiny", channel_slots=[0], dims=(2,), layers=1, pretrained=str(path))
+        assemble(dict(preset="tiny", channel_slots=[0], dims=(2,), layers=1, pretrained=str(path)))
 
 
 def test_pretrained_backbone_loads_into_another_dataset(tmp_path):
     source = NATransformer(preset="tiny", channel_slots=[0, 1], dims=(1, 2), layers=1)
     path = tmp_path / "backbone.pt"
     save_checkpoint(path, build_payload(source))
-    target = NATransformer(preset="tiny", channel_slots=[15], dims=(2,), layers=1, pretrained=str(path))
+    target = assemble(dict(preset="tiny", channel_slots=[15], dims=(2,), layers=1, pretrained=str(path)))
     torch.testing.assert_close(target.blocks[0].mlp.up_proj.weight, source.blocks[0].mlp.up_proj.weight)
+    assert target.config["pretrained"] == str(path)  # recorded for checkpoints
     with pytest.raises(CheckpointError, match="3D"):
-        NATransformer(preset="tiny", channel_slots=[15], dims=(3,), layers=1, pretrained=str(path))
+        assemble(dict(preset="tiny", channel_slots=[15], dims=(3,), layers=1, pretrained=str(path)))
 
 
 def test_foreign_and_damaged_files_are_refused(tmp_path):

@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from well_upao.models.checkpoint import CheckpointError, build_payload, load_model, save_checkpoint
+from well_upao.models.assembly import assemble, load_model
+from well_upao.models.checkpoint import CheckpointError, build_payload, save_checkpoint
 from well_upao.models.lora import (
     MUON_COEFFICIENTS,
     AdapterError,
@@ -92,8 +93,9 @@ def test_zero_initialised_b_gives_finite_gradients_and_a_working_start():
 
 
 def tiny(**kwargs):
+    """A small backbone, assembled with ``kwargs`` (``adapter``, ``pretrained``) as the model factory does."""
     torch.manual_seed(0)
-    return NATransformer(preset="tiny", channel_slots=[0, 1], dims=(2,), layers=2, **kwargs)
+    return assemble(dict(preset="tiny", channel_slots=[0, 1], dims=(2,), layers=2, **kwargs))
 
 
 def test_injection_freezes_the_core_and_trains_adapters_and_codecs():
@@ -116,7 +118,8 @@ def test_injection_freezes_the_core_and_trains_adapters_and_codecs():
 
 
 def test_merge_gives_the_same_predictions():
-    model = tiny(adapter={"kind": "nslora", "schedule": "from_start"}).eval()
+    model = tiny(adapter={"kind": "nslora"}).eval()
+    set_ns_active(model, True)
     with torch.no_grad():
         for layer in adapter_layers(model).values():
             layer.lora_B.normal_(0, 0.01)
@@ -146,12 +149,11 @@ def test_adapter_checkpoints_are_slim_and_refuse_another_backbone(tmp_path):
     frames[..., :2] = torch.randn(1, 3, 16, 16, 2)
     with torch.no_grad():
         torch.testing.assert_close(rebuilt.eval().forward_sequence(frames), adapted.eval().forward_sequence(frames))
-    assert all(bool(layer.ns_active) for layer in adapter_layers(rebuilt).values())
+    assert all(bool(layer.ns_active) and layer.ns_mode for layer in adapter_layers(rebuilt).values())
     # another backbone under the same path: refused
     torch.manual_seed(1)
-    save_checkpoint(
-        backbone_path, build_payload(NATransformer(preset="tiny", channel_slots=[0, 1], dims=(2,), layers=2))
-    )
+    other = NATransformer(preset="tiny", channel_slots=[0, 1], dims=(2,), layers=2)
+    save_checkpoint(backbone_path, build_payload(other))
     with pytest.raises(CheckpointError, match="trained on another backbone"):
         load_model(path)
 
@@ -161,7 +163,16 @@ def test_bad_adapter_requests_are_explained():
         tiny(adapter={"kind": "lora", "rank": 97})
     with pytest.raises(AdapterError, match=r"\['attn_out'\] match no linear layer"):
         tiny(adapter={"kind": "lora", "targets": ["qkv", "attn_out"]})
-    with pytest.raises(ValueError, match="unknown adapter settings"):
+    with pytest.raises(AdapterError, match="unknown adapter settings"):
         tiny(adapter={"kind": "lora", "rnak": 4})
-    with pytest.raises(ValueError, match="kind must be"):
+    with pytest.raises(AdapterError, match="kind must be"):
         tiny(adapter={"kind": "dora"})
+
+
+def test_the_ns_forward_is_one_graph_without_reading_back_from_the_device():
+    """NS mode is a Python flag and the zero-B rule a tensor ``where``: no host synchronisation per forward, so
+    ``torch.compile`` traces it whole (it broke the graph when the mode was read from a buffer each call)."""
+    layer = LoRALinear(torch.nn.Linear(8, 8), rank=2)
+    layer.set_ns(True)
+    explanation = torch._dynamo.explain(layer)(torch.randn(3, 8))
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
+from well_upao.harness.mixture import MixtureDataModule
 from well_upao.models.checkpoint import read_checkpoint
-from well_upao.pretrain.mixture import MixtureDataModule
 
 FAMILIES = ["shallow_water_2d", "compressible_ns_1d"]
 

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+import harness_command as harness
 import torch
 
-from well_upao.models.checkpoint import load_model, read_checkpoint
+from well_upao.models.assembly import load_model
+from well_upao.models.checkpoint import read_checkpoint
 from well_upao.trainers.shifted import masked_mse
-
-spec = importlib.util.spec_from_file_location("harness", Path(__file__).parents[1] / "harness.py")
-harness = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(harness)
 
 
 def test_masked_mse_counts_only_active_slots():

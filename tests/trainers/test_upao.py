@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import harness_command as harness
 import pytest
 import torch
 from the_well.benchmark.metrics import MSE
 
-from well_upao.data.datamodule import WellUpaoDataModule
+from well_upao.harness.datamodule import WellUpaoDataModule
+from well_upao.harness.model_factory import na_transformer
+from well_upao.harness.samples import batch_dt
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.models.lora import adapter_layers
-from well_upao.models.na_transformer import NATransformer
 from well_upao.trainers.upao import UpaoTrainer
-
-spec = importlib.util.spec_from_file_location("harness", Path(__file__).parents[1] / "harness.py")
-harness = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(harness)
 
 
 def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, data_kwargs=None, **kwargs) -> UpaoTrainer:
@@ -29,7 +26,7 @@ def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, data_kw
         str(base), dataset, batch_size=2, n_steps_output=1, data_workers=0, max_rollout_steps=3, **data_kwargs
     )
     torch.manual_seed(0)
-    model = NATransformer(
+    model = na_transformer(
         preset="tiny",
         layers=1,
         dataset_name=dataset,
@@ -99,16 +96,6 @@ def test_label_free_selection_by_default_and_vrmse_under_the_paper_protocol(smal
     assert loss == pytest.approx(logs["valid_paper_VRMSE"])
 
 
-def test_grid_dt_and_scalars_come_from_the_sample(small_datasets, tmp_path):
-    trainer = make_trainer(small_datasets, tmp_path)
-    batch = next(iter(trainer.datamodule.train_dataloader()))
-    grid = trainer.sample_grid(batch)
-    assert grid.periodic == (True, True)
-    assert grid.spacing[0] == pytest.approx(2 * torch.pi / 16)
-    assert torch.allclose(trainer.sample_dt(batch), torch.full((2,), 0.01))
-    assert set(trainer.sample_scalars(batch)) == {"nu", "eps_x", "eps_y", "k_x", "k_y"}
-
-
 def test_a_pde_that_needs_missing_slots_is_refused(small_datasets, tmp_path):
     with pytest.raises(ValueError, match="needs slots"):
         make_trainer(small_datasets, tmp_path, pde="tg2d")  # burgers2d has no pressure channel
@@ -154,7 +141,7 @@ def test_a_user_pde_registered_outside_the_package_runs_in_the_harness(small_dat
 
 
 def test_lora_to_nslora_switch_after_patience(small_datasets, tmp_path):
-    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": {"kind": "nslora", "switch_patience": 2}})
+    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": {"kind": "nslora"}}, switch_patience=2)
     layers = adapter_layers(trainer.bare_model)
     with torch.no_grad():
         for layer in layers.values():
@@ -173,6 +160,19 @@ def test_lora_to_nslora_switch_after_patience(small_datasets, tmp_path):
     assert trainer.after_validation(3, 1.0, improved=False) == {}  # switches once
 
 
+def test_the_schedule_in_the_model_config_is_an_alias_of_the_trainer_setting(small_datasets, tmp_path):
+    """``model.adapter.schedule`` / ``switch_patience`` (earlier commands) reach the trainer; its own settings win."""
+    adapter = {"kind": "nslora", "schedule": "from_start", "switch_patience": 3}
+    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": adapter})
+    assert (trainer.nslora_schedule, trainer.switch_patience) == ("from_start", 3)
+    assert all(layer.ns_mode for layer in adapter_layers(trainer.bare_model).values())
+    assert "schedule" not in trainer.bare_model.config["adapter"]  # not an adapter setting any more
+    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": adapter}, nslora_schedule="warmup")
+    assert trainer.nslora_schedule == "warmup" and not any(
+        layer.ns_mode for layer in adapter_layers(trainer.bare_model).values()
+    )
+
+
 def test_harness_runs_nslora_with_upao_and_reports_the_adapters(small_datasets, tmp_path):
     result = harness.run_harness(
         tmp_path,
@@ -181,7 +181,7 @@ def test_harness_runs_nslora_with_upao_and_reports_the_adapters(small_datasets, 
         "trainer=upao",
         "data=burgers2d",
         "trainer.epochs=2",
-        "model.adapter.switch_patience=0",
+        "trainer.switch_patience=0",
         *harness.FAST[1:],
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -217,7 +217,7 @@ def test_time_strides_give_each_sample_its_own_dt(small_datasets, tmp_path):
     )
     seen = set()
     for batch in trainer.datamodule.train_dataloader():
-        seen |= {round(float(v), 6) for v in trainer.sample_dt(batch)}
+        seen |= {round(float(v), 6) for v in batch_dt(batch)}
         terms = trainer.upao_terms(batch)
         assert torch.isfinite(terms.total)
     assert seen <= {0.02, 0.03} and 0.02 in seen

@@ -176,7 +176,8 @@ def load_predictor(
     Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
     """
     from well_upao.data.datasets import slot_indices
-    from well_upao.models.checkpoint import CheckpointError, load_model, read_checkpoint
+    from well_upao.models.assembly import load_model
+    from well_upao.models.checkpoint import CheckpointError, read_checkpoint
 
     path = checkpoint_file(path)
     payload = read_checkpoint(path)

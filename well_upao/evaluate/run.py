@@ -21,12 +21,10 @@ from tqdm.auto import tqdm
 
 from well_upao.data.datasets import slot_indices
 from well_upao.data.metadata import first_file
-from well_upao.data.registry import register_dataset_names
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
-from well_upao.physics.stencils import Grid
-
-PERIODIC_CODE = 2
+from well_upao.harness.names import register_dataset_names
+from well_upao.harness.samples import grid_of, named_scalars
 
 
 class EvaluationError(ValueError):
@@ -76,8 +74,8 @@ class Evaluation:
 
 def open_split(base_path: str | Path, dataset: str, split: str, history: int, stride: int):
     """The split as whole trajectories (The Well's full-trajectory mode), with the dataset's field selection."""
-    from well_upao.data.datamodule import FieldSelectingWellDataset
     from well_upao.data.datasets import selected_fields
+    from well_upao.harness.datamodule import FieldSelectingWellDataset
 
     try:
         first_file(base_path, dataset, split)
@@ -99,20 +97,12 @@ def open_split(base_path: str | Path, dataset: str, split: str, history: int, st
 
 
 def sample_context(sample: dict, scalar_names: list[str], channel_slots: list[int]) -> Context:
-    space = sample["space_grid"]
-    dims = space.shape[-1]
-    spacing = []
-    for axis in range(dims):
-        index = [0] * dims
-        index[axis] = 1
-        spacing.append(float(space[tuple(index)][axis] - space[(0,) * dims][axis]))
-    codes = sample["boundary_conditions"]
-    periodic = tuple(bool((codes[a] == PERIODIC_CODE).all()) for a in range(dims))
+    """The physics of one whole-trajectory sample: its dt, grid, named scalars and slots."""
     times = torch.cat([sample["input_time_grid"], sample["output_time_grid"]])
-    dt = float(times[1] - times[0])
-    scalars = sample.get("constant_scalars", torch.zeros(0))
-    named = {n: scalars[i : i + 1].double() for i, n in enumerate(scalar_names)}
-    return Context(torch.tensor([dt]), Grid(tuple(spacing), periodic), named, channel_slots)
+    scalars = sample.get("constant_scalars", torch.zeros(0))[None].double()
+    named = named_scalars(scalars, scalar_names)
+    grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
+    return Context(torch.tensor([float(times[1] - times[0])]), grid, named, channel_slots)
 
 
 def one_step_all(

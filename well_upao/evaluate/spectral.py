@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from well_upao.models.checkpoint import load_model
+from well_upao.models.assembly import load_model
 from well_upao.models.lora import adapter_layers
 
 METRICS = ("stable_rank", "participation_ratio", "entropy_rank")
@@ -47,7 +47,7 @@ def adapters_report(checkpoint: str | Path) -> dict:
     with torch.no_grad():
         for name, layer in layers.items():
             modules[name] = spectral_metrics(layer.delta_weight(), layer.rank)
-            modules[name]["forward"] = "nslora" if layer.uses_ns() else "lora"
+            modules[name]["forward"] = "nslora" if layer.runs_ns() else "lora"
     # adapters that never received a gradient (e.g. the 1D/3D variants when adapting on 2D data) keep
     # DeltaW = 0 and have no spectrum: they are counted, and left out of the means
     updated = {n: v for n, v in modules.items() if v["frobenius"] > 0}

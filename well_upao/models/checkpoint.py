@@ -10,11 +10,11 @@
 
 Tensors shared between ``state_dict`` and ``model_state_dict`` are stored once by ``torch.save``. Files are
 written to a temporary name and renamed when complete. DDP/FSDP ``module.`` prefixes never reach the file.
+Rebuilding a model from a file (``load_model``) is :mod:`well_upao.models.assembly`.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -26,17 +26,6 @@ from well_upao.data.slots import slot_table_hash
 
 FORMAT = "well-upao"
 VERSION = 1
-#: configuration keys that fix the backbone's parameter shapes
-ARCHITECTURE_KEYS = (
-    "hidden",
-    "layers",
-    "heads",
-    "patch",
-    "kernel",
-    "temporal_kernel",
-    "n_steps_input",
-    "encoder_width",
-)
 
 
 class CheckpointError(ValueError):
@@ -115,7 +104,7 @@ def adapter_section(model: nn.Module, state: dict) -> tuple[dict | None, dict, b
 
     if not adapter_layers(model):
         return None, state, True
-    spec = model.config["adapter"]
+    spec = model.config.get("adapter") or {"kind": "lora"}
     adapter_state = {k: v for k, v in state.items() if "lora_" in k or k.endswith("ns_active")}
     section = {
         "kind": spec["kind"],
@@ -201,80 +190,3 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     if payload.get("slot_table") != slot_table_hash():
         raise CheckpointError(f"{path} was written with another channel-slot table")
     return payload
-
-
-def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
-    """Instantiate the model class named in the checkpoint with its stored config (plus ``overrides``).
-
-    The backbone file (``pretrained``) is only read when the checkpoint does not hold every weight itself."""
-    if not payload["model"]["config"] and payload["model"].get("hydra"):
-        # a harness model without its own config (e.g. the Well's FNO): its Hydra node + the harness arguments
-        from hydra.utils import instantiate
-
-        return instantiate(payload["model"]["hydra"], **payload["model"].get("harness_args", {}), **overrides)
-    module_name, _, class_name = payload["model"]["target"].rpartition(".")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    config = dict(payload["model"]["config"])
-    if payload.get("state_dict_complete", True):
-        config["pretrained"] = None
-    return cls(**{**config, **overrides})
-
-
-def load_model(path: str | Path, **overrides) -> nn.Module:
-    """Rebuild a model from the checkpoint file (and, for slim adapter files, its backbone) and load it."""
-    payload = read_checkpoint(path)
-    model = build_model(payload, **overrides)
-    load_state(model, payload, path)
-    return model
-
-
-def check_architecture(model_config: dict, checkpoint_config: dict, path: str | Path) -> None:
-    mismatched = {
-        key: (checkpoint_config.get(key), model_config.get(key))
-        for key in ARCHITECTURE_KEYS
-        if checkpoint_config.get(key) != model_config.get(key)
-    }
-    if mismatched:
-        details = ", ".join(f"{k}: checkpoint {a} vs model {b}" for k, (a, b) in mismatched.items())
-        raise CheckpointError(
-            f"{path} holds a backbone of preset {checkpoint_config.get('preset')!r} that does not fit this model "
-            f"(preset {model_config.get('preset')!r}): {details}"
-        )
-
-
-#: the backbone pretrained by the project and shipped in the package (``model.pretrained=shipped``)
-SHIPPED_BACKBONE = "na_tiny_pretrained.pt"
-
-
-def shipped_backbone_path() -> Path:
-    """Path of the shipped pretrained tiny backbone inside the installed package."""
-    from importlib import resources
-
-    path = Path(str(resources.files("well_upao.weights") / SHIPPED_BACKBONE))
-    if not path.is_file():
-        raise CheckpointError(f"the shipped backbone {path} is missing from this installation")
-    return path
-
-
-def resolve_pretrained(path: str | Path | None) -> str | None:
-    """``"shipped"`` -> the packaged backbone's path; other values unchanged."""
-    if path is None or str(path) in ("", "null", "None"):
-        return None
-    return str(shipped_backbone_path()) if str(path) == "shipped" else str(path)
-
-
-def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
-    """Load a backbone checkpoint into ``model`` (same architecture; dimensionalities may be a subset)."""
-    path = resolve_pretrained(path)
-    payload = read_checkpoint(path)
-    check_architecture(model.config, payload["model"]["config"], path)
-    missing_dims = set(model.config["dims"]) - set(payload["model"]["config"].get("dims", []))
-    if missing_dims:
-        parts = ", ".join(f"{d}D" for d in sorted(missing_dims))
-        raise CheckpointError(f"{path} has no weights for the {parts} parts this model needs")
-    own = model.state_dict()
-    state = {k: v for k, v in payload["state_dict"].items() if k in own}
-    missing = sorted(set(own) - set(state))
-    if missing:
-        raise CheckpointError(f"{path} lacks {len(missing)} backbone tensors, e.g. {missing[:3]}")
-    model.load_state_dict(state)

@@ -14,8 +14,15 @@ The forward never forms ``DeltaW``: ``y = W0 x + s * (x A'^T) B'^T`` with the (o
 Zero-initialised ``B`` (ruling 5 of paper-decisions.md): ``NS(0) = 0`` and ``||B||_F = 0`` give NSLoRA no
 gradient signal for ``B`` (the normalisation's derivative is ``1/eps`` times a zero magnitude). A layer in NS
 mode therefore uses the standard LoRA forward while ``||B||_F <= ns_min_norm`` (only possible at the very start:
-``nslora_from_start``); after the first update it runs the NS forward. Gradients are finite either way (norms
-are computed as ``sqrt(sum + tiny)``).
+NS from the first step); after the first update it runs the NS forward. The choice is a tensor ``where`` on the
+factors, so the forward never reads a value back to the host (no synchronisation, ``torch.compile``-able); the
+NS mode itself is a Python flag mirrored in the ``ns_active`` buffer that checkpoints store.
+
+What a backbone offers adapters (:class:`AdaptableBackbone`): ``adapter_core()``, the named modules whose linear
+layers are wrapped and which are frozen, and ``core_parameters()``, further frozen parameters of the core.
+Adapter settings and their defaults are :data:`ADAPTER_DEFAULTS` (:func:`resolve_adapter_config`). When NS
+starts (the paper's switch after a LoRA warm-up, or from the first step) is a training setting, not an adapter
+one.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -32,8 +40,45 @@ DEFAULT_TARGETS = ("qkv", "proj", "gate_proj", "up_proj", "down_proj")
 NORM_EPS = 1e-7
 
 
+#: adapter settings: kind (lora | nslora), rank r, scale alpha, wrapped layer names, NS steps and precision
+ADAPTER_DEFAULTS: dict[str, Any] = dict(
+    kind="nslora",
+    rank=16,
+    alpha=32.0,
+    targets=list(DEFAULT_TARGETS),
+    ns_steps=5,
+    ns_dtype="float32",  # float32 | bfloat16
+)
+
+
 class AdapterError(ValueError):
     """Invalid adapter request (rank, target names, mismatched backbone)."""
+
+
+class AdaptableBackbone(Protocol):
+    """What adapters need from a backbone (``NATransformer`` provides it)."""
+
+    def adapter_core(self) -> dict[str, nn.Module]:
+        """Named core modules: their linear layers get adapters, all their weights are frozen."""
+
+    def core_parameters(self) -> list[nn.Parameter]:
+        """Further parameters of the frozen core (outside those modules)."""
+
+
+def resolve_adapter_config(adapter: dict | None) -> dict | None:
+    """Adapter settings with defaults filled in (``None`` or empty: no adapters)."""
+    if not adapter:
+        return None
+    spec = {**ADAPTER_DEFAULTS, **dict(adapter)}
+    unknown = set(spec) - set(ADAPTER_DEFAULTS)
+    if unknown:
+        raise AdapterError(f"unknown adapter settings {sorted(unknown)}; known: {sorted(ADAPTER_DEFAULTS)}")
+    if spec["kind"] not in ("lora", "nslora"):
+        raise AdapterError(f"adapter kind must be 'lora' or 'nslora', got {spec['kind']!r}")
+    if spec["ns_dtype"] not in ("float32", "bfloat16"):
+        raise AdapterError(f"ns_dtype must be float32 or bfloat16, got {spec['ns_dtype']!r}")
+    spec["targets"] = list(spec["targets"])
+    return spec
 
 
 def safe_frobenius(matrix: torch.Tensor) -> torch.Tensor:
@@ -91,22 +136,41 @@ class LoRALinear(nn.Module):
         self.lora_B = nn.Parameter(torch.zeros(d_out, rank, **factory))
         nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
         self.register_buffer("ns_active", torch.zeros((), dtype=torch.bool, device=base.weight.device))
+        self.ns_mode = False  # mirrors ns_active without reading it back from the device
 
     @property
     def scaling(self) -> float:
         return self.alpha / self.rank
 
-    def uses_ns(self) -> bool:
-        return bool(self.ns_active) and float(self.lora_B.detach().norm()) > self.ns_min_norm
+    def set_ns(self, active: bool) -> None:
+        """Switch the NS forward on or off (flag and stored buffer)."""
+        self.ns_mode = bool(active)
+        self.ns_active.fill_(self.ns_mode)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        stored = state_dict.get(prefix + "ns_active")
+        if stored is not None:
+            self.ns_mode = bool(stored)
+
+    def runs_ns(self) -> bool:
+        """Whether the forward currently is NSLoRA's (reads ``||B||_F`` back: for reports, not for forwards)."""
+        return self.ns_mode and float(self.lora_B.detach().norm()) > self.ns_min_norm
 
     def factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | float]:
-        """``(A', B', s)`` with ``DeltaW = s B' A'``."""
-        if self.uses_ns():
-            magnitude = safe_frobenius(self.lora_A) * safe_frobenius(self.lora_B)
-            a_hat = newton_schulz(self.lora_A, self.ns_steps, dtype=self.ns_dtype)
-            b_hat = newton_schulz(self.lora_B, self.ns_steps, dtype=self.ns_dtype)
-            return a_hat, b_hat, magnitude
-        return self.lora_A, self.lora_B, self.scaling
+        """``(A', B', s)`` with ``DeltaW = s B' A'``: LoRA's, or in NS mode NSLoRA's once ``||B||_F > ns_min_norm``
+        (LoRA's before, chosen on the device)."""
+        if not self.ns_mode:
+            return self.lora_A, self.lora_B, self.scaling
+        norm_a, norm_b = safe_frobenius(self.lora_A), safe_frobenius(self.lora_B)
+        a_hat = newton_schulz(self.lora_A, self.ns_steps, dtype=self.ns_dtype)
+        b_hat = newton_schulz(self.lora_B, self.ns_steps, dtype=self.ns_dtype)
+        started = norm_b > self.ns_min_norm
+        return (
+            torch.where(started, a_hat, self.lora_A),
+            torch.where(started, b_hat, self.lora_B),
+            torch.where(started, norm_a * norm_b, torch.full_like(norm_a, self.scaling)),
+        )
 
     def delta_weight(self) -> torch.Tensor:
         a, b, s = self.factors()
@@ -127,13 +191,11 @@ class LoRALinear(nn.Module):
         return merged
 
     def extra_repr(self) -> str:
-        return f"rank={self.rank}, alpha={self.alpha}, ns_active={bool(self.ns_active)}"
+        return f"rank={self.rank}, alpha={self.alpha}, ns_mode={self.ns_mode}"
 
 
-def _core_modules(model: nn.Module) -> Iterable[tuple[str, nn.Module]]:
-    """The frozen Transformer core of a well-upao backbone: its layers and final norm."""
-    yield "blocks", model.blocks
-    yield "final_norm", model.final_norm
+def _core_modules(model: AdaptableBackbone) -> Iterable[tuple[str, nn.Module]]:
+    return model.adapter_core().items()
 
 
 def inject_adapters(
@@ -163,8 +225,19 @@ def inject_adapters(
         for parameter_name, parameter in core.named_parameters():
             if "lora_" not in parameter_name:
                 parameter.requires_grad_(False)
-    model.time_embedding.requires_grad_(False)
+    for parameter in model.core_parameters():
+        parameter.requires_grad_(False)
     return wrapped
+
+
+def attach_adapters(model: AdaptableBackbone, adapter: dict) -> dict:
+    """Wrap ``model``'s core with the adapters ``adapter`` describes (defaults filled in); returns the settings."""
+    spec = resolve_adapter_config(adapter)
+    ns_dtype = getattr(torch, spec["ns_dtype"])
+    inject_adapters(model, spec["rank"], spec["alpha"], spec["targets"], spec["ns_steps"], ns_dtype)
+    if isinstance(getattr(model, "config", None), dict):
+        model.config["adapter"] = spec  # what checkpoints record, so the model can be rebuilt
+    return spec
 
 
 def linear_names(model: nn.Module) -> set[str]:
@@ -182,7 +255,12 @@ def adapter_layers(model: nn.Module) -> dict[str, LoRALinear]:
 
 def set_ns_active(model: nn.Module, active: bool) -> None:
     for layer in adapter_layers(model).values():
-        layer.ns_active.fill_(active)
+        layer.set_ns(active)
+
+
+def ns_active(model: nn.Module) -> bool:
+    """Whether the model's adapters run the NS forward (all of them switch together)."""
+    return any(layer.ns_mode for layer in adapter_layers(model).values())
 
 
 def delta_norms(model: nn.Module) -> dict[str, float]:
@@ -211,5 +289,6 @@ def backbone_sha256(model: nn.Module) -> str:
                 continue
             digest.update(f"{prefix}.{name.replace('.base.', '.')}".encode())
             digest.update(_tensor_bytes(tensor))
-    digest.update(_tensor_bytes(model.time_embedding))
+    for parameter in model.core_parameters():
+        digest.update(_tensor_bytes(parameter))
     return digest.hexdigest()

@@ -19,6 +19,10 @@ Data flow for a history ``U = [u_1 .. u_T]`` (``T <= T_in``) in the unified 18-s
 Two call paths (INTERFACES.md section 3): ``forward(x)`` keeps The Well's harness contract (formatted history
 in, next frame out, in the dataset's own channels) and ``forward_sequence(frames, mask)`` takes 18-slot physical
 frames ``(B, T, *space, 18)`` and returns the ``T`` shifted predictions.
+
+The constructor builds layers only (a test can make one with no dataset on disk). Reading a dataset's channels is
+the harness's model factory (``well_upao.harness.model_factory``); starting from a pretrained backbone and adding
+adapters is :mod:`well_upao.models.assembly`.
 """
 
 from __future__ import annotations
@@ -31,9 +35,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from well_upao.data.datasets import slot_indices
 from well_upao.data.slots import N_SLOTS, SlotError
-from well_upao.models.checkpoint import resolve_pretrained
 from well_upao.models.layers import NeighborhoodAttention, PatchDecoder, PatchEncoder, SwiGLU
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -90,8 +92,8 @@ class NATransformer(nn.Module):
 
     Harness arguments (``n_spatial_dims, spatial_resolution, dim_in, dim_out``) come from
     ``the_well.benchmark.train``; ``preset`` picks the size (``paper``, ``small``, ``tiny``) and any explicit
-    size argument overrides it. The dataset's channel-to-slot map comes from ``channel_slots`` or is read from
-    the dataset's files (``dataset_name`` + ``well_base_path``, wired by the Hydra config) — never by hand.
+    size argument overrides it. ``channel_slots`` (the dataset's channel-to-slot map, which the harness's model
+    factory reads from the dataset), ``history`` and ``formatter`` serve the harness call path ``forward(x)``.
     """
 
     def __init__(
@@ -111,15 +113,10 @@ class NATransformer(nn.Module):
         encoder_width: int | None = None,
         dims: Sequence[int] = (1, 2, 3),
         channel_slots: Sequence[int] | None = None,
-        dataset_name: str | None = None,
-        well_base_path: str | None = None,
         history: int | None = None,
-        fields: Sequence[str] | None = None,
         formatter: str = "channels_last_default",
         residual_in_time: bool = True,
         attention_backend: str = "auto",
-        pretrained: str | None = None,
-        adapter: dict | None = None,
     ):
         super().__init__()
         if preset not in PRESETS:
@@ -145,13 +142,6 @@ class NATransformer(nn.Module):
         if formatter not in ("channels_last_default", "channels_first_default"):
             raise ValueError(f"formatter must be channels_last_default or channels_first_default, got {formatter!r}")
 
-        if channel_slots is None and dataset_name is not None:
-            if well_base_path is None:
-                raise ValueError("dataset_name needs well_base_path to read the dataset's channels")
-            from well_upao.data.metadata import dataset_channel_names
-
-            names = dataset_channel_names(well_base_path, dataset_name, list(fields) if fields else None)
-            channel_slots = slot_indices(dataset_name, names)
         if channel_slots is not None:
             channel_slots = [int(s) for s in channel_slots]
             if len(channel_slots) > N_SLOTS or len(set(channel_slots)) != len(channel_slots):
@@ -172,13 +162,10 @@ class NATransformer(nn.Module):
             n_spatial_dims=None if n_spatial_dims is None else int(n_spatial_dims),
             spatial_resolution=None if spatial_resolution is None else [int(n) for n in spatial_resolution],
             channel_slots=channel_slots,
-            dataset_name=dataset_name,
             history=None if history is None else int(history),
             formatter=formatter,
             residual_in_time=bool(residual_in_time),
             attention_backend=attention_backend,
-            pretrained=resolve_pretrained(pretrained),
-            adapter=resolve_adapter_config(adapter),
         )
         hidden, patch = size["hidden"], size["patch"]
         self.hidden, self.patch, self.t_in = hidden, patch, size["n_steps_input"]
@@ -196,24 +183,15 @@ class NATransformer(nn.Module):
             for _ in range(size["layers"])
         )
         self.final_norm = nn.RMSNorm(hidden)
-        if self.config["pretrained"]:
-            from well_upao.models.checkpoint import load_backbone_weights
 
-            load_backbone_weights(self, self.config["pretrained"])
-        if self.config["adapter"] is not None:
-            from well_upao.models.lora import inject_adapters, set_ns_active
+    # ------------------------------------------------------------------ what adapters wrap (lora.AdaptableBackbone)
+    def adapter_core(self) -> dict[str, nn.Module]:
+        """The Transformer core: its NA layers and final norm (encoders and decoders are not part of it)."""
+        return {"blocks": self.blocks, "final_norm": self.final_norm}
 
-            spec = self.config["adapter"]
-            inject_adapters(
-                self,
-                spec["rank"],
-                spec["alpha"],
-                spec["targets"],
-                spec["ns_steps"],
-                getattr(torch, spec["ns_dtype"]),
-            )
-            if spec["kind"] == "nslora" and spec["schedule"] == "from_start":
-                set_ns_active(self, True)
+    def core_parameters(self) -> list[nn.Parameter]:
+        """The core's parameters outside those modules: the history-position embedding."""
+        return [self.time_embedding]
 
     # ------------------------------------------------------------------ slots
     def slot_mask(self, device: torch.device | None = None) -> torch.Tensor:
@@ -237,7 +215,7 @@ class NATransformer(nn.Module):
 
     def _require_slots(self, n_channels: int | None) -> list[int]:
         if self.channel_slots is None:
-            raise ModelInputError("no dataset attached: pass channel_slots or dataset_name + well_base_path")
+            raise ModelInputError("no dataset attached: build the model with its channel_slots")
         if n_channels is not None and n_channels != len(self.channel_slots):
             raise ModelInputError(
                 f"input has {n_channels} channels, the dataset's slot map has {len(self.channel_slots)}"
@@ -332,36 +310,6 @@ class NATransformer(nn.Module):
         if channels_first:
             prediction = rearrange(prediction, "b ... c -> b c ...")
         return prediction
-
-
-ADAPTER_DEFAULTS: dict[str, Any] = dict(
-    kind="nslora",  # lora | nslora
-    rank=16,
-    alpha=32.0,
-    targets=["qkv", "proj", "gate_proj", "up_proj", "down_proj"],
-    ns_steps=5,
-    ns_dtype="float32",  # float32 | bfloat16
-    schedule="warmup",  # warmup: LoRA until the validation criterion stalls, then NS | from_start
-    switch_patience=5,
-)
-
-
-def resolve_adapter_config(adapter: dict | None) -> dict | None:
-    """Adapter settings with defaults filled in (``None``: full model, no adapters)."""
-    if not adapter:
-        return None
-    spec = {**ADAPTER_DEFAULTS, **dict(adapter)}
-    unknown = set(spec) - set(ADAPTER_DEFAULTS)
-    if unknown:
-        raise ValueError(f"unknown adapter settings {sorted(unknown)}; known: {sorted(ADAPTER_DEFAULTS)}")
-    if spec["kind"] not in ("lora", "nslora"):
-        raise ValueError(f"adapter kind must be 'lora' or 'nslora', got {spec['kind']!r}")
-    if spec["schedule"] not in ("warmup", "from_start"):
-        raise ValueError(f"adapter schedule must be 'warmup' or 'from_start', got {spec['schedule']!r}")
-    if spec["ns_dtype"] not in ("float32", "bfloat16"):
-        raise ValueError(f"ns_dtype must be float32 or bfloat16, got {spec['ns_dtype']!r}")
-    spec["targets"] = list(spec["targets"])
-    return spec
 
 
 def count_parameters(module: nn.Module) -> int:

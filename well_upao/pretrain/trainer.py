@@ -17,8 +17,8 @@ from tqdm.auto import tqdm
 
 from well_upao.distributed import is_main_process
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
+from well_upao.harness.mixture import MixtureDataModule
 from well_upao.models.checkpoint import build_payload, save_checkpoint, unwrap
-from well_upao.pretrain.mixture import MixtureDataModule
 from well_upao.trainers.common import warmup_cosine
 from well_upao.trainers.shifted import masked_mse
 

@@ -17,13 +17,12 @@ from typing import Any
 
 import torch
 import wandb
-from the_well.benchmark.trainer import Trainer
-from the_well.benchmark.trainer import training as well_training
 from torch.optim.lr_scheduler import LambdaLR
 from tqdm.auto import tqdm
 
 from well_upao.data.slots import N_SLOTS
 from well_upao.distributed import is_main_process
+from well_upao.harness.well_trainer import WellTrainer
 from well_upao.models.checkpoint import (
     CheckpointError,
     build_payload,
@@ -32,9 +31,31 @@ from well_upao.models.checkpoint import (
     save_checkpoint,
     unwrap,
 )
-from well_upao.models.lora import adapter_layers, delta_norms, set_ns_active
+from well_upao.models.lora import adapter_layers, delta_norms, ns_active, set_ns_active
 
 logger = logging.getLogger(__name__)
+
+
+SCHEDULES = ("warmup", "from_start")
+_warned_about_alias = False
+
+
+def resolve_nslora_schedule(schedule: str | None, switch_patience: int | None, alias: dict | None) -> tuple[str, int]:
+    """The NSLoRA schedule: the trainer's settings, else the model config's earlier names for them
+    (``model.adapter.schedule`` / ``switch_patience``, with one warning), else ``warmup`` after 5 validations."""
+    global _warned_about_alias
+    alias = alias or {}
+    if alias and not _warned_about_alias:
+        logger.warning(
+            "model.adapter.schedule / model.adapter.switch_patience are now trainer.nslora_schedule / "
+            f"trainer.switch_patience; using {alias} from the model config"
+        )
+        _warned_about_alias = True
+    schedule = schedule if schedule is not None else alias.get("schedule", "warmup")
+    patience = switch_patience if switch_patience is not None else alias.get("switch_patience", 5)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"nslora_schedule must be one of {SCHEDULES}, got {schedule!r}")
+    return schedule, int(patience)
 
 
 def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: float) -> float:
@@ -45,13 +66,15 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: flo
     return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-class WellUpaoTrainer(Trainer):
+class WellUpaoTrainer(WellTrainer):
     """The Well's ``Trainer`` with per-step warm-up + cosine LR, gradient clipping and our checkpoints.
 
     Extra arguments (all from the trainer config): ``grad_clip`` (max gradient norm, ``0`` disables),
     ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
-    budget: training stops at the first step past it, then validates and tests as usual), ``progress``.
+    budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
+    ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for ``switch_patience``
+    validations, then NS; ``from_start``) for models with NSLoRA adapters.
     Every epoch's logs are also appended to ``<run>/artifacts/metrics.jsonl``.
     """
 
@@ -64,6 +87,8 @@ class WellUpaoTrainer(Trainer):
         patience: int = 0,
         max_minutes: float | None = None,
         progress: bool = True,
+        nslora_schedule: str | None = None,
+        switch_patience: int | None = None,
         **kwargs,
     ):
         self.grad_clip = float(grad_clip)
@@ -78,7 +103,11 @@ class WellUpaoTrainer(Trainer):
         self._scheduler_state: dict | None = None
         self.global_step = 0
         super().__init__(*args, **kwargs)
-        self.formatter_name = kwargs.get("formatter", args[3] if len(args) > 3 else "channels_last_default")
+        self.nslora_schedule, self.switch_patience = resolve_nslora_schedule(
+            nslora_schedule, switch_patience, getattr(self.bare_model, "schedule_alias", None)
+        )
+        if self.nslora_schedule == "from_start" and self._adapter_kind() == "nslora":
+            set_ns_active(self.bare_model, True)
         if self.lr_scheduler is not None:
             logger.info("well-upao trainers schedule the LR per step; the harness's epoch scheduler is ignored")
             self.lr_scheduler = None
@@ -180,23 +209,23 @@ class WellUpaoTrainer(Trainer):
         (the two parametrisations give different norms, paper-decisions.md point 4), and the early-stopping
         counter restarts.
         """
-        spec = getattr(self.bare_model, "config", {}).get("adapter")
-        if not spec or spec["kind"] != "nslora" or spec["schedule"] != "warmup":
+        if self._adapter_kind() != "nslora" or self.nslora_schedule != "warmup" or ns_active(self.bare_model):
             return {}
-        layers = adapter_layers(self.bare_model)
-        if any(bool(layer.ns_active) for layer in layers.values()):
-            return {}
-        if self.epochs_without_improvement < spec["switch_patience"]:
+        if self.epochs_without_improvement < self.switch_patience:
             return {}
         before = sum(delta_norms(self.bare_model).values())
         set_ns_active(self.bare_model, True)
         after = sum(delta_norms(self.bare_model).values())
         self.epochs_without_improvement = 0
         logger.info(
-            f"epoch {epoch}: switching adapters LoRA -> NSLoRA after {spec['switch_patience']} validations without "
+            f"epoch {epoch}: switching adapters LoRA -> NSLoRA after {self.switch_patience} validations without "
             f"improvement; sum of ||DeltaW||_F {before:.4e} -> {after:.4e}"
         )
         return {"nslora_switch_epoch": epoch, "delta_w_norm_before_switch": before, "delta_w_norm_after_switch": after}
+
+    def _adapter_kind(self) -> str | None:
+        spec = getattr(self.bare_model, "config", {}).get("adapter")
+        return spec["kind"] if spec and adapter_layers(self.bare_model) else None
 
     def train(self):
         """The Well's epoch loop plus early stopping, an after-validation hook and a metrics.jsonl log."""
@@ -253,18 +282,6 @@ class WellUpaoTrainer(Trainer):
         )
         self.record(test_logs | rollout_logs | {"test": test_loss, "epoch": epoch}, epoch)
         logger.info(f"test criterion {test_loss:.4e}")
-
-    def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
-        """The Well's validation, with its power-spectrum plots skipped for 1D data (the_well 1.2.0's
-        ``build_1d_power_spectrum`` indexes a 0-d tensor when there is a single spatial axis)."""
-        if self.dset_metadata.n_spatial_dims > 1:
-            return super().validation_loop(dataloader, valid_or_test, full, epoch)
-        plots = well_training.validation_plots
-        well_training.validation_plots = [p for p in plots if p.__name__ != "plot_power_spectrum_by_field"]
-        try:
-            return super().validation_loop(dataloader, valid_or_test, full, epoch)
-        finally:
-            well_training.validation_plots = plots
 
     # ------------------------------------------------------------------ checkpoints
     def model_description(self) -> dict[str, Any]:

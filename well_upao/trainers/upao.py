@@ -18,13 +18,12 @@ import torch
 from well_upao.evaluate.metrics import vrmse_paper
 from well_upao.evaluate.predictors import BackboneModel
 from well_upao.evaluate.run import one_step_all
+from well_upao.harness.samples import batch_dt, batch_grid, named_scalars
 from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.physics.stencils import Grid
 from well_upao.trainers.common import WellUpaoTrainer
 
 logger = logging.getLogger(__name__)
-PERIODIC_CODE = 2  # the_well.data.datasets.BoundaryCondition.PERIODIC
 
 
 class UpaoTrainer(WellUpaoTrainer):
@@ -96,39 +95,16 @@ class UpaoTrainer(WellUpaoTrainer):
         inputs = model.to_slots(inputs)
         next_band = model.to_slots(next_band)
         prediction = self.model(inputs, sequence=True)
+        scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
         return self.objective(
             prediction,
             inputs,
             next_band,
-            self.sample_dt(batch),
-            self.sample_scalars(batch),
-            self.sample_grid(batch),
+            batch_dt(batch).to(self.device, torch.float32),
+            {name: value.to(self.device, torch.float32) for name, value in scalars.items()},
+            batch_grid(batch, self.objective.derivative),
             self.slot_mask(),
         )
-
-    def sample_dt(self, batch) -> torch.Tensor:
-        """The actual time between frames of each sample (any ``dt_stride``)."""
-        return (batch["output_time_grid"][:, 0] - batch["input_time_grid"][:, -1]).to(self.device, torch.float32)
-
-    def sample_scalars(self, batch) -> dict[str, torch.Tensor]:
-        scalars = batch.get("constant_scalars")
-        if scalars is None or not self.scalar_names:
-            return {}
-        scalars = scalars.to(self.device, torch.float32)
-        return {name: scalars[:, i] for i, name in enumerate(self.scalar_names)}
-
-    def sample_grid(self, batch) -> Grid:
-        """Grid spacing from the sample's coordinates; periodic axes from its boundary conditions."""
-        dims = self.dset_metadata.n_spatial_dims
-        space = batch["space_grid"][0]
-        spacing = []
-        for axis in range(dims):
-            index = [0] * dims
-            index[axis] = 1
-            spacing.append(float(space[tuple(index)][axis] - space[(0,) * dims][axis]))
-        codes = batch["boundary_conditions"][0]
-        periodic = tuple(bool((codes[a] == PERIODIC_CODE).all()) for a in range(dims))
-        return Grid(tuple(spacing), periodic, self.objective.derivative)
 
     def training_loss(self, batch):
         terms = self.upao_terms(batch)

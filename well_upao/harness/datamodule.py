@@ -17,7 +17,7 @@ from the_well.data import WellDataModule, WellDataset
 
 from well_upao.data.datasets import selected_fields
 from well_upao.data.metadata import first_file
-from well_upao.data.registry import register_dataset_names
+from well_upao.harness.names import register_dataset_names
 
 
 class FieldSelectingWellDataset(WellDataset):

@@ -2,12 +2,14 @@
 
 ``the_well.data.WellDataset`` asserts that ``well_dataset_name`` is in ``the_well.data.utils.WELL_DATASETS``
 whenever a base path is given. The list is a module-level object, so appending to it at run time (before the
-datasets are built) is enough; ``register_dataset_names`` is idempotent.
+datasets are built) is enough; every function here is idempotent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from well_upao.data.datasets import dataset_names
 
 
 def register_dataset_names(names: Iterable[str]) -> None:
@@ -21,6 +23,4 @@ def register_dataset_names(names: Iterable[str]) -> None:
 
 def register_exact_datasets() -> None:
     """Register the seven exact-solution dataset names (the ``exact`` rows of the dataset registry)."""
-    from well_upao.data.datasets import dataset_names
-
     register_dataset_names(dataset_names("exact"))

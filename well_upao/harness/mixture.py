@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from well_upao.data.datamodule import WellUpaoDataModule
 from well_upao.data.datasets import slot_indices
 from well_upao.data.slots import N_SLOTS
+from well_upao.harness.datamodule import WellUpaoDataModule
 
 
 @dataclass

@@ -1,0 +1,48 @@
+"""What a sample of ``the_well.data.WellDataset`` tells about its physics: time step, grid, boundaries, scalars.
+
+A sample (or a batch of them, with a leading batch axis) holds ``input_time_grid`` and ``output_time_grid``
+(min-subtracted, so differences are the true spacing, whatever the time stride), ``space_grid`` (coordinates,
+``(*space, d)``), ``boundary_conditions`` (``(d, 2)`` codes of ``the_well.data.datasets.BoundaryCondition``) and
+``constant_scalars`` (the per-trajectory ``/scalars``, in the metadata's ``constant_scalar_names`` order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from the_well.data.datasets import BoundaryCondition
+
+from well_upao.physics.stencils import Grid
+
+PERIODIC = BoundaryCondition.PERIODIC.value
+
+
+def grid_of(space_grid: torch.Tensor, boundary_codes: torch.Tensor, derivative: str = "fd") -> Grid:
+    """Grid spacing from one sample's coordinates ``(*space, d)``; periodic axes from its codes ``(d, 2)``."""
+    dims = space_grid.shape[-1]
+    origin = space_grid[(0,) * dims]
+    spacing = []
+    for axis in range(dims):
+        index = [0] * dims
+        index[axis] = 1
+        spacing.append(float(space_grid[tuple(index)][axis] - origin[axis]))
+    periodic = tuple(bool((boundary_codes[axis] == PERIODIC).all()) for axis in range(dims))
+    return Grid(tuple(spacing), periodic, derivative)
+
+
+def batch_grid(batch: Mapping[str, torch.Tensor], derivative: str = "fd") -> Grid:
+    """The grid of a batch (its samples share one dataset, hence one grid)."""
+    return grid_of(batch["space_grid"][0], batch["boundary_conditions"][0], derivative)
+
+
+def batch_dt(batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """The time between the last input frame and the first output frame of each sample, ``(B,)``."""
+    return batch["output_time_grid"][:, 0] - batch["input_time_grid"][:, -1]
+
+
+def named_scalars(scalars: torch.Tensor | None, names: Sequence[str]) -> dict[str, torch.Tensor]:
+    """``{name: (B,)}`` from ``constant_scalars`` ``(B, n)`` (an empty dict when there are none)."""
+    if scalars is None or not names:
+        return {}
+    return {name: scalars[:, i] for i, name in enumerate(names)}

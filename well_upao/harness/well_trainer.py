@@ -1,0 +1,32 @@
+"""The base of our trainers: The Well's ``Trainer``, with the two places where we reach into it.
+
+* Its constructor takes the formatter name as a positional or keyword argument and keeps only the formatter
+  object; we keep the name too (checkpoints record it, so evaluation can rebuild harness models).
+* Its validation draws power-spectrum plots that the_well 1.2.0 cannot draw for 1D data
+  (``build_1d_power_spectrum`` indexes a 0-d tensor when there is a single spatial axis): for 1D datasets they are
+  left out of ``the_well.benchmark.trainer.training.validation_plots`` for the duration of the validation.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from the_well.benchmark.trainer import Trainer
+from the_well.benchmark.trainer import training as well_training
+
+
+class WellTrainer(Trainer):
+    def __init__(self, *args, **kwargs):
+        bound = inspect.signature(Trainer.__init__).bind(self, *args, **kwargs)
+        self.formatter_name = bound.arguments.get("formatter", "channels_last_default")
+        super().__init__(*args, **kwargs)
+
+    def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
+        if self.dset_metadata.n_spatial_dims > 1:
+            return super().validation_loop(dataloader, valid_or_test, full, epoch)
+        plots = well_training.validation_plots
+        well_training.validation_plots = [p for p in plots if p.__name__ != "plot_power_spectrum_by_field"]
+        try:
+            return super().validation_loop(dataloader, valid_or_test, full, epoch)
+        finally:
+            well_training.validation_plots = plots

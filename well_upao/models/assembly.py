@@ -1,0 +1,150 @@
+"""Assemble a backbone from its description, with no harness needed: layers, pretrained weights, adapters.
+
+A backbone is described by one flat config (what the model factory receives and what checkpoints store in
+``model.config``): the architecture (``NATransformer``'s constructor arguments), plus
+
+* ``pretrained``: a backbone checkpoint to start from (``"shipped"``: the packaged tiny backbone);
+* ``adapter``: LoRA / NSLoRA settings (``well_upao.models.lora.ADAPTER_DEFAULTS``), or none;
+* ``dataset_name``: the dataset it is for (a label; the slots are in ``channel_slots``).
+
+:func:`assemble` builds the layers, loads the backbone, attaches the adapters and records all of it in
+``model.config``; :func:`build_model` / :func:`load_model` do the same from a checkpoint file.
+
+Configs written before the LoRA -> NSLoRA schedule became a training setting carry ``adapter.schedule`` and
+``adapter.switch_patience`` (they are checkpoint files of earlier versions, or ``model.adapter.*`` overrides of
+old commands): :func:`migrate_config` takes them out, and the model factory hands them to the trainer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from well_upao.models.checkpoint import CheckpointError, load_state, read_checkpoint
+from well_upao.models.lora import attach_adapters
+from well_upao.models.na_transformer import NATransformer
+
+#: config keys that are not NATransformer's constructor arguments
+ASSEMBLY_KEYS = ("pretrained", "adapter", "dataset_name")
+#: adapter keys of earlier configs that are now training settings (see the module docstring)
+LEGACY_SCHEDULE_KEYS = ("schedule", "switch_patience")
+#: configuration keys that fix the backbone's parameter shapes
+ARCHITECTURE_KEYS = (
+    "hidden",
+    "layers",
+    "heads",
+    "patch",
+    "kernel",
+    "temporal_kernel",
+    "n_steps_input",
+    "encoder_width",
+)
+
+
+def migrate_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(config without legacy keys, the legacy schedule settings it carried)``."""
+    config = dict(config)
+    adapter = dict(config.get("adapter") or {})
+    legacy = {key: adapter.pop(key) for key in LEGACY_SCHEDULE_KEYS if adapter.get(key) is not None}
+    for key in LEGACY_SCHEDULE_KEYS:
+        adapter.pop(key, None)
+    config["adapter"] = adapter or None
+    return config, legacy
+
+
+def assemble(config: Mapping[str, Any]) -> NATransformer:
+    """A backbone from its flat description (see the module docstring)."""
+    config, _ = migrate_config(config)
+    architecture = {key: value for key, value in config.items() if key not in ASSEMBLY_KEYS}
+    model = NATransformer(**architecture)
+    model.config.update(pretrained=None, adapter=None, dataset_name=config.get("dataset_name"))
+    if config.get("pretrained"):
+        load_backbone_weights(model, config["pretrained"])
+    if config.get("adapter"):
+        attach_adapters(model, config["adapter"])
+    return model
+
+
+def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
+    """The model a checkpoint describes, with its stored config (plus ``overrides``), weights not loaded yet.
+
+    A well-upao backbone is assembled (:func:`assemble`); its backbone file (``pretrained``) is only read when the
+    checkpoint does not hold every weight itself. A harness model without its own config (e.g. the Well's FNO) is
+    instantiated from its Hydra node and the harness arguments stored beside it."""
+    if not payload["model"]["config"] and payload["model"].get("hydra"):
+        from hydra.utils import instantiate
+
+        return instantiate(payload["model"]["hydra"], **payload["model"].get("harness_args", {}), **overrides)
+    module_name, _, class_name = payload["model"]["target"].rpartition(".")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    config = {**payload["model"]["config"], **overrides}
+    if not issubclass(cls, NATransformer):
+        return cls(**config)
+    if payload.get("state_dict_complete", True):
+        config["pretrained"] = None  # every weight is in the file
+    return assemble(config)
+
+
+def load_model(path: str | Path, **overrides) -> nn.Module:
+    """Rebuild a model from the checkpoint file (and, for slim adapter files, its backbone) and load it."""
+    payload = read_checkpoint(path)
+    model = build_model(payload, **overrides)
+    load_state(model, payload, path)
+    return model
+
+
+def check_architecture(model_config: dict, checkpoint_config: dict, path: str | Path) -> None:
+    mismatched = {
+        key: (checkpoint_config.get(key), model_config.get(key))
+        for key in ARCHITECTURE_KEYS
+        if checkpoint_config.get(key) != model_config.get(key)
+    }
+    if mismatched:
+        details = ", ".join(f"{k}: checkpoint {a} vs model {b}" for k, (a, b) in mismatched.items())
+        raise CheckpointError(
+            f"{path} holds a backbone of preset {checkpoint_config.get('preset')!r} that does not fit this model "
+            f"(preset {model_config.get('preset')!r}): {details}"
+        )
+
+
+#: the backbone pretrained by the project and shipped in the package (``model.pretrained=shipped``)
+SHIPPED_BACKBONE = "na_tiny_pretrained.pt"
+
+
+def shipped_backbone_path() -> Path:
+    """Path of the shipped pretrained tiny backbone inside the installed package."""
+    from importlib import resources
+
+    path = Path(str(resources.files("well_upao.weights") / SHIPPED_BACKBONE))
+    if not path.is_file():
+        raise CheckpointError(f"the shipped backbone {path} is missing from this installation")
+    return path
+
+
+def resolve_pretrained(path: str | Path | None) -> str | None:
+    """``"shipped"`` -> the packaged backbone's path; other values unchanged."""
+    if path is None or str(path) in ("", "null", "None"):
+        return None
+    return str(shipped_backbone_path()) if str(path) == "shipped" else str(path)
+
+
+def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
+    """Load a backbone checkpoint into ``model`` (same architecture; dimensionalities may be a subset)."""
+    path = resolve_pretrained(path)
+    payload = read_checkpoint(path)
+    check_architecture(model.config, payload["model"]["config"], path)
+    missing_dims = set(model.config["dims"]) - set(payload["model"]["config"].get("dims", []))
+    if missing_dims:
+        parts = ", ".join(f"{d}D" for d in sorted(missing_dims))
+        raise CheckpointError(f"{path} has no weights for the {parts} parts this model needs")
+    own = model.state_dict()
+    state = {k: v for k, v in payload["state_dict"].items() if k in own}
+    missing = sorted(set(own) - set(state))
+    if missing:
+        raise CheckpointError(f"{path} lacks {len(missing)} backbone tensors, e.g. {missing[:3]}")
+    model.load_state_dict(state)
+    model.config["pretrained"] = path

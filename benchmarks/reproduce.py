@@ -31,7 +31,7 @@ from pathlib import Path
 #: their own, higher, rates), and NSLoRA's Newton-Schulz forward from the first step: a row gets one or two
 #: epochs, too few for the paper's LoRA warm-up to stall and switch (it would measure plain LoRA)
 SHORT_RUN = ["optimizer.lr=1e-3"]
-SHORT_SWITCH = ["model.adapter.schedule=from_start"]
+SHORT_SWITCH = ["trainer.nslora_schedule=from_start"]
 ROWS = [
     ("FNO (supervised)", ["experiment=fno"]),
     ("TFNO (supervised)", ["experiment=tfno"]),

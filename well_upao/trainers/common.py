@@ -204,7 +204,7 @@ class WellUpaoTrainer(WellTrainer):
         """Hook run after each validation; returns values to log. Here: the paper's LoRA -> NSLoRA switch.
 
         With ``adapter.kind=nslora`` and ``schedule=warmup`` the adapters run the standard LoRA forward until the
-        selection criterion has not improved for ``adapter.switch_patience`` validations, then switch to the NS
+        selection criterion has not improved for ``switch_patience`` validations, then switch to the NS
         forward, keeping A, B and the optimizer state. ``||DeltaW||`` is logged on both sides of the switch
         (the two parametrisations give different norms, paper-decisions.md point 4), and the early-stopping
         counter restarts.

@@ -14,13 +14,11 @@ import argparse
 import json
 from pathlib import Path
 
-from well_upao.data.datasets import slot_indices
-from well_upao.data.metadata import dataset_channel_names
-from well_upao.evaluate.predictors import BackboneModel, classical_predictors
-from well_upao.evaluate.run import evaluate, open_split, sample_context
+from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+from well_upao.evaluate.predictors import BackboneModel
+from well_upao.harness.model_factory import na_transformer
 from well_upao.models.checkpoint import export_backbone, read_checkpoint
 from well_upao.models.na_transformer import NATransformer, count_parameters
-from well_upao.physics.pdes import pde_for_dataset
 
 
 def main() -> None:
@@ -44,28 +42,16 @@ def main() -> None:
     datasets = payload["train"]["datasets"]
     rows = []
     for name in datasets:
-        model = NATransformer(
+        model = na_transformer(
             preset=payload["model"]["config"]["preset"],
             dataset_name=name,
             well_base_path=str(args.corpus),
             pretrained=str(checkpoint),
         )
-        channels = dataset_channel_names(args.corpus, name)
-        split = open_split(args.corpus, name, "valid", 8, 1)
-        context = sample_context(split[0], list(split.metadata.constant_scalar_names), slot_indices(name, channels))
-        predictors = classical_predictors(pde_for_dataset(name), context.grid)  # + `solver` where supported
-        predictors.append(BackboneModel("pretrained backbone", model))
-        evaluation, _ = evaluate(
-            predictors,
-            args.corpus,
-            name,
-            "valid",
-            8,
-            1,
-            rollout_steps=5,
-            max_trajectories=args.max_trajectories,
-            progress=False,
+        request = EvaluationRequest(
+            args.corpus, name, rollout_steps=5, max_trajectories=args.max_trajectories, out=None, progress=False
         )
+        evaluation = run_evaluation(request, models=[BackboneModel("pretrained backbone", model)]).evaluation
         for score in evaluation.scores:
             rows.append((name, score.name, score.mean_paper, score.mean_well, score.rollout_vrmse_well[-1]))
     config = payload["model"]["config"]

@@ -291,37 +291,29 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     import os
 
-    from well_upao.data.metadata import dataset_channel_names
-    from well_upao.evaluate.plots import plot_fields, plot_rollout
-    from well_upao.evaluate.predictors import classical_predictors, load_predictor
-    from well_upao.evaluate.run import EvaluationError, markdown_table, open_split, sample_context, save
+    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+    from well_upao.evaluate.protocol import ProtocolError
+    from well_upao.evaluate.run import EvaluationError
     from well_upao.models.checkpoint import CheckpointError
-    from well_upao.physics.pdes import PDE_REGISTRY, pde_for_dataset
 
-    base = args.base_path or Path(os.environ.get("WELL_BASE_PATH", "datasets"))
-    if args.history < 1 or args.stride < 1 or args.rollout_steps < 0:
-        raise CommandError("--history and --stride must be >= 1, --rollout-steps >= 0")
+    request = EvaluationRequest(
+        base=args.base_path or Path(os.environ.get("WELL_BASE_PATH", "datasets")),
+        dataset=args.data,
+        split=args.split,
+        history=args.history,
+        stride=args.stride,
+        rollout_steps=args.rollout_steps,
+        max_trajectories=args.max_trajectories,
+        solver=not args.no_solver,
+        out=args.out,
+        progress=not args.quiet,
+    )
     try:
-        channels = dataset_channel_names(base, args.data)
-        split = open_split(base, args.data, args.split, args.history, args.stride)
-        if len(split) == 0:
-            raise CommandError(f"split {args.split!r} of {args.data!r} has no trajectory")
-        from well_upao.data.datasets import slot_indices
-
-        pde = pde_for_dataset(args.data) if args.data in PDE_REGISTRY else None
-        context = sample_context(
-            split[0], list(split.metadata.constant_scalar_names), slot_indices(args.data, channels)
-        )
-        predictors = classical_predictors(pde, context.grid, solver=not args.no_solver)
-        for label, path in labelled_checkpoints(args.checkpoints):
-            predictors.append(load_predictor(path, args.data, channels, args.history, name=label))
-        evaluation, first = evaluate_with(predictors, base, args)
-    except (EvaluationError, CheckpointError, FileNotFoundError, KeyError) as error:
+        report = run_evaluation(request, labelled_checkpoints(args.checkpoints))
+    except (EvaluationError, ProtocolError, CheckpointError, FileNotFoundError, KeyError) as error:
         raise CommandError(str(error).strip("'\"")) from error
-    print(markdown_table(evaluation))
-    path = save(evaluation, args.out)
-    figures = [plot_rollout(evaluation, args.out), *plot_fields(evaluation, first, pde, args.out)]
-    print(f"\nwrote {path} and {len(figures)} figures to {args.out}/")
+    print(report.table)
+    print(f"\nwrote {report.json_path} and {len(report.figures)} figures to {args.out}/")
     return 0
 
 
@@ -351,22 +343,6 @@ def labelled_checkpoints(specs: list[str]) -> list[tuple[str | None, Path]]:
     if len(labels) != len(set(labels)):
         raise CommandError(f"two checkpoints have the same label: {sorted(labels)}")
     return out
-
-
-def evaluate_with(predictors, base, args):
-    from well_upao.evaluate.run import evaluate
-
-    return evaluate(
-        predictors,
-        base,
-        args.data,
-        args.split,
-        args.history,
-        args.stride,
-        args.rollout_steps,
-        args.max_trajectories,
-        progress=not args.quiet,
-    )
 
 
 # --------------------------------------------------------------------------- leaderboard

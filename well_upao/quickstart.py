@@ -72,15 +72,10 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
 
 
 def run_quickstart(config: QuickstartConfig) -> str:
-    from well_upao.data.datasets import slot_indices
     from well_upao.data.generate import GenerationRequest, generate_dataset
-    from well_upao.data.metadata import dataset_channel_names
-    from well_upao.evaluate.plots import plot_fields, plot_rollout
-    from well_upao.evaluate.predictors import classical_predictors, load_predictor
-    from well_upao.evaluate.run import evaluate, markdown_table, open_split, sample_context, save
+    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
     from well_upao.harness.model_factory import na_transformer
     from well_upao.models.checkpoint import build_payload, save_checkpoint
-    from well_upao.physics.pdes import pde_for_dataset
 
     out = config.out.resolve()
     base, experiments, results = out / "datasets", out / "experiments", out / "results"
@@ -125,26 +120,14 @@ def run_quickstart(config: QuickstartConfig) -> str:
         bar.update(1)
 
     advance(STEPS[4])
-    history = 8
-    channels = dataset_channel_names(base, config.pde)
-    split = open_split(base, config.pde, "valid", history, config.stride)
-    pde = pde_for_dataset(config.pde)
-    context = sample_context(split[0], list(split.metadata.constant_scalar_names), slot_indices(config.pde, channels))
-    predictors = classical_predictors(pde, context.grid)
-    for label, path in (
-        ("zero-shot (shipped backbone)", zero_shot_path),
-        ("UPAO + NSLoRA (no labels)", runs[("na_nslora", "upao")]),
-        ("supervised LoRA (reference)", runs[("na_lora", "shifted")]),
-    ):
-        predictor = load_predictor(path, config.pde, channels, history)
-        predictor.name = label
-        predictors.append(predictor)
-    evaluation, first = evaluate(
-        predictors, base, config.pde, "valid", history, config.stride, rollout_steps=5, progress=False
+    report = run_evaluation(
+        EvaluationRequest(base, config.pde, stride=config.stride, rollout_steps=5, out=results, progress=False),
+        [
+            ("zero-shot (shipped backbone)", zero_shot_path),
+            ("UPAO + NSLoRA (no labels)", runs[("na_nslora", "upao")]),
+            ("supervised LoRA (reference)", runs[("na_lora", "shifted")]),
+        ],
     )
-    save(evaluation, results)
-    plot_rollout(evaluation, results)
-    plot_fields(evaluation, first, pde, results)
     bar.update(1)
     bar.close()
     minutes = (time.time() - started) / 60
@@ -153,6 +136,6 @@ def run_quickstart(config: QuickstartConfig) -> str:
         for m, t in (("na_nslora", "upao"), ("na_lora", "shifted"))
     )
     return (
-        markdown_table(evaluation)
+        report.table
         + f"\n\nquickstart finished in {minutes:.1f} min; figures and JSON in {results}/\nharness runs:\n{commands}"
     )

@@ -72,18 +72,27 @@ def wrap(model: torch.nn.Module, info: Distributed, strategy: str = "ddp") -> to
 
 
 def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
+    """Pretraining in the one loop: the mixture, the model, AdamW with the trainer's ``lr``, ``betas``,
+    ``weight_decay``, wrapped for DDP/FSDP; resumes from ``trainer.output_dir/recent.pt``."""
     from well_upao.harness.mixture import MixtureDataModule
-    from well_upao.pretrain.trainer import PretrainTrainer
+    from well_upao.trainers.pretraining import pretraining_trainer
 
     torch.manual_seed(int(cfg.seed))
     data = MixtureDataModule(
         **OmegaConf.to_container(cfg.data, resolve=True), world_size=info.world_size, rank=info.rank
     )
     model = instantiate(cfg.model)
-    trainer_cfg = OmegaConf.to_container(cfg.trainer, resolve=True)
-    strategy = trainer_cfg.pop("strategy", "ddp")
+    settings = OmegaConf.to_container(cfg.trainer, resolve=True)
+    strategy = settings.pop("strategy", "ddp")
+    output_dir = settings.pop("output_dir")
+    lr, betas, weight_decay = settings.pop("lr"), tuple(settings.pop("betas")), settings.pop("weight_decay")
     model = wrap(model, info, strategy)
-    trainer = PretrainTrainer(model, data, device=info.device, **trainer_cfg)
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=lr, betas=betas, weight_decay=weight_decay
+    )
+    trainer = pretraining_trainer(
+        model, data, optimizer, output_dir, info.device, is_distributed=info.enabled, **settings
+    )
     trainer.train()
 
 

@@ -62,7 +62,7 @@ def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, data_kw
 
 def gradients(trainer, batch):
     trainer.model.zero_grad()
-    terms = trainer.upao_terms(batch)
+    terms = trainer.loss.upao_terms(batch)
     terms.total.backward()
     return terms, [p.grad.clone() for p in trainer.model.parameters() if p.grad is not None]
 
@@ -94,6 +94,24 @@ def test_label_free_selection_by_default_and_vrmse_under_the_paper_protocol(smal
     paper = make_trainer(small_datasets, tmp_path / "paper", paper_protocol=True)
     loss, logs = paper.validation_loop(paper.datamodule.val_dataloader(), full=False)
     assert loss == pytest.approx(logs["valid_paper_VRMSE"])
+
+
+def test_unset_settings_take_the_datasets_defaults(small_datasets, tmp_path):
+    """``derivative`` (and the other UPAO settings) left unset come from the dataset's registry entry."""
+    import dataclasses
+
+    from well_upao.data import datasets
+
+    original = datasets.DATASETS["burgers2d"]
+    datasets.DATASETS["burgers2d"] = dataclasses.replace(original, defaults={"derivative": "spectral"})
+    try:
+        chosen = make_trainer(small_datasets, tmp_path / "a").loss
+        assert chosen.settings["derivative"] == "spectral" and chosen.objective.derivative == "spectral"
+        assert chosen.settings["time_scheme"] == "crank_nicolson"  # the global default
+        explicit = make_trainer(small_datasets, tmp_path / "b", derivative="fd").loss
+        assert explicit.objective.derivative == "fd"
+    finally:
+        datasets.DATASETS["burgers2d"] = original
 
 
 def test_a_pde_that_needs_missing_slots_is_refused(small_datasets, tmp_path):
@@ -218,6 +236,6 @@ def test_time_strides_give_each_sample_its_own_dt(small_datasets, tmp_path):
     seen = set()
     for batch in trainer.datamodule.train_dataloader():
         seen |= {round(float(v), 6) for v in batch_dt(batch)}
-        terms = trainer.upao_terms(batch)
+        terms = trainer.loss.upao_terms(batch)
         assert torch.isfinite(terms.total)
     assert seen <= {0.02, 0.03} and 0.02 in seen

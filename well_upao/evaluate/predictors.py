@@ -122,6 +122,18 @@ class BackboneModel(Predictor):
         return self.model.from_slots(self.model.forward_sequence(slotted)[:, -1])
 
 
+class SlotModel(Predictor):
+    """A well-upao backbone on frames already in the 18 slots, with the dataset's slot mask (a mixture)."""
+
+    def __init__(self, name: str, model: torch.nn.Module, mask: torch.Tensor):
+        super().__init__(name, "model")
+        self.model, self.mask = model.eval(), mask
+
+    @torch.no_grad()
+    def _predict(self, window, context):
+        return self.model.forward_sequence(window, self.mask)[:, -1]
+
+
 class HarnessModel(Predictor):
     """Any model of the Well's harness (``model(x)`` on formatted histories, e.g. the FNO baselines)."""
 

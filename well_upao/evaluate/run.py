@@ -23,12 +23,13 @@ from well_upao.data.datasets import slot_indices
 from well_upao.data.metadata import first_file
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
+from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import grid_of, named_scalars
 
 
 class EvaluationError(ValueError):
-    """Bad evaluation request (missing split, incompatible checkpoint, ...)."""
+    """Bad evaluation request (missing split, incompatible checkpoint, trajectory too short, ...)."""
 
 
 @dataclass
@@ -103,37 +104,6 @@ def sample_context(sample: dict, scalar_names: list[str], channel_slots: list[in
     named = named_scalars(scalars, scalar_names)
     grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
     return Context(torch.tensor([float(times[1] - times[0])]), grid, named, channel_slots)
-
-
-def one_step_all(
-    predictor: Predictor, frames: torch.Tensor, history: int, context: Context | None, batch: int = 8
-) -> torch.Tensor:
-    """Predictions of frames ``history .. T-1`` from their true histories: ``(T - history, *space, C)``.
-    ``context`` (the sample's physics) is only needed by the solver baseline."""
-    if frames.shape[0] <= history:
-        raise EvaluationError(f"a trajectory of {frames.shape[0]} frames has no frame after a history of {history}")
-    outputs = []
-    for start in range(history, frames.shape[0], batch):
-        stop = min(start + batch, frames.shape[0])
-        windows = torch.stack([frames[t - history : t] for t in range(start, stop)])
-        ctx = None
-        if context is not None:
-            n = len(windows)
-            scalars = {k: v.expand(n) for k, v in context.scalars.items()}
-            ctx = Context(context.dt.expand(n), context.grid, scalars, context.channel_slots)
-        outputs.append(predictor.predict(windows, ctx))
-    return torch.cat(outputs)
-
-
-def rollout(predictor: Predictor, frames: torch.Tensor, history: int, steps: int, context: Context):
-    """``steps`` autoregressive predictions from the first window: ``(steps, *space, C)``."""
-    window = frames[:history].clone()
-    out = []
-    for _ in range(steps):
-        nxt = predictor.predict(window[None], context)[0]
-        out.append(nxt)
-        window = torch.cat([window[1:], nxt[None]])
-    return torch.stack(out)
 
 
 @torch.no_grad()

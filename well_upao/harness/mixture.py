@@ -6,6 +6,12 @@ groups them into *global* batches of one dataset each (shapes differ between dat
 order; the draw depends only on ``(seed, epoch)``, so every process sees the same global batches and rank ``r``
 of ``world_size`` takes rows ``r * b .. (r + 1) * b - 1`` of each (``b = batch_size``). A global batch is thus
 identical whatever the number of processes, which the distributed test relies on.
+
+For the training loop (``well_upao.trainers.loop``) the mixture is a datamodule like a Well one:
+``train_dataloader()`` gives a loader whose ``set_epoch`` selects the epoch's batches, each a dict with the
+history and next frame already in the 18 slots and the dataset's ``slot_mask``; ``train_dataset`` is the first
+dataset's (the Well's ``Trainer`` reads its metadata, which the loop does not use for a mixture), and
+``checkpoint_info`` names the datasets in every checkpoint.
 """
 
 from __future__ import annotations
@@ -75,6 +81,16 @@ class MixtureDataModule:
             channels = [n for names in meta.field_names.values() for n in names]
             self.slots[name] = slot_indices(name, channels)
 
+    @property
+    def train_dataset(self):
+        return next(iter(self.modules.values())).train_dataset
+
+    def train_dataloader(self) -> MixtureLoader:
+        return MixtureLoader(self)
+
+    def checkpoint_info(self) -> dict:
+        return {"datasets": list(self.modules)}
+
     def mask(self, name: str) -> torch.Tensor:
         mask = torch.zeros(N_SLOTS)
         mask[self.slots[name]] = 1
@@ -110,3 +126,27 @@ class MixtureDataModule:
         for index in range(min(self.validation_trajectories, len(dataset))):
             sample = dataset[index]
             yield to_slot_tensor(torch.cat([sample["input_fields"], sample["output_fields"]]), self.slots[name])
+
+
+class MixtureLoader:
+    """One epoch of a mixture's training batches as dicts: ``input_fields`` ``(B, T_in, *space, 18)``,
+    ``output_fields`` ``(B, 1, *space, 18)``, ``slot_mask`` ``(18,)``, ``dataset``."""
+
+    def __init__(self, mixture: MixtureDataModule):
+        self.mixture, self.epoch = mixture, 1
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.mixture.steps_per_epoch()
+
+    def __iter__(self) -> Iterator[dict]:
+        for batch in self.mixture.train_batches(self.epoch):
+            history = batch.frames.shape[1] - 1
+            yield {
+                "input_fields": batch.frames[:, :history],
+                "output_fields": batch.frames[:, history:],
+                "slot_mask": batch.mask,
+                "dataset": batch.dataset,
+            }

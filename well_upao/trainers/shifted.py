@@ -6,14 +6,15 @@ For a window of ``T`` input frames and the frame after it, the model predicts ``
     L_pre = 1 / (T |Omega| c) * sum_{tau, x, active channels} (u^_{tau+1} - u_{tau+1})^2
 
 (the paper's eq. for L_pre, averaged over the ``c`` active channels), which supervises every history length
-``1..T`` at once thanks to the causal temporal attention.
+``1..T`` at once thanks to the causal temporal attention. Batches come in the dataset's channels (mapped to the
+18 slots with the model's slot map) or already in slots with their ``slot_mask`` (a pretraining mixture).
 """
 
 from __future__ import annotations
 
 import torch
 
-from well_upao.trainers.common import WellUpaoTrainer
+from well_upao.trainers.loop import Trainer, TrainingLoss
 
 
 def masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -22,17 +23,24 @@ def masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tenso
     return squared.sum() / (mask.sum() * squared[..., 0].numel())
 
 
-class ShiftedTrainer(WellUpaoTrainer):
-    """``trainer=shifted``: the Well's trainer with the shifted supervised loss on ``forward_sequence``."""
+class ShiftedLoss(TrainingLoss):
+    needs_backbone = True
+
+    def __call__(self, batch):
+        trainer = self.trainer
+        frames = trainer.batch_frames(batch)
+        if "slot_mask" in batch:  # already in slots, with the batch's own dataset mask
+            mask = batch["slot_mask"].to(trainer.device)
+        else:
+            frames, mask = trainer.bare_model.to_slots(frames), trainer.slot_mask()
+        history = batch["input_fields"].shape[1]
+        prediction = trainer.model(frames[:, :history], mask, sequence=True)  # through DDP's forward when wrapped
+        loss = masked_mse(prediction, frames[:, 1 : history + 1], mask)
+        return loss, {"mse_shifted": loss.item()}
+
+
+class ShiftedTrainer(Trainer):
+    """``trainer=shifted``: the loop with :class:`ShiftedLoss`."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.require_backbone()
-
-    def training_loss(self, batch):
-        model = self.bare_model
-        frames = model.to_slots(self.batch_frames(batch))
-        history = batch["input_fields"].shape[1]
-        prediction = self.model(frames[:, :history], sequence=True)  # through DDP's forward when wrapped
-        loss = masked_mse(prediction, frames[:, 1 : history + 1], self.slot_mask())
-        return loss, {"mse_shifted": loss.item()}
+        super().__init__(*args, loss=ShiftedLoss(), **kwargs)

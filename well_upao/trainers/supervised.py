@@ -6,11 +6,19 @@ the same protocol as our finetuning (per-step warm-up + cosine LR, gradient clip
 
 from __future__ import annotations
 
-from well_upao.trainers.common import WellUpaoTrainer
+from well_upao.trainers.loop import Trainer, TrainingLoss
 
 
-class SupervisedTrainer(WellUpaoTrainer):
-    def training_loss(self, batch):
-        prediction, target = self.rollout_model(self.model, batch, self.formatter, train=True)
+class SupervisedLoss(TrainingLoss):
+    def __call__(self, batch):
+        trainer = self.trainer
+        prediction, target = trainer.rollout_model(trainer.model, batch, trainer.formatter, train=True)
         loss = ((prediction - target) ** 2).mean()
         return loss, {"mse": loss.item()}
+
+
+class SupervisedTrainer(Trainer):
+    """``trainer=supervised``: the loop with :class:`SupervisedLoss`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, loss=SupervisedLoss(), **kwargs)

@@ -5,6 +5,9 @@ INTERFACES.md section 5), the model's shifted predictions, and only the boundary
 gathered by index before any other use of it. Model selection (``best.pt``), early stopping and the LoRA ->
 NSLoRA switch use the validation UPAO loss (label-free) unless ``paper_protocol=true`` (then the paper's
 VRMSE). VRMSE under both definitions is still computed on the validation split and logged, labelled.
+
+``lambda_bc``, ``normalization``, ``time_scheme`` and ``derivative`` left ``null`` take the dataset's defaults
+(its registry entry, ``well_upao.data.datasets``), else :data:`UPAO_DEFAULTS`.
 """
 
 from __future__ import annotations
@@ -15,98 +18,121 @@ from typing import Any
 
 import torch
 
+from well_upao.data.datasets import DATASETS
 from well_upao.evaluate.metrics import vrmse_paper
 from well_upao.evaluate.predictors import BackboneModel
-from well_upao.evaluate.run import one_step_all
+from well_upao.evaluate.protocol import one_step_all
 from well_upao.harness.samples import batch_dt, batch_grid, named_scalars
 from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.trainers.common import WellUpaoTrainer
+from well_upao.trainers.loop import Trainer, TrainingLoss
 
 logger = logging.getLogger(__name__)
 
+#: settings used where neither the run's config nor the dataset's registry entry gives one
+UPAO_DEFAULTS: dict[str, Any] = dict(lambda_bc=1e4, normalization="norm", time_scheme="crank_nicolson", derivative="fd")
 
-class UpaoTrainer(WellUpaoTrainer):
-    """The Well's trainer driven by the UPAO objective.
 
-    Extra arguments: ``pde`` (registry name; default: the dataset's), ``lambda_bc`` (1e4),
-    ``normalization`` (``rescaled_norm`` | ``norm`` | ``no_norm``), ``time_scheme`` (``crank_nicolson`` |
-    ``explicit`` | ``implicit``), ``derivative`` (``fd`` | ``spectral``), ``floor_rel``, ``pde_constants``
-    (fixed coefficients), ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used
-    for the paper's VRMSE per validation; the whole split at the last epoch). User PDEs are registered by the
-    modules listed in the data config's ``imports``.
+class UpaoLoss(TrainingLoss):
+    """The UPAO objective on a batch, and the label-free validation criterion.
+
+    Arguments: ``pde`` (registry name; default: the dataset's), ``lambda_bc``, ``normalization``
+    (``rescaled_norm`` | ``norm`` | ``no_norm``), ``time_scheme`` (``crank_nicolson`` | ``explicit`` |
+    ``implicit``), ``derivative`` (``fd`` | ``spectral``), ``floor_rel``, ``pde_constants`` (fixed coefficients),
+    ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
+    validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
+    ``imports``.
     """
+
+    needs_backbone = True
 
     def __init__(
         self,
-        *args,
         pde: str | None = None,
-        lambda_bc: float = 1e4,
-        normalization: str = "norm",
-        time_scheme: str = "crank_nicolson",
-        derivative: str = "fd",
+        lambda_bc: float | None = None,
+        normalization: str | None = None,
+        time_scheme: str | None = None,
+        derivative: str | None = None,
         floor_rel: float = 1e-4,
         pde_constants: Mapping[str, float] | None = None,
         paper_protocol: bool = False,
         vrmse_trajectories: int = 2,
-        **kwargs,
     ):
-        super().__init__(*args, **kwargs)
-        self.require_backbone()
-        dataset = self.dset_metadata.dataset_name
-        self.objective = UpaoObjective(
-            pde=pde_for_dataset(pde or dataset),
-            lambda_bc=float(lambda_bc),
-            normalization=normalization,
-            scheme=time_scheme,
-            derivative=derivative,
-            floor_rel=float(floor_rel),
-            constants=dict(pde_constants or {}),
+        self.pde_name = pde
+        self.requested = dict(
+            lambda_bc=lambda_bc, normalization=normalization, time_scheme=time_scheme, derivative=derivative
         )
-        self.objective.check_slots(self.bare_model.channel_slots)
+        self.floor_rel = float(floor_rel)
+        self.pde_constants = dict(pde_constants or {})
         self.paper_protocol = bool(paper_protocol)
         self.vrmse_trajectories = int(vrmse_trajectories)
-        self.scalar_names = list(self.dset_metadata.constant_scalar_names)
-        self.history = self.datamodule.train_dataset.n_steps_input
+
+    def bind(self, trainer: Trainer) -> None:
+        super().bind(trainer)
+        dataset = trainer.dset_metadata.dataset_name
+        spec = DATASETS.get(dataset)
+        dataset_defaults = dict(spec.defaults) if spec is not None else {}
+        self.settings = {
+            key: value if value is not None else dataset_defaults.get(key, UPAO_DEFAULTS[key])
+            for key, value in self.requested.items()
+        }
+        self.objective = UpaoObjective(
+            pde=pde_for_dataset(self.pde_name or dataset),
+            lambda_bc=float(self.settings["lambda_bc"]),
+            normalization=self.settings["normalization"],
+            scheme=self.settings["time_scheme"],
+            derivative=self.settings["derivative"],
+            floor_rel=self.floor_rel,
+            constants=self.pde_constants,
+        )
+        self.objective.check_slots(trainer.bare_model.channel_slots)
+        self.scalar_names = list(trainer.dset_metadata.constant_scalar_names)
+        self.history = trainer.datamodule.train_dataset.n_steps_input
+        s = self.settings
         logger.info(
             f"UPAO on {dataset}: PDE {self.objective.pde.name} ({len(self.objective.pde.equations)} sub-equations), "
-            f"{normalization}, lambda_BC={lambda_bc:g}, {time_scheme}; selection by "
+            f"{s['normalization']}, lambda_BC={s['lambda_bc']:g}, {s['time_scheme']}, {s['derivative']} derivatives; "
+            f"selection by "
             f"{'validation VRMSE (paper protocol)' if self.paper_protocol else 'validation UPAO loss (label-free)'}"
         )
 
     # ------------------------------------------------------------------ the objective on a batch
-    def _physical(self, fields: torch.Tensor) -> torch.Tensor:
+    def physical(self, fields: torch.Tensor) -> torch.Tensor:
         """Undo the dataset's normalisation (when the data config turns it on): residuals need physical units."""
-        if getattr(self.datamodule.train_dataset, "use_normalization", False) and getattr(self, "dset_norm", None):
-            return self.dset_norm.denormalize_flattened(fields, "variable")
+        trainer = self.trainer
+        if getattr(trainer.datamodule.train_dataset, "use_normalization", False) and getattr(
+            trainer, "dset_norm", None
+        ):
+            return trainer.dset_norm.denormalize_flattened(fields, "variable")
         return fields
 
     def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
         """UPAO loss of a batch. Reads the history, the next frame's *band* only, and the sample's metadata."""
-        model = self.bare_model
-        dims = self.dset_metadata.n_spatial_dims
-        inputs = batch["input_fields"].to(self.device)
+        trainer = self.trainer
+        model, device = trainer.bare_model, trainer.device
+        dims = trainer.dset_metadata.n_spatial_dims
+        inputs = batch["input_fields"].to(device)
         if normalized:
-            inputs = self._physical(inputs)
+            inputs = self.physical(inputs)
         # the only access to the target frame: gather its boundary band by index
-        next_band = band_values(batch["output_fields"][:, 0].to(self.device), dims, self.objective.band_width)
+        next_band = band_values(batch["output_fields"][:, 0].to(device), dims, self.objective.band_width)
         if normalized:
-            next_band = self._physical(next_band)
+            next_band = self.physical(next_band)
         inputs = model.to_slots(inputs)
         next_band = model.to_slots(next_band)
-        prediction = self.model(inputs, sequence=True)
+        prediction = trainer.model(inputs, sequence=True)
         scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
         return self.objective(
             prediction,
             inputs,
             next_band,
-            batch_dt(batch).to(self.device, torch.float32),
-            {name: value.to(self.device, torch.float32) for name, value in scalars.items()},
+            batch_dt(batch).to(device, torch.float32),
+            {name: value.to(device, torch.float32) for name, value in scalars.items()},
             batch_grid(batch, self.objective.derivative),
-            self.slot_mask(),
+            trainer.slot_mask(),
         )
 
-    def training_loss(self, batch):
+    def __call__(self, batch):
         terms = self.upao_terms(batch)
         logs = {
             "L_BC": terms.boundary.item(),
@@ -120,11 +146,11 @@ class UpaoTrainer(WellUpaoTrainer):
     @torch.no_grad()
     def upao_validation(self, dataloader, full: bool) -> dict[str, float]:
         """Mean UPAO loss and its parts on the validation split (no labels beyond the band)."""
-        self.model.eval()
+        self.trainer.model.eval()
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
         count = 0
         for i, batch in enumerate(dataloader):
-            if not full and i >= self.short_validation_length:
+            if not full and i >= self.trainer.short_validation_length:
                 break
             terms = self.upao_terms(batch, normalized=False)
             totals["upao_loss"] += terms.total.item()
@@ -136,33 +162,62 @@ class UpaoTrainer(WellUpaoTrainer):
     @torch.no_grad()
     def paper_vrmse(self, full: bool) -> dict[str, float]:
         """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean."""
-        self.model.eval()
-        dataset = self.datamodule.rollout_val_dataset
+        trainer = self.trainer
+        trainer.model.eval()
+        dataset = trainer.datamodule.rollout_val_dataset
         count = len(dataset) if full else min(self.vrmse_trajectories, len(dataset))
+        predictor = BackboneModel("model", trainer.bare_model)
         per_channel = []
         for index in range(count):
             sample = dataset[index]
-            trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(self.device)
-            prediction = one_step_all(BackboneModel("model", self.bare_model), trajectory, self.history, None)
+            trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
+            prediction = one_step_all(predictor, trajectory, self.history, None)
             per_channel.append(vrmse_paper(prediction, trajectory[self.history :]))
         values = torch.stack(per_channel).mean(0)
-        names = [n for names in self.dset_metadata.field_names.values() for n in names]
+        names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
         logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
         logs["valid_paper_VRMSE"] = values.mean().item()
         return logs
 
-    def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
-        loss, logs = super().validation_loop(dataloader, valid_or_test, full, epoch)  # the Well's metrics
-        if valid_or_test != "valid":
-            return loss, logs
+    def validate(self, dataloader, full: bool) -> tuple[float, dict[str, float]]:
         upao = self.upao_validation(dataloader, full)
-        logs |= {f"valid_{k}": v for k, v in upao.items()}
-        logs |= self.paper_vrmse(full)
-        selection = logs["valid_paper_VRMSE"] if self.paper_protocol else upao["upao_loss"]
-        return selection, logs
+        logs = {f"valid_{k}": v for k, v in upao.items()} | self.paper_vrmse(full)
+        return (logs["valid_paper_VRMSE"] if self.paper_protocol else upao["upao_loss"]), logs
 
-    def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:
-        payload = super().checkpoint_payload(epoch, validation_loss)
-        payload["train"]["selection"] = "paper_vrmse" if self.paper_protocol else "upao_loss"
-        payload["train"]["regime"] = "windows"
-        return payload
+    def checkpoint_info(self) -> dict[str, Any]:
+        return {
+            "selection": "paper_vrmse" if self.paper_protocol else "upao_loss",
+            "regime": "windows",
+            "upao": dict(self.settings),
+        }
+
+
+class UpaoTrainer(Trainer):
+    """``trainer=upao``: the loop with :class:`UpaoLoss` (its arguments are :class:`UpaoLoss`'s)."""
+
+    def __init__(
+        self,
+        *args,
+        pde: str | None = None,
+        lambda_bc: float | None = None,
+        normalization: str | None = None,
+        time_scheme: str | None = None,
+        derivative: str | None = None,
+        floor_rel: float = 1e-4,
+        pde_constants: Mapping[str, float] | None = None,
+        paper_protocol: bool = False,
+        vrmse_trajectories: int = 2,
+        **kwargs,
+    ):
+        loss = UpaoLoss(
+            pde,
+            lambda_bc,
+            normalization,
+            time_scheme,
+            derivative,
+            floor_rel,
+            pde_constants,
+            paper_protocol,
+            vrmse_trajectories,
+        )
+        super().__init__(*args, loss=loss, **kwargs)

@@ -1,4 +1,4 @@
-"""Multi-dataset pretraining: the mixture's batches, and 2-process DDP (gloo, CPU) equal to one process."""
+"""Pretraining in the one loop: 2-process DDP (gloo, CPU) equal to one process, and resuming a run."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
-from well_upao.harness.mixture import MixtureDataModule
 from well_upao.models.checkpoint import read_checkpoint
 
 FAMILIES = ["shallow_water_2d", "compressible_ns_1d"]
@@ -26,30 +25,7 @@ def corpus(tmp_path_factory):
     return base
 
 
-def test_equal_clips_per_dataset_and_identical_global_batches(corpus):
-    single = MixtureDataModule(str(corpus), FAMILIES, batch_size=4, n_steps_input=4, clips_per_dataset=8)
-    batches = single.global_batches(epoch=1)
-    assert sorted(name for name, _ in batches) == ["compressible_ns_1d"] * 2 + ["shallow_water_2d"] * 2
-
-    def same(a, b):
-        return len(a) == len(b) and all(x[0] == y[0] and (x[1] == y[1]).all() for x, y in zip(a, b, strict=True))
-
-    assert same(batches, single.global_batches(epoch=1)) and not same(batches, single.global_batches(epoch=2))
-    ranks = [
-        MixtureDataModule(
-            str(corpus), FAMILIES, batch_size=2, n_steps_input=4, clips_per_dataset=8, world_size=2, rank=r
-        )
-        for r in (0, 1)
-    ]
-    first_single = next(single.train_batches(1))
-    first_split = [next(r.train_batches(1)) for r in ranks]
-    assert first_single.dataset == first_split[0].dataset == first_split[1].dataset
-    torch.testing.assert_close(torch.cat([b.frames for b in first_split]), first_single.frames)
-    active = {"shallow_water_2d": 3, "compressible_ns_1d": 3}[first_single.dataset]  # h, Vx, Vy / rho, p, Vx
-    assert first_single.frames.shape[-1] == 18 and first_single.mask.sum() == active
-
-
-def run(corpus, out, processes, batch_size):
+def run(corpus, out, processes, batch_size, epochs=1, max_steps=2):
     launcher = (
         ["-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--master_port=29531"] if processes > 1 else []
     )
@@ -65,8 +41,8 @@ def run(corpus, out, processes, batch_size):
         "data.n_steps_input=4",
         "data.clips_per_dataset=8",
         "data.validation_trajectories=1",
-        "trainer.epochs=1",
-        "trainer.max_steps=2",
+        f"trainer.epochs={epochs}",
+        f"trainer.max_steps={max_steps}",
         f"trainer.output_dir={out}",
         "trainer.progress=false",
         "model.layers=1",
@@ -87,3 +63,18 @@ def test_two_ddp_processes_match_one_process_with_the_same_global_batch(corpus, 
     assert set(one_state) == set(two_state)  # no "module." prefixes reach the file
     for key, value in one_state.items():
         torch.testing.assert_close(two_state[key], value, rtol=1e-4, atol=1e-6)
+
+
+def test_a_rerun_resumes_the_pretraining_run(corpus, tmp_path):
+    """Pretraining is the one loop: rerunning the command with more epochs continues from recent.pt (steps,
+    optimizer, schedule), and every epoch is logged once."""
+    out = tmp_path / "run"
+    first, _ = run(corpus, out, processes=1, batch_size=4, epochs=1, max_steps=100)
+    last, _ = run(corpus, out, processes=1, batch_size=4, epochs=2, max_steps=100)
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["epoch"] for m in metrics] == [1, 2]
+    assert last["step"] == 2 * first["step"] > 0  # the second epoch continued the first one's steps
+    payload = read_checkpoint(out / "recent.pt")
+    assert payload["epoch"] == 2 and payload["train"]["datasets"] == FAMILIES
+    assert payload["train"]["scheduler"]["last_epoch"] == last["step"]
+    assert (out / "best.pt").is_file()

@@ -1,9 +1,19 @@
-"""What our trainers share on top of The Well's ``Trainer``.
+"""The one training loop: The Well's ``Trainer`` with the paper's protocol, pluggable losses and validations.
 
 The Well's harness steps its LR scheduler once per epoch and never clips gradients; the paper's protocol
 (appendix "Training Protocol") uses a per-step linear warm-up and cosine decay ``lr -> lr_min`` and gradient
-clipping at norm 1.0. ``WellUpaoTrainer`` does both itself, shows a progress bar, writes checkpoints in our
-schema (which also carries the Well's keys), and gives subclasses one hook: ``training_loss(batch)``.
+clipping at norm 1.0. :class:`Trainer` does both itself, shows a progress bar, stops early, writes checkpoints in
+our schema (which also carries the Well's keys), resumes from them, and logs every epoch to ``metrics.jsonl``.
+
+What varies is pluggable:
+
+* the loss (:class:`TrainingLoss`): the objective of one step and, where it has one, its own validation
+  criterion: ``shifted`` (dense shifted supervision, ``trainers/shifted.py``), ``supervised`` (one frame through
+  the harness's formatter, ``trainers/supervised.py``), ``upao`` (PDE residual + boundary band,
+  ``trainers/upao.py``);
+* the validation: The Well's, on its validation, rollout and test loaders, by default; pretraining (the shifted
+  loss on a multi-dataset mixture) validates each dataset of the mixture instead (``trainers/pretraining.py``),
+  and otherwise runs, checkpoints and resumes like every other run.
 """
 
 from __future__ import annotations
@@ -13,9 +23,11 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import wandb
 from torch.optim.lr_scheduler import LambdaLR
 from tqdm.auto import tqdm
@@ -66,26 +78,71 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: flo
     return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-class WellUpaoTrainer(WellTrainer):
-    """The Well's ``Trainer`` with per-step warm-up + cosine LR, gradient clipping and our checkpoints.
+class TrainingLoss:
+    """One objective of the loop, bound to its trainer (:meth:`bind`), which it may read (model, device, data)."""
+
+    #: whether the loss needs a well-upao backbone (18 slots, ``forward_sequence``)
+    needs_backbone = False
+
+    def bind(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+        if self.needs_backbone:
+            trainer.require_backbone()
+
+    def __call__(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """Scalar loss of one batch and named values to log."""
+        raise NotImplementedError
+
+    def validate(self, dataloader, full: bool) -> tuple[float | None, dict[str, float]]:
+        """The loss's own validation on the validation loader: ``(selection criterion or None, logs)``; ``None``
+        keeps The Well's criterion (its ``loss_fn`` on the validation rollout)."""
+        return None, {}
+
+    def checkpoint_info(self) -> dict[str, Any]:
+        """What checkpoints should record about this loss (in their ``train`` section)."""
+        return {}
+
+
+#: ``validation(trainer, split, full, epoch) -> (criterion or None, logs)`` for split in valid, rollout_valid,
+#: test, rollout_test
+Validation = Callable[["Trainer", str, bool, int], tuple[float | None, dict[str, Any]]]
+
+
+def well_validation(trainer: Trainer, split: str, full: bool, epoch: int) -> tuple[float | None, dict[str, Any]]:
+    """The Well's validation of a split (its loaders, metrics and plots, plus the loss's own criterion)."""
+    loaders = {
+        "valid": trainer.datamodule.val_dataloader,
+        "rollout_valid": trainer.datamodule.rollout_val_dataloader,
+        "test": trainer.datamodule.test_dataloader,
+        "rollout_test": trainer.datamodule.rollout_test_dataloader,
+    }
+    return trainer.validation_loop(loaders[split](), split, full, epoch)
+
+
+class Trainer(WellTrainer):
+    """The Well's ``Trainer`` with per-step warm-up + cosine LR, gradient clipping, our checkpoints, and a
+    pluggable ``loss`` (a :class:`TrainingLoss`) and ``validation`` (default :func:`well_validation`).
 
     Extra arguments (all from the trainer config): ``grad_clip`` (max gradient norm, ``0`` disables),
     ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
     budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
-    ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for ``switch_patience``
-    validations, then NS; ``from_start``) for models with NSLoRA adapters.
-    Every epoch's logs are also appended to ``<run>/artifacts/metrics.jsonl``.
+    ``max_steps`` (stop after that many optimizer steps), ``nslora_schedule`` (``warmup``: the paper's LoRA
+    warm-up until the criterion stalls for ``switch_patience`` validations, then NS; ``from_start``) for models
+    with NSLoRA adapters. Every epoch's logs are also appended to ``<artifact folder>/metrics.jsonl``.
     """
 
     def __init__(
         self,
         *args,
+        loss: TrainingLoss,
+        validation: Validation | None = None,
         grad_clip: float = 1.0,
         warmup_steps: int = 200,
         lr_min: float = 1e-6,
         patience: int = 0,
         max_minutes: float | None = None,
+        max_steps: int | None = None,
         progress: bool = True,
         nslora_schedule: str | None = None,
         switch_patience: int | None = None,
@@ -97,6 +154,8 @@ class WellUpaoTrainer(WellTrainer):
         self.patience = int(patience)
         self.max_seconds = None if max_minutes is None else 60.0 * float(max_minutes)
         self.deadline: float | None = None
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.started = time.time()
         self.epochs_without_improvement = 0
         self.progress = bool(progress)
         self.step_scheduler: LambdaLR | None = None
@@ -111,6 +170,9 @@ class WellUpaoTrainer(WellTrainer):
         if self.lr_scheduler is not None:
             logger.info("well-upao trainers schedule the LR per step; the harness's epoch scheduler is ignored")
             self.lr_scheduler = None
+        self.validation = validation or well_validation
+        self.loss = loss
+        loss.bind(self)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -125,7 +187,7 @@ class WellUpaoTrainer(WellTrainer):
         """Our shifted/UPAO losses need a well-upao backbone (18 slots, ``forward_sequence``)."""
         if not hasattr(self.bare_model, "forward_sequence"):
             raise TypeError(
-                f"{type(self).__name__} needs a well-upao backbone (model=na, na_lora or na_nslora); "
+                f"{type(self.loss).__name__} needs a well-upao backbone (model=na, na_lora or na_nslora); "
                 f"got {type(self.bare_model).__name__}. Train neural-operator baselines with trainer=supervised "
                 "(or experiment=fno / tfno / unet_classic / unet_convnext)."
             )
@@ -154,10 +216,6 @@ class WellUpaoTrainer(WellTrainer):
             self.step_scheduler.load_state_dict(self._scheduler_state)
 
     # ------------------------------------------------------------------ training
-    def training_loss(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
-        """Scalar loss of one batch and named values to log. Subclasses implement this."""
-        raise NotImplementedError
-
     def train_one_epoch(self, epoch: int, dataloader) -> tuple[float, dict[str, Any]]:
         self.model.train()
         self._ensure_scheduler(len(dataloader))
@@ -167,11 +225,11 @@ class WellUpaoTrainer(WellTrainer):
         bar = tqdm(dataloader, desc=f"epoch {epoch}/{self.max_epoch}", leave=False, disable=not self.progress)
         steps = 0
         for batch in bar:
-            if self.out_of_time():
+            if self.should_stop():
                 break
             steps += 1
             with torch.autocast(self.device.type, enabled=self.enable_amp, dtype=self.amp_type):
-                loss, logs = self.training_loss(batch)
+                loss, logs = self.loss(batch)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"non-finite training loss at epoch {epoch}: {loss.item()}")
             self.optimizer.zero_grad(set_to_none=True)
@@ -190,6 +248,10 @@ class WellUpaoTrainer(WellTrainer):
             bar.set_postfix(loss=f"{loss.item():.3e}")
         steps = max(steps, 1)
         epoch_loss /= steps
+        if self.is_distributed and dist.is_initialized():  # log the mean over processes, as one process would see
+            mean = torch.tensor(epoch_loss, device=self.device)
+            dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+            epoch_loss = float(mean)
         logs = {f"train_{k}": v / steps for k, v in totals.items()}
         logs["train_loss"] = epoch_loss
         logs["time_per_train_iter"] = (time.time() - start) / steps
@@ -199,6 +261,10 @@ class WellUpaoTrainer(WellTrainer):
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
+
+    def should_stop(self) -> bool:
+        """Past the wall-clock budget or the step budget: training ends, then validates and tests as usual."""
+        return self.out_of_time() or (self.max_steps is not None and self.global_step >= self.max_steps)
 
     def after_validation(self, epoch: int, validation_loss: float, improved: bool) -> dict[str, Any]:
         """Hook run after each validation; returns values to log. Here: the paper's LoRA -> NSLoRA switch.
@@ -228,28 +294,30 @@ class WellUpaoTrainer(WellTrainer):
         return spec["kind"] if spec and adapter_layers(self.bare_model) else None
 
     def train(self):
-        """The Well's epoch loop plus early stopping, an after-validation hook and a metrics.jsonl log."""
+        """Epochs of training, validation (early stopping, the after-validation hook, ``best.pt``), ``recent.pt``
+        and a ``metrics.jsonl`` line each, then the test split."""
         if self.starting_epoch > self.max_epoch:
             logger.warning(
                 f"the run already finished its {self.max_epoch} epochs (resumed from its recent.pt); nothing to "
                 "train. Raise trainer.epochs, or start a new run with auto_resume=false."
             )
             return
+        self.started = time.time()
         if self.max_seconds is not None:
             self.deadline = time.time() + self.max_seconds
         train_loader = self.datamodule.train_dataloader()
-        val_loader = self.datamodule.val_dataloader()
-        rollout_loader = self.datamodule.rollout_val_dataloader()
         val_loss = self.starting_val_loss
         epoch = self.starting_epoch
         for epoch in range(self.starting_epoch, self.max_epoch + 1):
-            if self.is_distributed and hasattr(train_loader.sampler, "set_epoch"):
+            if hasattr(train_loader, "set_epoch"):  # a mixture draws its batches per epoch
+                train_loader.set_epoch(epoch)
+            elif self.is_distributed and hasattr(train_loader.sampler, "set_epoch"):
                 train_loader.sampler.set_epoch(epoch)
             _, logs = self.train_one_epoch(epoch, train_loader)
-            last = epoch == self.max_epoch or self.out_of_time()
+            last = epoch == self.max_epoch or self.should_stop()
             stop = False
             if epoch % self.val_frequency == 0 or last:
-                val_loss, val_logs = self.validation_loop(val_loader, full=last, epoch=epoch)
+                val_loss, val_logs = self.validation(self, "valid", last, epoch)
                 improved = self.best_val_loss is None or val_loss < self.best_val_loss
                 if improved:
                     self.best_val_loss = val_loss
@@ -265,28 +333,38 @@ class WellUpaoTrainer(WellTrainer):
             if self.checkpoint_frequency >= 1 and epoch % self.checkpoint_frequency == 0:
                 self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, f"checkpoint_{epoch}.pt"))
             if epoch % self.rollout_val_frequency == 0 or last or stop:
-                _, rollout_logs = self.validation_loop(rollout_loader, "rollout_valid", full=last or stop, epoch=epoch)
-                logs |= rollout_logs
-            self.record(logs | {"epoch": epoch}, epoch)
+                logs |= self.validation(self, "rollout_valid", last or stop, epoch)[1]
+            self.record(logs | {"epoch": epoch, "step": self.global_step, "seconds": time.time() - self.started})
             if stop:
                 logger.info(f"early stopping at epoch {epoch}: no improvement for {self.patience} validations")
                 break
-            if self.out_of_time():
-                logger.info(f"stopping after epoch {epoch}: the {self.max_seconds / 60:g}-minute budget is spent")
+            if self.should_stop():
+                logger.info(f"stopping after epoch {epoch}: the step or time budget is spent")
                 break
-        test_loss, test_logs = self.validation_loop(
-            self.datamodule.test_dataloader(), "test", full=True, epoch=epoch + 1000
-        )
-        _, rollout_logs = self.validation_loop(
-            self.datamodule.rollout_test_dataloader(), "rollout_test", full=True, epoch=epoch + 1000
-        )
-        self.record(test_logs | rollout_logs | {"test": test_loss, "epoch": epoch}, epoch)
-        logger.info(f"test criterion {test_loss:.4e}")
+        test_loss, test_logs = self.validation(self, "test", True, epoch + 1000)
+        test_logs |= self.validation(self, "rollout_test", True, epoch + 1000)[1]
+        if test_loss is not None:
+            self.record(test_logs | {"test": test_loss, "epoch": epoch})
+            logger.info(f"test criterion {test_loss:.4e}")
+
+    def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
+        """The Well's validation of a loader; on the validation split also the loss's own (which, when it has a
+        criterion, becomes the selection criterion)."""
+        loss, logs = super().validation_loop(dataloader, valid_or_test, full, epoch)
+        if valid_or_test == "valid":
+            selection, extra = self.loss.validate(dataloader, full)
+            logs |= extra
+            if selection is not None:
+                loss = selection
+        return loss, logs
 
     # ------------------------------------------------------------------ checkpoints
     def model_description(self) -> dict[str, Any]:
         """How the harness built the model: dataset, formatter, constructor arguments, and its Hydra node
-        (from the run's ``extended_config.yaml``) for models without their own stored config."""
+        (from the run's ``extended_config.yaml``) for models without their own stored config. A datamodule that
+        is not one Well dataset (a mixture) describes itself instead (``checkpoint_info``)."""
+        if hasattr(self.datamodule, "checkpoint_info"):
+            return {}
         meta = self.dset_metadata
         history = self.datamodule.train_dataset.n_steps_input
         description = {
@@ -316,7 +394,11 @@ class WellUpaoTrainer(WellTrainer):
             scheduler_state=self.step_scheduler.state_dict() if self.step_scheduler else None,
             validation_loss=validation_loss,
             best_validation_loss=self.best_val_loss,
-            extra_train={"global_step": self.global_step},
+            extra_train={
+                "global_step": self.global_step,
+                **self.loss.checkpoint_info(),
+                **getattr(self.datamodule, "checkpoint_info", dict)(),
+            },
             extra_model=self.model_description(),
         )
 
@@ -345,12 +427,12 @@ class WellUpaoTrainer(WellTrainer):
         self.starting_val_loss = payload.get("validation_loss") or float("inf")
         self.starting_epoch = int(payload.get("epoch", 0)) + 1
 
-    def record(self, values: dict[str, Any], step: int) -> None:
-        """Log to wandb (when on) and append one JSON line to ``<run>/artifacts/metrics.jsonl``."""
+    def record(self, values: dict[str, Any]) -> None:
+        """Log to wandb (when on) and append one JSON line to ``<artifact folder>/metrics.jsonl``."""
         if not is_main_process():
             return
         clean = {k: (v.item() if isinstance(v, torch.Tensor) else v) for k, v in values.items()}
         if wandb.run is not None:
-            wandb.log(clean, step=step)
+            wandb.log(clean, step=values["epoch"])
         with open(os.path.join(self.artifact_folder, "metrics.jsonl"), "a") as stream:
             stream.write(json.dumps(clean, default=float) + "\n")

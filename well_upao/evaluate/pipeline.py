@@ -1,0 +1,88 @@
+"""The evaluation pipeline behind ``well-upao evaluate`` and the quickstart: baselines and models on a split, a
+markdown table, JSON and figures.
+
+Rows: the classical baselines (persistence, extrapolation of the history, one step of a numerical solver where
+the dataset's PDE is registered and supported) and every checkpoint or run folder given, each under its label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from well_upao.data.datasets import DATASETS, slot_indices
+from well_upao.data.metadata import dataset_channel_names
+from well_upao.evaluate.plots import plot_fields, plot_rollout
+from well_upao.evaluate.predictors import Predictor, classical_predictors, load_predictor
+from well_upao.evaluate.run import (
+    Evaluation,
+    EvaluationError,
+    evaluate,
+    markdown_table,
+    open_split,
+    sample_context,
+    save,
+)
+from well_upao.physics.pdes import PDE_REGISTRY, pde_for_dataset
+
+
+@dataclass
+class EvaluationRequest:
+    base: Path
+    dataset: str
+    split: str = "valid"
+    history: int = 8
+    stride: int = 1
+    rollout_steps: int = 10
+    max_trajectories: int | None = None
+    solver: bool = True
+    out: Path | None = Path("evaluation")  # None: no JSON, no figures
+    progress: bool = True
+
+
+@dataclass
+class EvaluationReport:
+    evaluation: Evaluation
+    table: str
+    json_path: Path | None
+    figures: list[Path] = field(default_factory=list)
+
+
+def run_evaluation(
+    request: EvaluationRequest,
+    checkpoints: Sequence[tuple[str | None, Path]] = (),
+    models: Sequence[Predictor] = (),
+) -> EvaluationReport:
+    """Evaluate the baselines, the (label, checkpoint or run folder) pairs and models already in memory
+    (``models``); write JSON and figures to ``request.out``. A ``None`` label names a row after its run folder."""
+    r = request
+    if r.history < 1 or r.stride < 1 or r.rollout_steps < 0:
+        raise EvaluationError("history and stride must be >= 1, rollout steps >= 0")
+    channels = dataset_channel_names(r.base, r.dataset)
+    split = open_split(r.base, r.dataset, r.split, r.history, r.stride)
+    if len(split) == 0:
+        raise EvaluationError(f"split {r.split!r} of {r.dataset!r} has no trajectory")
+    registered = r.dataset in DATASETS or r.dataset in PDE_REGISTRY
+    pde = pde_for_dataset(r.dataset) if registered else None
+    context = sample_context(split[0], list(split.metadata.constant_scalar_names), slot_indices(r.dataset, channels))
+    predictors = classical_predictors(pde, context.grid, solver=r.solver)
+    for label, path in checkpoints:
+        predictors.append(load_predictor(path, r.dataset, channels, r.history, name=label))
+    predictors += list(models)
+    evaluation, first = evaluate(
+        predictors,
+        r.base,
+        r.dataset,
+        r.split,
+        r.history,
+        r.stride,
+        r.rollout_steps,
+        r.max_trajectories,
+        progress=r.progress,
+    )
+    if r.out is None:
+        return EvaluationReport(evaluation, markdown_table(evaluation), None)
+    json_path = save(evaluation, r.out)
+    figures = [plot_rollout(evaluation, r.out), *plot_fields(evaluation, first, pde, r.out)]
+    return EvaluationReport(evaluation, markdown_table(evaluation), json_path, figures)

@@ -1,1 +1,0 @@
-"""Pretraining: simulated PDE families (PDEBench equations), the corpus generator, mixture data."""

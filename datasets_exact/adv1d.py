@@ -13,22 +13,10 @@ import numpy as np
 
 from well_upao.families.portable import exact_matmul, sincos
 
-from .base import (
-    TWO_PI,
-    ExactSolution,
-    FieldSpec,
-    TrajectoryParameters,
-    check_wavenumbers,
-    harmonic_table,
-    mode_table,
-    sum_by_wavenumber,
-)
-
-#: every wavenumber the sampler draws (the table of the spatial product is fixed, whatever the batch)
-WAVENUMBERS = np.arange(1.0, 9.0)
+from .base import TWO_PI, FieldSpec, FixedWavenumbers, TrajectoryParameters
 
 
-class Advection1D(ExactSolution):
+class Advection1D(FixedWavenumbers):
     name = "adv1d"
     equation = "d_t u + a d_x u = 0"
     n_spatial_dims = 1
@@ -39,6 +27,7 @@ class Advection1D(ExactSolution):
     default_n_steps = 101
     default_dt = 0.01
     default_n_traj = 1000
+    wavenumbers = np.arange(1.0, 9.0)  # k ~ U{1..8}
 
     def sample_parameters(self, rng: np.random.Generator, index: int) -> TrajectoryParameters:
         a = float(rng.uniform(0.5, 3.0))
@@ -61,13 +50,12 @@ class Advection1D(ExactSolution):
         u = [sum A sin psi, sum A cos psi] @ [cos(kappa x); sin(kappa x)]: one exact (B, T, 16) @ (16, N) product
         with a fixed table, rounded to ``dtype`` once."""
         (x,) = axes
-        check_wavenumbers(params, "k", WAVENUMBERS)
         a = np.array([p.scalars["a"] for p in params])[:, None]
-        k, amplitude, phase = (mode_table(params, column) for column in ("k", "amplitude", "phase"))  # (B, J)
+        k, amplitude, phase = self.modes(params, "amplitude", "phase")  # (B, J)
         psi = phase[:, None, :] - (k * a)[:, None, :] * times[:, None]  # (B, T, J)
         sin_psi, cos_psi = sincos(psi)
         amplitude = amplitude[:, None, :]
-        cos_coefficients = sum_by_wavenumber(amplitude * sin_psi, k, WAVENUMBERS)  # (B, T, K)
-        sin_coefficients = sum_by_wavenumber(amplitude * cos_psi, k, WAVENUMBERS)
+        cos_coefficients = self.per_wavenumber(amplitude * sin_psi, k)  # (B, T, K)
+        sin_coefficients = self.per_wavenumber(amplitude * cos_psi, k)
         left = np.concatenate([cos_coefficients, sin_coefficients], axis=2)
-        return {"u": exact_matmul(left, harmonic_table(WAVENUMBERS, x), dtype)}
+        return {"u": exact_matmul(left, self.table(x), dtype)}

@@ -24,13 +24,33 @@ import numpy as np
 from well_upao.families.base import TWO_PI, FieldSpec, TrajectoryFamily, TrajectoryParameters
 from well_upao.families.portable import exact_matmul, sincos
 
-__all__ = ["TWO_PI", "ExactSolution", "FieldSpec", "TrajectoryFamily", "TrajectoryParameters"]
+__all__ = ["TWO_PI", "ExactSolution", "FieldSpec", "FixedWavenumbers", "TrajectoryFamily", "TrajectoryParameters"]
 
 
 class ExactSolution(TrajectoryFamily):
     """A PDE with a closed-form solution family and the paper's parameter distributions."""
 
     kind = "closed_form"
+
+
+class FixedWavenumbers(ExactSolution):
+    """A 1D closed form summed per wavenumber against a fixed table ``[cos(k x); sin(k x)]`` of every wavenumber
+    its sampler draws (``wavenumbers``), so the spatial factor of a product does not depend on the batch."""
+
+    wavenumbers: np.ndarray
+
+    def modes(self, params: Sequence[TrajectoryParameters], *columns: str) -> tuple[np.ndarray, ...]:
+        """``(k, *columns)`` of a batch's mode tables, each ``(B, max modes)``; wavenumbers outside the table are
+        refused."""
+        check_wavenumbers(params, "k", self.wavenumbers)
+        return tuple(mode_table(params, column) for column in ("k", *columns))
+
+    def per_wavenumber(self, values: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Per-mode values ``(B, ..., J)`` summed per table wavenumber: ``(B, ..., K)``."""
+        return sum_by_wavenumber(values, k, self.wavenumbers)
+
+    def table(self, x: np.ndarray) -> np.ndarray:
+        return harmonic_table(self.wavenumbers, x)
 
 
 def harmonic_table(wavenumbers: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -18,22 +18,10 @@ import numpy as np
 
 from well_upao.families.portable import exact_matmul, exp, sincos
 
-from .base import (
-    TWO_PI,
-    ExactSolution,
-    FieldSpec,
-    TrajectoryParameters,
-    check_wavenumbers,
-    harmonic_table,
-    mode_table,
-    sum_by_wavenumber,
-)
-
-#: every wavenumber the sampler draws (the table of the spatial product is fixed, whatever the batch)
-WAVENUMBERS = np.arange(1.0, 6.0)
+from .base import TWO_PI, FieldSpec, FixedWavenumbers, TrajectoryParameters
 
 
-class Burgers1D(ExactSolution):
+class Burgers1D(FixedWavenumbers):
     name = "burgers1d"
     equation = "d_t u + u d_x u = nu d_xx u, u = -2 nu d_x ln(theta), d_t theta = nu d_xx theta"
     n_spatial_dims = 1
@@ -44,6 +32,7 @@ class Burgers1D(ExactSolution):
     default_n_steps = 101
     default_dt = 0.01
     default_n_traj = 1000
+    wavenumbers = np.arange(1.0, 6.0)  # k ~ U{1..5}
 
     def sample_parameters(self, rng: np.random.Generator, index: int) -> TrajectoryParameters:
         nu = float(rng.uniform(0.005, 0.1))
@@ -70,18 +59,17 @@ class Burgers1D(ExactSolution):
         then u = 2 nu F / (1 + (theta - 1)) in float64, rounded to ``dtype`` once.
         """
         (x,) = axes
-        check_wavenumbers(params, "k", WAVENUMBERS)
         nu = np.array([p.scalars["nu"] for p in params])[:, None]
-        k, eps, phase = (mode_table(params, column) for column in ("k", "eps", "phase"))  # (B, J)
+        k, eps, phase = self.modes(params, "eps", "phase")  # (B, J)
         sin_phase, cos_phase = sincos(phase)
-        a = sum_by_wavenumber(eps * cos_phase, k, WAVENUMBERS)[:, None, :]  # (B, 1, K)
-        b = sum_by_wavenumber(eps * sin_phase, k, WAVENUMBERS)[:, None, :]
-        decay = exp(-(nu * WAVENUMBERS**2)[:, None, :] * times[:, None])  # (B, T, K)
-        rate = (2.0 * nu * WAVENUMBERS)[:, None, :] * decay
+        a = self.per_wavenumber(eps * cos_phase, k)[:, None, :]  # (B, 1, K)
+        b = self.per_wavenumber(eps * sin_phase, k)[:, None, :]
+        decay = exp(-(nu * self.wavenumbers**2)[:, None, :] * times[:, None])  # (B, T, K)
+        rate = (2.0 * nu * self.wavenumbers)[:, None, :] * decay
         left = np.stack(
             [np.concatenate([decay * a, -(decay * b)], axis=2), np.concatenate([rate * b, rate * a], axis=2)], axis=1
         )  # (B, 2, T, 2K): rows of theta - 1, then of 2 nu F
-        theta_minus_one, flux = np.moveaxis(exact_matmul(left, harmonic_table(WAVENUMBERS, x)), 1, 0)
+        theta_minus_one, flux = np.moveaxis(exact_matmul(left, self.table(x)), 1, 0)
         theta_minus_one += 1.0
         velocity = np.empty((len(params), len(times), len(x), 1), dtype=dtype)
         np.divide(flux, theta_minus_one, out=velocity[..., 0])

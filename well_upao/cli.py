@@ -20,16 +20,12 @@ class CommandError(Exception):
 
 # --------------------------------------------------------------------------- generate-exact
 def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
-    from well_upao.data.datasets import generators
-
-    exact = generators("exact")
-    rows = _defaults_table(exact.values())
-    parser = sub.add_parser(
+    parser, exact = _generator_parser(
+        sub,
         "generate-exact",
+        "exact",
         help="write an exact-solution dataset (closed form, no solver error) in The Well's HDF5 format",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=textwrap.dedent(
-            """\
+        intro="""\
             Evaluate one of the paper's exact-solution PDE families on a periodic grid x_i = i L / N and
             write it where The Well's loaders (and `python -m the_well.benchmark.train data=<pde>`) find it:
 
@@ -39,33 +35,50 @@ def _generate_exact_parser(sub: argparse._SubParsersAction) -> None:
             protocol). test/ holds the valid trajectories again (the paper evaluates on its validation split)
             unless --test-fraction carves out a separate held-out test set. stats.yaml uses train/ only.
             Defaults are the paper's table:
-            """
-        )
-        + rows
-        + textwrap.dedent(
-            """
-
-            examples:
-              well-upao generate-exact --pde burgers2d
-              well-upao generate-exact --pde wave2d --n-traj 20 --resolution 64 --out datasets
-              well-upao generate-exact --pde all --resolution 64 --n-traj 10
-            """
-        ),
+            """,
+        examples=[
+            "well-upao generate-exact --pde burgers2d",
+            "well-upao generate-exact --pde wave2d --n-traj 20 --resolution 64 --out datasets",
+            "well-upao generate-exact --pde all --resolution 64 --n-traj 10",
+        ],
     )
     parser.add_argument("--pde", required=True, help=f"one of {', '.join(exact)}, or 'all'")
-    parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
-    parser.add_argument("--n-traj", type=int, help="trajectories over all splits (default: paper's count)")
-    parser.add_argument("--resolution", type=int, help="grid points per axis (default: 256 2D, 1024 1D, 64 3D)")
-    parser.add_argument("--n-steps", type=int, help="stored time steps per trajectory, t = 0..(n-1) dt")
-    parser.add_argument("--dt", type=float, help="time between stored steps (default 0.01; 0.05 for adv3d)")
-    parser.add_argument("--seed", type=int, default=42, help="seed of the split and of every trajectory (42)")
-    parser.add_argument("--traj-per-file", type=int, help="trajectories per HDF5 file (default: ~512 MB files)")
     parser.add_argument(
         "--test-fraction", type=float, default=0.0, help="separate test split (default 0: mirror valid)"
     )
+    parser.set_defaults(handler=_run_generate_exact)
+
+
+def _generator_parser(
+    sub: argparse._SubParsersAction, command: str, origin: str, help: str, intro: str, examples: list[str]
+) -> tuple[argparse.ArgumentParser, dict]:
+    """A generator's subcommand: its description (``intro``, the default sizes of the registered families of
+    ``origin``, ``examples``) and the options every generator takes; returns the parser and the families."""
+    from well_upao.data.datasets import generators
+
+    families = generators(origin)
+    description = textwrap.dedent(intro) + _defaults_table(families.values()) + "\n\nexamples:\n"
+    parser = sub.add_parser(
+        command,
+        help=help,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=description + "\n".join(f"  {line}" for line in examples),
+    )
+    _add_generation_options(parser)
+    return parser, families
+
+
+def _add_generation_options(parser: argparse.ArgumentParser) -> None:
+    """The size and output options every generator takes (defaults: the family's, see the table above)."""
+    parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
+    parser.add_argument("--n-traj", type=int, help="trajectories over all splits (default: the family's)")
+    parser.add_argument("--resolution", type=int, help="grid points per axis (default: the family's)")
+    parser.add_argument("--n-steps", type=int, help="stored time steps per trajectory, t = 0..(n-1) dt")
+    parser.add_argument("--dt", type=float, help="time between stored steps (default: the family's)")
+    parser.add_argument("--seed", type=int, default=42, help="seed of the split and of every trajectory (42)")
+    parser.add_argument("--traj-per-file", type=int, help="trajectories per HDF5 file (default: ~512 MB files)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.set_defaults(handler=_run_generate_exact)
 
 
 def _run_generate_exact(args: argparse.Namespace) -> int:
@@ -87,7 +100,7 @@ def _generate_and_report(names: list[str], args: argparse.Namespace) -> int:
             n_steps=args.n_steps,
             dt=args.dt,
             seed=args.seed,
-            traj_per_file=getattr(args, "traj_per_file", None),
+            traj_per_file=args.traj_per_file,
             overwrite=args.overwrite,
             test_fraction=getattr(args, "test_fraction", 0.0),
         )
@@ -138,29 +151,16 @@ def format_generation_summary(summary, family=None) -> str:
 
 # --------------------------------------------------------------------------- generate-pretrain
 def _generate_pretrain_parser(sub: argparse._SubParsersAction) -> None:
-    from well_upao.data.datasets import generators
-
-    simulated = generators("simulated")
-    rows = _defaults_table(simulated.values())
-    parser = sub.add_parser(
+    parser, simulated = _generator_parser(
+        sub,
         "generate-pretrain",
+        "simulated",
         help="simulate the pretraining corpus (PDEBench's families) in The Well's format",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Integrate the paper's pretraining families with our solvers "
-        "(well_upao/families/pdebench_solvers.py) and write each as a Well dataset OUT/<family>/ (splits, "
-        "stats.yaml). Defaults fit a 2-core CPU:\n"
-        + rows
-        + "\n\nexample:\n  well-upao generate-pretrain --out datasets --n-traj 12",
+        intro="Integrate the paper's pretraining families with our solvers (well_upao/families/pdebench_solvers.py)\n"
+        "and write each as a Well dataset OUT/<family>/ (splits, stats.yaml). Defaults fit a 2-core CPU:\n",
+        examples=["well-upao generate-pretrain --out datasets --n-traj 12"],
     )
     parser.add_argument("--family", nargs="+", default=["all"], help=f"families ({', '.join(simulated)}) or all")
-    parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
-    parser.add_argument("--n-traj", type=int, help="trajectories per family over all splits")
-    parser.add_argument("--resolution", type=int)
-    parser.add_argument("--n-steps", type=int)
-    parser.add_argument("--dt", type=float)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--overwrite", action="store_true")
-    parser.add_argument("--quiet", action="store_true")
     parser.set_defaults(handler=_run_generate_pretrain)
 
 

@@ -122,17 +122,9 @@ class NATransformer(nn.Module):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         size = dict(PRESETS[preset])
-        for name, value in dict(
-            hidden=hidden,
-            layers=layers,
-            heads=heads,
-            patch=patch,
-            kernel=kernel,
-            temporal_kernel=temporal_kernel,
-            n_steps_input=n_steps_input,
-        ).items():
-            if value is not None:
-                size[name] = int(value)
+        explicit = {"hidden": hidden, "layers": layers, "heads": heads, "patch": patch, "kernel": kernel}
+        explicit |= {"temporal_kernel": temporal_kernel, "n_steps_input": n_steps_input}
+        size |= {name: int(value) for name, value in explicit.items() if value is not None}
         size["encoder_width"] = int(encoder_width) if encoder_width is not None else size["hidden"] // 2
         dims = tuple(sorted({int(d) for d in dims}))
         if not set(dims) <= {1, 2, 3}:

@@ -154,6 +154,21 @@ def advection_diffusion(name: str, quantity: str, dims: int, diffusivity: Callab
     )
 
 
+def reaction_diffusion(
+    name: str, quantity: str, diffusivity: str, *reactions: Callable[[Fields, Params], torch.Tensor]
+) -> SubEquation:
+    """``d_t c = D Lap c + sum_i r_i(c, ...)``: the terms ``-D Lap c`` and each ``-r_i`` kept apart (their sizes
+    set the equation's scale)."""
+    return SubEquation(
+        name,
+        rate=quantity,
+        flux=lambda f, p, ops: (
+            -p[diffusivity] * ops.laplacian(f[quantity]),
+            *(-reaction(f, p) for reaction in reactions),
+        ),
+    )
+
+
 def constant_velocity_advection(quantity: str, speed_names: Sequence[str], diffusivity: str | None = None):
     """``d_t u + sum_a c_a d_a u [- nu Lap u] = 0`` with per-trajectory constant speeds ``c_a``."""
 
@@ -189,14 +204,17 @@ register_pde(
         description="first-order wave system: d_t u = w, d_t w = c^2 Lap u (u in 'height', w in 'Vz')",
     )
 )
+
+
+def _scalar_transport(name: str, speeds: tuple[str, ...], description: str, diffusivity: str | None = None) -> PDE:
+    """An advected (and diffused) scalar in ``concentration_rho`` with per-trajectory constant speeds."""
+    parameters = (*((diffusivity,) if diffusivity else ()), *speeds)
+    equation = constant_velocity_advection("concentration_rho", speeds, diffusivity)
+    return PDE(name, ("concentration_rho",), parameters, (equation,), description=description)
+
+
 register_pde(
-    PDE(
-        name="advdiff2d",
-        variables=("concentration_rho",),
-        parameters=("nu", "a", "b"),
-        equations=(constant_velocity_advection("concentration_rho", ("a", "b"), "nu"),),
-        description="advection-diffusion: d_t u + a d_x u + b d_y u = nu Lap u",
-    )
+    _scalar_transport("advdiff2d", ("a", "b"), "advection-diffusion: d_t u + a d_x u + b d_y u = nu Lap u", "nu")
 )
 
 
@@ -238,24 +256,8 @@ register_pde(
         description="viscous Burgers: d_t u + d_x(u^2 / 2) = nu d_xx u",
     )
 )
-register_pde(
-    PDE(
-        name="adv1d",
-        variables=("concentration_rho",),
-        parameters=("a",),
-        equations=(constant_velocity_advection("concentration_rho", ("a",)),),
-        description="linear advection: d_t u + a d_x u = 0",
-    )
-)
-register_pde(
-    PDE(
-        name="adv3d",
-        variables=("concentration_rho",),
-        parameters=("a", "b", "c"),
-        equations=(constant_velocity_advection("concentration_rho", ("a", "b", "c")),),
-        description="linear advection: d_t u + a d_x u + b d_y u + c d_z u = 0",
-    )
-)
+register_pde(_scalar_transport("adv1d", ("a",), "linear advection: d_t u + a d_x u = 0"))
+register_pde(_scalar_transport("adv3d", ("a", "b", "c"), "linear advection: d_t u + a d_x u + b d_y u + c d_z u = 0"))
 
 # ---------------------------------------------------------------------------- the Well's datasets
 register_pde(
@@ -266,23 +268,19 @@ register_pde(
         constants={"delta_A": 2e-5, "delta_B": 1e-5},
         aliases={"F": ("f",)},
         equations=(
-            SubEquation(
+            reaction_diffusion(
                 "A",
-                rate="concentration_u",
-                flux=lambda f, p, ops: (
-                    -p["delta_A"] * ops.laplacian(f["concentration_u"]),
-                    f["concentration_u"] * f["concentration_v"] ** 2,
-                    -p["F"] * (1 - f["concentration_u"]),
-                ),
+                "concentration_u",
+                "delta_A",
+                lambda f, p: -f["concentration_u"] * f["concentration_v"] ** 2,
+                lambda f, p: p["F"] * (1 - f["concentration_u"]),
             ),
-            SubEquation(
+            reaction_diffusion(
                 "B",
-                rate="concentration_v",
-                flux=lambda f, p, ops: (
-                    -p["delta_B"] * ops.laplacian(f["concentration_v"]),
-                    -f["concentration_u"] * f["concentration_v"] ** 2,
-                    (p["F"] + p["k"]) * f["concentration_v"],
-                ),
+                "concentration_v",
+                "delta_B",
+                lambda f, p: f["concentration_u"] * f["concentration_v"] ** 2,
+                lambda f, p: -(p["F"] + p["k"]) * f["concentration_v"],
             ),
         ),
         description="Gray-Scott: d_t A = dA Lap A - A B^2 + F(1 - A), d_t B = dB Lap B + A B^2 - (F + k) B",
@@ -349,22 +347,13 @@ register_pde(
         parameters=(),
         constants={"D_u": 1e-3, "D_v": 5e-3, "k": 5e-3},
         equations=(
-            SubEquation(
+            reaction_diffusion(
                 "u",
-                rate="concentration_u",
-                flux=lambda f, p, ops: (
-                    -p["D_u"] * ops.laplacian(f["concentration_u"]),
-                    -(f["concentration_u"] - f["concentration_u"] ** 3 - p["k"] - f["concentration_v"]),
-                ),
+                "concentration_u",
+                "D_u",
+                lambda f, p: f["concentration_u"] - f["concentration_u"] ** 3 - p["k"] - f["concentration_v"],
             ),
-            SubEquation(
-                "v",
-                rate="concentration_v",
-                flux=lambda f, p, ops: (
-                    -p["D_v"] * ops.laplacian(f["concentration_v"]),
-                    -(f["concentration_u"] - f["concentration_v"]),
-                ),
-            ),
+            reaction_diffusion("v", "concentration_v", "D_v", lambda f, p: f["concentration_u"] - f["concentration_v"]),
         ),
         description="FitzHugh-Nagumo: d_t u = Du Lap u + u - u^3 - k - v, d_t v = Dv Lap v + u - v (PDEBench values)",
     )

@@ -12,6 +12,7 @@ VRMSE). VRMSE under both definitions is still computed on the validation split a
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -193,31 +194,8 @@ class UpaoLoss(TrainingLoss):
 
 
 class UpaoTrainer(Trainer):
-    """``trainer=upao``: the loop with :class:`UpaoLoss` (its arguments are :class:`UpaoLoss`'s)."""
+    """``trainer=upao``: the loop with :class:`UpaoLoss`; the arguments named like :class:`UpaoLoss`'s go to it."""
 
-    def __init__(
-        self,
-        *args,
-        pde: str | None = None,
-        lambda_bc: float | None = None,
-        normalization: str | None = None,
-        time_scheme: str | None = None,
-        derivative: str | None = None,
-        floor_rel: float = 1e-4,
-        pde_constants: Mapping[str, float] | None = None,
-        paper_protocol: bool = False,
-        vrmse_trajectories: int = 2,
-        **kwargs,
-    ):
-        loss = UpaoLoss(
-            pde,
-            lambda_bc,
-            normalization,
-            time_scheme,
-            derivative,
-            floor_rel,
-            pde_constants,
-            paper_protocol,
-            vrmse_trajectories,
-        )
-        super().__init__(*args, loss=loss, **kwargs)
+    def __init__(self, *args, **kwargs):
+        settings = {name: kwargs.pop(name) for name in inspect.signature(UpaoLoss).parameters if name in kwargs}
+        super().__init__(*args, loss=UpaoLoss(**settings), **kwargs)

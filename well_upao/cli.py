@@ -265,21 +265,32 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
             rollout starts from each trajectory's first window. Prints a markdown table, writes JSON and PNG
             figures (truth / prediction / error / PDE residual; error vs rollout step) to --out.
 
+            A run folder (or checkpoint) knows its dataset, base path, stride and history, and the modules its
+            data.imports named: flags override them.
+
             examples:
               well-upao evaluate --data wave2d
-              well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0 --data wave2d --stride 5
-              well-upao evaluate "UPAO, norm=runs/a/0" "UPAO, no_norm=runs/b/0" --data wave2d   (LABEL=PATH names a row)
+              well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0
+              well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0 --stride 10
+              well-upao evaluate "UPAO, norm=runs/a/0" "UPAO, no_norm=runs/b/0"   (LABEL=PATH names a row)
             """
         ),
     )
     parser.add_argument(
         "checkpoints", nargs="*", help="well-upao checkpoints or run folders, each optionally as LABEL=PATH"
     )
-    parser.add_argument("--data", required=True, help="dataset name (a folder under the base path)")
-    parser.add_argument("--base-path", type=Path, default=None, help="Well base path ($WELL_BASE_PATH or ./datasets)")
+    parser.add_argument("--data", help="dataset name (default: the first run's)")
+    parser.add_argument(
+        "--base-path",
+        type=Path,
+        default=None,
+        help="Well base path (default: the run's, else $WELL_BASE_PATH or ./datasets)",
+    )
     parser.add_argument("--split", default="valid", choices=["train", "valid", "test"])
-    parser.add_argument("--history", type=int, default=8, help="input frames per prediction (8)")
-    parser.add_argument("--stride", type=int, default=1, help="time stride between frames (the Well's dt_stride)")
+    parser.add_argument("--history", type=int, help="input frames per prediction (default: the run's, else 8)")
+    parser.add_argument(
+        "--stride", type=int, help="time stride between frames, the Well's dt_stride (default: the run's, else 1)"
+    )
     parser.add_argument("--rollout-steps", type=int, default=10)
     parser.add_argument("--max-trajectories", type=int, default=None)
     parser.add_argument("--no-solver", action="store_true", help="skip the numerical-solver baseline")
@@ -291,17 +302,24 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     import os
 
-    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation, run_settings
     from well_upao.evaluate.protocol import ProtocolError
     from well_upao.evaluate.run import EvaluationError
     from well_upao.models.checkpoint import CheckpointError
 
+    checkpoints = labelled_checkpoints(args.checkpoints)
+    runs = [run_settings(path) for _, path in checkpoints]  # also imports each run's data.imports
+    run = runs[0] if runs else {}
+    dataset = args.data or run.get("dataset")
+    if dataset is None:
+        raise CommandError("--data is required when no run (or checkpoint that names its dataset) is given")
+    default_base = Path(os.environ.get("WELL_BASE_PATH", "datasets"))
     request = EvaluationRequest(
-        base=args.base_path or Path(os.environ.get("WELL_BASE_PATH", "datasets")),
-        dataset=args.data,
+        base=args.base_path or (run.get("base") if dataset == run.get("dataset") else None) or default_base,
+        dataset=dataset,
         split=args.split,
-        history=args.history,
-        stride=args.stride,
+        history=args.history or run.get("history") or 8,
+        stride=args.stride or run.get("stride") or 1,
         rollout_steps=args.rollout_steps,
         max_trajectories=args.max_trajectories,
         solver=not args.no_solver,
@@ -309,7 +327,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     try:
-        report = run_evaluation(request, labelled_checkpoints(args.checkpoints))
+        report = run_evaluation(request, checkpoints)
     except (EvaluationError, ProtocolError, CheckpointError, FileNotFoundError, KeyError) as error:
         raise CommandError(str(error).strip("'\"")) from error
     print(report.table)
@@ -389,10 +407,14 @@ def _quickstart_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_quickstart(args: argparse.Namespace) -> int:
+    from well_upao.harness.install import harness_config_missing
     from well_upao.quickstart import QuickstartConfig, run_quickstart
 
     if args.stride < 1 or args.epochs < 1 or args.n_traj < 2:
         raise CommandError("--stride and --epochs must be >= 1 and --n-traj >= 2")
+    missing = harness_config_missing()
+    if missing:
+        raise CommandError(missing)
     n_steps = max(51, (8 + 1) * args.stride + 2)
     config = QuickstartConfig(
         out=args.out,
@@ -460,7 +482,31 @@ def _run_adapters_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- fix-harness
+def _fix_harness_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "fix-harness",
+        help="write the file the_well's harness asserts (needed once after an editable install)",
+        description="the_well/benchmark/train.py asserts that the_well/benchmark/configs/config.yaml exists; a "
+        "regular install of well-upao writes it, an editable one (pip install -e .) cannot. This writes it.",
+    )
+    parser.set_defaults(handler=_run_fix_harness)
+
+
+def _run_fix_harness(args: argparse.Namespace) -> int:
+    from well_upao.harness.install import harness_config_missing, write_harness_config
+
+    missing = harness_config_missing()
+    path = write_harness_config()
+    print(f"{'wrote' if missing else 'already present:'} {path}")
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
+#: commands that take a dataset or a run, hence a user's modules registering them
+TAKES_IMPORTS = ("generate-exact", "validate", "evaluate", "adapters-report", "export-backbone")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="well-upao",
@@ -476,28 +522,47 @@ def build_parser() -> argparse.ArgumentParser:
     _adapters_report_parser(sub)
     _quickstart_parser(sub)
     _export_parser(sub)
+    _fix_harness_parser(sub)
+    for name, command in sub.choices.items():
+        command.add_argument("--debug", action="store_true", help="show the traceback of an error")
+        if name in TAKES_IMPORTS:
+            command.add_argument(
+                "--imports",
+                nargs="+",
+                default=[],
+                metavar="MODULE",
+                help="modules to import first, where your own datasets and PDEs are registered (a run's "
+                "checkpoint remembers its data.imports, so runs need none)",
+            )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from well_upao.data.atomic import OutputExistsError
+    from well_upao.data.datasets import UserModuleError, import_modules
     from well_upao.data.generate import GenerationError
 
     parser = build_parser()
     args = parser.parse_args(argv)
+
+    def fail(message: str, code: int) -> int:
+        print(f"well-upao {args.command}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        return code
+
     try:
+        import_modules(getattr(args, "imports", []), "--imports")
         return args.handler(args)
-    except (CommandError, GenerationError, OutputExistsError) as error:
-        print(f"well-upao {args.command}: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as error:
-        reason = error.strerror or str(error)
-        where = f" ({error.filename})" if error.filename else ""
-        print(f"well-upao {args.command}: error: {reason}{where}", file=sys.stderr)
-        return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"well-upao {args.command}: interrupted, partial output removed", file=sys.stderr)
         return 130
+    except Exception as error:
+        if args.debug:
+            raise
+        if isinstance(error, CommandError | GenerationError | OutputExistsError | UserModuleError):
+            return fail(str(error), EXIT_BAD_INPUT)
+        if isinstance(error, OSError) and error.strerror:
+            return fail(f"{error.strerror}{f' ({error.filename})' if error.filename else ''}", EXIT_FAILED)
+        return fail(f"{type(error).__name__}: {error} (--debug shows the traceback)", EXIT_FAILED)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ same as the built-in rows below::
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,6 +98,22 @@ def generators(origin: str | None = None) -> dict[str, TrajectoryFamily]:
         for name, spec in DATASETS.items()
         if spec.family is not None and (origin is None or spec.origin == origin)
     }
+
+
+class UserModuleError(ValueError):
+    """A module that should register datasets or PDEs cannot be imported."""
+
+
+def import_modules(names: Sequence[str], where: str = "") -> None:
+    """Import the user modules ``names`` (which register datasets and PDEs): ``data.imports`` of a run,
+    ``--imports`` of a command, or the imports a checkpoint recorded (``where`` says which, for the error)."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise UserModuleError(
+                f"cannot import {name!r}{f' ({where})' if where else ''}: {error}; make it importable (PYTHONPATH)"
+            ) from error
 
 
 # ---------------------------------------------------------------------------- the slot table, as a view

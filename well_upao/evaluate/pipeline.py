@@ -14,7 +14,7 @@ from pathlib import Path
 from well_upao.data.datasets import DATASETS, slot_indices
 from well_upao.data.metadata import dataset_channel_names
 from well_upao.evaluate.plots import plot_fields, plot_rollout
-from well_upao.evaluate.predictors import Predictor, classical_predictors, load_predictor
+from well_upao.evaluate.predictors import Predictor, checkpoint_file, classical_predictors, load_predictor
 from well_upao.evaluate.run import (
     Evaluation,
     EvaluationError,
@@ -24,6 +24,7 @@ from well_upao.evaluate.run import (
     sample_context,
     save,
 )
+from well_upao.models.checkpoint import read_checkpoint
 from well_upao.physics.pdes import PDE_REGISTRY, pde_for_dataset
 
 
@@ -47,6 +48,22 @@ class EvaluationReport:
     table: str
     json_path: Path | None
     figures: list[Path] = field(default_factory=list)
+
+
+def run_settings(checkpoint: Path) -> dict:
+    """What a checkpoint or run folder says about the data it was trained on: ``dataset``, ``base`` (the Well base
+    path), ``stride``, ``history`` (the keys it knows). Reading it imports the modules the run named in
+    ``data.imports``, so a user's dataset is registered."""
+    payload = read_checkpoint(checkpoint_file(checkpoint))
+    data = (payload.get("train") or {}).get("data") or {}
+    config = payload["model"].get("config") or {}
+    found = {
+        "dataset": data.get("well_dataset_name") or payload["model"].get("dataset") or config.get("dataset_name"),
+        "base": Path(data["well_base_path"]) if data.get("well_base_path") else None,
+        "stride": data.get("min_dt_stride"),
+        "history": data.get("n_steps_input") or config.get("history"),
+    }
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def run_evaluation(

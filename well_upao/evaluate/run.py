@@ -76,14 +76,14 @@ class Evaluation:
 def open_split(base_path: str | Path, dataset: str, split: str, history: int, stride: int):
     """The split as whole trajectories (The Well's full-trajectory mode), with the dataset's field selection."""
     from well_upao.data.datasets import selected_fields
-    from well_upao.harness.datamodule import FieldSelectingWellDataset
+    from well_upao.harness.datamodule import WellUpaoDataset
 
     try:
         first_file(base_path, dataset, split)
     except FileNotFoundError as error:
         raise EvaluationError(str(error)) from error
     register_dataset_names([dataset])
-    return FieldSelectingWellDataset(
+    return WellUpaoDataset(
         fields=selected_fields(dataset),
         well_base_path=str(base_path),
         well_dataset_name=dataset,

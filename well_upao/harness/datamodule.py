@@ -1,27 +1,36 @@
-"""The data module our Hydra data configs instantiate: The Well's ``WellDataModule`` plus name registration and
-field selection.
+"""The data module our Hydra data configs instantiate: The Well's ``WellDataModule`` plus name registration,
+field selection, a resumable training order and sample provenance.
 
 The Well's datasets assert that the dataset name is one of theirs; we register ours first, and check that the
 files exist so a missing dataset gives a one-line hint instead of an assertion deep in the loader. When a field
 selection applies (``fields``, or the paper's selection such as active matter without its tensor fields), every
-split is served by :class:`FieldSelectingWellDataset`.
+split is served by :class:`WellUpaoDataset`; the training split always is, and every sample carries its
+``sample_index``, which :meth:`WellUpaoDataset.describe_index` turns into file, trajectory and time.
+
+The training loader draws a permutation per epoch from ``(shuffle_seed, epoch)`` (:class:`EpochSampler`), so an
+epoch interrupted after ``n`` batches can be resumed by skipping them: the same command finishes with the same
+optimizer steps as an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 
+import numpy as np
+import torch
 from the_well.data import WellDataModule, WellDataset
+from torch.utils.data import DataLoader, Sampler
 
-from well_upao.data.datasets import selected_fields
+from well_upao.data.datasets import import_modules, selected_fields
 from well_upao.data.metadata import first_file
 from well_upao.harness.names import register_dataset_names
 
 
-class FieldSelectingWellDataset(WellDataset):
-    """A ``WellDataset`` that keeps only the core fields in ``fields`` (metadata, samples and normalisation)."""
+class WellUpaoDataset(WellDataset):
+    """A ``WellDataset`` that keeps only the core fields in ``fields`` (metadata, samples and normalisation; all of
+    them when ``None``) and adds each sample's ``sample_index``."""
 
     def __init__(self, *args, fields: Sequence[str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -47,6 +56,21 @@ class FieldSelectingWellDataset(WellDataset):
                 stats = yaml.safe_load(f)
             self.norm = self.normalization_type(stats, self.core_field_names, self.core_constant_field_names)
 
+    def __getitem__(self, index):
+        sample = super().__getitem__(index)
+        sample["sample_index"] = index
+        return sample
+
+    def describe_index(self, index: int) -> str:
+        """``<file> trajectory <i> time <t>`` of a sample (the Well's own index arithmetic)."""
+        if self.restriction_set is not None:
+            index = self.restriction_set[index]
+        file_number = int(np.searchsorted(self.file_index_offsets, index, side="right") - 1)
+        local = index - max(self.file_index_offsets[file_number], 0)
+        windows = self.n_windows_per_trajectory[file_number]
+        name = os.path.basename(str(self.files_paths[file_number]))
+        return f"{name} trajectory {local // windows} time {local % windows}"
+
     def _reconstruct_fields(self, file, cache, sample_idx, time_idx, n_steps, dt):
         variable, constant = super()._reconstruct_fields(file, cache, sample_idx, time_idx, n_steps, dt)
         if self.kept_fields is None:
@@ -63,6 +87,8 @@ class WellUpaoDataModule(WellDataModule):
     ``imports``: modules imported first, where a user registers their own dataset slots and PDEs (the data
     module is the first object the harness builds, so the model and trainer see the registrations).
     ``fields``: core field names to keep (default: the paper's selection for the dataset, else all).
+    ``shuffle_seed``: seed of the per-epoch training order. ``settings`` (what checkpoints record, so later
+    commands on a run know its data) holds the base path, dataset, history, strides, field selection, imports.
     """
 
     def __init__(
@@ -72,16 +98,25 @@ class WellUpaoDataModule(WellDataModule):
         batch_size: int,
         imports: Sequence[str] = (),
         fields: Sequence[str] | None = None,
+        shuffle_seed: int = 0,
         **kwargs,
     ):
-        for module in imports:
-            importlib.import_module(module)
+        import_modules(imports, "data.imports")
+        self.shuffle_seed = int(shuffle_seed)
+        self.settings = {
+            "well_base_path": os.path.abspath(well_base_path),
+            "well_dataset_name": well_dataset_name,
+            "n_steps_input": kwargs.get("n_steps_input", 1),
+            "min_dt_stride": kwargs.get("min_dt_stride", 1),
+            "max_dt_stride": kwargs.get("max_dt_stride", 1),
+            "fields": list(fields) if fields else None,
+            "imports": list(imports),
+        }
         register_dataset_names([well_dataset_name])
         for split in ("train", "valid", "test"):
             first_file(well_base_path, well_dataset_name, split)  # clear error when missing
         self.fields = selected_fields(well_dataset_name, fields)
-        if self.fields is not None:
-            kwargs["train_dataset"] = functools.partial(FieldSelectingWellDataset, fields=self.fields)
+        kwargs["train_dataset"] = functools.partial(WellUpaoDataset, fields=self.fields)
         super().__init__(
             well_base_path=str(well_base_path), well_dataset_name=well_dataset_name, batch_size=batch_size, **kwargs
         )
@@ -104,7 +139,45 @@ class WellUpaoDataModule(WellDataModule):
             fields=self.fields,
         )
         rollout = dict(full_trajectory_mode=True, max_rollout_steps=kwargs.get("max_rollout_steps", 100))
-        self.val_dataset = FieldSelectingWellDataset(well_split_name="valid", **common)
-        self.rollout_val_dataset = FieldSelectingWellDataset(well_split_name="valid", **common, **rollout)
-        self.test_dataset = FieldSelectingWellDataset(well_split_name="test", **common)
-        self.rollout_test_dataset = FieldSelectingWellDataset(well_split_name="test", **common, **rollout)
+        self.val_dataset = WellUpaoDataset(well_split_name="valid", **common)
+        self.rollout_val_dataset = WellUpaoDataset(well_split_name="valid", **common, **rollout)
+        self.test_dataset = WellUpaoDataset(well_split_name="test", **common)
+        self.rollout_test_dataset = WellUpaoDataset(well_split_name="test", **common, **rollout)
+
+    def train_dataloader(self) -> DataLoader:
+        """The training batches in the order of :class:`EpochSampler` (drop the last partial batch, as the Well)."""
+        sampler = EpochSampler(len(self.train_dataset), self.shuffle_seed, self.world_size, self.rank)
+        return DataLoader(
+            self.train_dataset,
+            batch_size=self.batch_size,
+            sampler=sampler,
+            num_workers=self.data_workers,
+            drop_last=True,
+        )
+
+
+class EpochSampler(Sampler[int]):
+    """A permutation of ``range(size)`` per epoch, drawn from ``(seed, epoch)`` and split over ``num_replicas``
+    processes (each takes every ``num_replicas``-th index, the tail that does not divide is dropped). ``skip(n)``
+    leaves out the first ``n`` indices of the next pass only (an interrupted epoch's consumed samples); the
+    length stays the whole epoch's, so learning-rate schedules do not change on resume."""
+
+    def __init__(self, size: int, seed: int = 0, num_replicas: int = 1, rank: int = 0):
+        self.size, self.seed, self.num_replicas, self.rank = size, seed, num_replicas, rank
+        self.epoch, self.skipped = 0, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def skip(self, count: int) -> None:
+        self.skipped = count
+
+    def __len__(self) -> int:
+        return self.size // self.num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        order = torch.randperm(self.size, generator=generator)[: len(self) * self.num_replicas]
+        mine = order[self.rank :: self.num_replicas].tolist()
+        skipped, self.skipped = self.skipped, 0
+        return iter(mine[skipped:])

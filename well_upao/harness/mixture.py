@@ -16,6 +16,7 @@ dataset's (the Well's ``Trainer`` reads its metadata, which the loop does not us
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +63,12 @@ class MixtureDataModule:
         self.clips_per_dataset, self.seed = int(clips_per_dataset), int(seed)
         self.n_steps_input = int(n_steps_input)
         self.validation_trajectories = int(validation_trajectories)
+        self.settings = {
+            "well_base_path": os.path.abspath(well_base_path),
+            "datasets": list(datasets),
+            "n_steps_input": self.n_steps_input,
+            "imports": list(imports),
+        }
         self.modules = {
             name: WellUpaoDataModule(
                 well_base_path,
@@ -133,16 +140,23 @@ class MixtureLoader:
     ``output_fields`` ``(B, 1, *space, 18)``, ``slot_mask`` ``(18,)``, ``dataset``."""
 
     def __init__(self, mixture: MixtureDataModule):
-        self.mixture, self.epoch = mixture, 1
+        self.mixture, self.epoch, self.skipped = mixture, 1, 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    def skip_batches(self, count: int) -> None:
+        """Leave out the first ``count`` batches of the next pass (an interrupted epoch's)."""
+        self.skipped = count
 
     def __len__(self) -> int:
         return self.mixture.steps_per_epoch()
 
     def __iter__(self) -> Iterator[dict]:
-        for batch in self.mixture.train_batches(self.epoch):
+        skipped, self.skipped = self.skipped, 0
+        for number, batch in enumerate(self.mixture.train_batches(self.epoch)):
+            if number < skipped:
+                continue
             history = batch.frames.shape[1] - 1
             yield {
                 "input_fields": batch.frames[:, :history],

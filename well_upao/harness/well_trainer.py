@@ -1,7 +1,8 @@
 """The base of our trainers: The Well's ``Trainer``, with the two places where we reach into it.
 
 * Its constructor takes the formatter name as a positional or keyword argument and keeps only the formatter
-  object; we keep the name too (checkpoints record it, so evaluation can rebuild harness models).
+  object; we keep the name too (checkpoints record it, so evaluation can rebuild harness models), and can swap
+  the formatter after construction (``use_formatter``).
 * Its validation draws power-spectrum plots that the_well 1.2.0 cannot draw for 1D data
   (``build_1d_power_spectrum`` indexes a 0-d tensor when there is a single spatial axis): for 1D datasets they are
   left out of ``the_well.benchmark.trainer.training.validation_plots`` for the duration of the validation.
@@ -13,13 +14,31 @@ import inspect
 
 from the_well.benchmark.trainer import Trainer
 from the_well.benchmark.trainer import training as well_training
+from the_well.data.data_formatter import DefaultChannelsFirstFormatter, DefaultChannelsLastFormatter
+
+FORMATTERS = {
+    "channels_first_default": DefaultChannelsFirstFormatter,
+    "channels_last_default": DefaultChannelsLastFormatter,
+}
+
+
+def trainer_argument(name: str, args: tuple, kwargs: dict, default=None):
+    """The value of argument ``name`` in a call of the Well's ``Trainer(*args, **kwargs)`` (keywords it does not
+    take, our trainers' own, are left aside)."""
+    signature = inspect.signature(Trainer.__init__)
+    known = {key: value for key, value in kwargs.items() if key in signature.parameters}
+    return signature.bind_partial(None, *args, **known).arguments.get(name, default)
 
 
 class WellTrainer(Trainer):
     def __init__(self, *args, **kwargs):
-        bound = inspect.signature(Trainer.__init__).bind(self, *args, **kwargs)
-        self.formatter_name = bound.arguments.get("formatter", "channels_last_default")
+        self.formatter_name = trainer_argument("formatter", args, kwargs, "channels_last_default")
         super().__init__(*args, **kwargs)
+
+    def use_formatter(self, name: str) -> None:
+        """Format model inputs with the Well's formatter ``name`` (``channels_first_default`` or
+        ``channels_last_default``) from now on."""
+        self.formatter, self.formatter_name = FORMATTERS[name](self.dset_metadata), name
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
         if self.dset_metadata.n_spatial_dims > 1:

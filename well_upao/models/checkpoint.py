@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from well_upao.data.datasets import import_modules
 from well_upao.data.slots import slot_table_hash
 
 FORMAT = "well-upao"
@@ -189,4 +190,6 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path} has schema version {payload.get('version')}, this code reads {VERSION}")
     if payload.get("slot_table") != slot_table_hash():
         raise CheckpointError(f"{path} was written with another channel-slot table")
+    imports = ((payload.get("train") or {}).get("data") or {}).get("imports") or []
+    import_modules(imports, f"the data.imports {path} was trained with")  # the run's own datasets and PDEs
     return payload

@@ -24,6 +24,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,6 +33,7 @@ import wandb
 from torch.optim.lr_scheduler import LambdaLR
 from tqdm.auto import tqdm
 
+from well_upao.data.atomic import atomic_write_text
 from well_upao.data.slots import N_SLOTS
 from well_upao.distributed import is_main_process
 from well_upao.harness.well_trainer import WellTrainer
@@ -108,6 +110,17 @@ class TrainingLoss:
 Validation = Callable[["Trainer", str, bool, int], tuple[float | None, dict[str, Any]]]
 
 
+def skip_batches(loader, count: int) -> None:
+    """Make ``loader``'s next pass start after ``count`` batches (a resumed epoch): by its sampler's ``skip`` or
+    the loader's own ``skip_batches`` (a mixture)."""
+    if hasattr(loader, "skip_batches"):
+        loader.skip_batches(count)
+    elif hasattr(getattr(loader, "sampler", None), "skip"):
+        loader.sampler.skip(count * loader.batch_size)
+    else:
+        logger.warning("this data loader cannot skip batches: the interrupted epoch restarts from its beginning")
+
+
 def well_validation(trainer: Trainer, split: str, full: bool, epoch: int) -> tuple[float | None, dict[str, Any]]:
     """The Well's validation of a split (its loaders, metrics and plots, plus the loss's own criterion)."""
     loaders = {
@@ -127,8 +140,10 @@ class Trainer(WellTrainer):
     ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
     budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
-    ``max_steps`` (stop after that many optimizer steps), ``nslora_schedule`` (``warmup``: the paper's LoRA
-    warm-up until the criterion stalls for ``switch_patience`` validations, then NS; ``from_start``) for models
+    ``max_steps`` (stop after that many optimizer steps), ``checkpoint_steps`` / ``checkpoint_minutes`` (also
+    save ``recent.pt`` inside epochs, every that many steps / minutes: rerunning resumes mid-epoch),
+    ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for
+    ``switch_patience`` validations, then NS; ``from_start``) for models
     with NSLoRA adapters. Every epoch's logs are also appended to ``<artifact folder>/metrics.jsonl``.
     """
 
@@ -143,11 +158,19 @@ class Trainer(WellTrainer):
         patience: int = 0,
         max_minutes: float | None = None,
         max_steps: int | None = None,
+        checkpoint_steps: int | None = None,
+        checkpoint_minutes: float | None = None,
         progress: bool = True,
         nslora_schedule: str | None = None,
         switch_patience: int | None = None,
         **kwargs,
     ):
+        self.checkpoint_steps = int(checkpoint_steps) if checkpoint_steps else None
+        self.checkpoint_seconds = 60.0 * float(checkpoint_minutes) if checkpoint_minutes else None
+        self.last_checkpoint = time.time()
+        #: where an interrupted epoch stopped (from recent.pt): epoch, batches done, the epoch's running sums
+        self.resume_point: dict | None = None
+        self.last_val_loss = float("inf")
         self.grad_clip = float(grad_clip)
         self.warmup_steps = int(warmup_steps)
         self.lr_min = float(lr_min)
@@ -217,13 +240,19 @@ class Trainer(WellTrainer):
 
     # ------------------------------------------------------------------ training
     def train_one_epoch(self, epoch: int, dataloader) -> tuple[float, dict[str, Any]]:
+        """One epoch of optimizer steps (continuing an interrupted epoch from its resume point)."""
         self.model.train()
         self._ensure_scheduler(len(dataloader))
-        totals: dict[str, float] = {}
-        epoch_loss = 0.0
+        resumed = self.resume_point if self.resume_point and self.resume_point["epoch"] == epoch else None
+        self.resume_point = None
+        done = resumed["batches"] if resumed else 0
+        if done:
+            skip_batches(dataloader, done)
+        totals: dict[str, float] = dict(resumed["totals"]) if resumed else {}
+        epoch_loss = resumed["loss_sum"] if resumed else 0.0
+        steps = done
         start = time.time()
         bar = tqdm(dataloader, desc=f"epoch {epoch}/{self.max_epoch}", leave=False, disable=not self.progress)
-        steps = 0
         for batch in bar:
             if self.should_stop():
                 break
@@ -231,7 +260,7 @@ class Trainer(WellTrainer):
             with torch.autocast(self.device.type, enabled=self.enable_amp, dtype=self.amp_type):
                 loss, logs = self.loss(batch)
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"non-finite training loss at epoch {epoch}: {loss.item()}")
+                raise FloatingPointError(self.describe_non_finite(batch, epoch, loss))
             self.optimizer.zero_grad(set_to_none=True)
             self.grad_scaler.scale(loss).backward()
             if self.grad_clip > 0:
@@ -246,6 +275,8 @@ class Trainer(WellTrainer):
             for key, value in logs.items():
                 totals[key] = totals.get(key, 0.0) + float(value)
             bar.set_postfix(loss=f"{loss.item():.3e}")
+            if self.mid_epoch_checkpoint_due():
+                self.save_mid_epoch(epoch, steps, epoch_loss, totals)
         steps = max(steps, 1)
         epoch_loss /= steps
         if self.is_distributed and dist.is_initialized():  # log the mean over processes, as one process would see
@@ -254,10 +285,44 @@ class Trainer(WellTrainer):
             epoch_loss = float(mean)
         logs = {f"train_{k}": v / steps for k, v in totals.items()}
         logs["train_loss"] = epoch_loss
-        logs["time_per_train_iter"] = (time.time() - start) / steps
+        logs["time_per_train_iter"] = (time.time() - start) / max(steps - done, 1)
         logs["lr"] = self.optimizer.param_groups[0]["lr"]
         logger.info(f"epoch {epoch}: train loss {epoch_loss:.4e} lr {logs['lr']:.2e}")
         return epoch_loss, logs
+
+    def mid_epoch_checkpoint_due(self) -> bool:
+        by_steps = self.checkpoint_steps is not None and self.global_step % self.checkpoint_steps == 0
+        by_time = self.checkpoint_seconds is not None and time.time() - self.last_checkpoint >= self.checkpoint_seconds
+        return by_steps or by_time
+
+    def save_mid_epoch(self, epoch: int, batches: int, loss_sum: float, totals: dict[str, float]) -> None:
+        """``recent.pt`` with the epoch counted as not finished and where it stopped (``train.resume``)."""
+        self.resume_point = {"epoch": epoch, "batches": batches, "loss_sum": loss_sum, "totals": dict(totals)}
+        try:
+            self.save_model(epoch - 1, self.last_val_loss, os.path.join(self.checkpoint_folder, "recent.pt"))
+        finally:
+            self.resume_point = None
+        self.last_checkpoint = time.time()
+
+    def describe_non_finite(self, batch: dict, epoch: int, loss: torch.Tensor) -> str:
+        """One line: where a non-finite loss came from (the samples with non-finite data, by file, trajectory and
+        time, and their fields), or that the data is finite and the optimisation diverged."""
+        where = f"non-finite training loss ({loss.item()}) at epoch {epoch}, step {self.global_step + 1}"
+        describe = getattr(self.datamodule.train_dataset, "describe_index", None)
+        indices = batch.get("sample_index")
+        names = [n for names in self.dset_metadata.field_names.values() for n in names]
+        bad = []
+        for row in range(batch["input_fields"].shape[0]):
+            frames = torch.cat([batch["input_fields"][row], batch["output_fields"][row]])
+            finite = torch.isfinite(frames).reshape(-1, frames.shape[-1]).all(0)
+            if not finite.all():
+                sample = describe(int(indices[row])) if describe and indices is not None else f"sample {row}"
+                channels = [names[c] if c < len(names) else str(c) for c in (~finite).nonzero().flatten().tolist()]
+                bad.append(f"{sample} ({', '.join(channels)})")
+        if bad:
+            return f"{where}: non-finite values in {'; '.join(bad[:3])}{' ...' if len(bad) > 3 else ''}"
+        samples = [describe(int(i)) for i in indices[:3]] if describe and indices is not None else []
+        return f"{where}; the batch's data is finite ({'; '.join(samples)}): the optimisation diverged (lower the lr)"
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline
@@ -305,19 +370,21 @@ class Trainer(WellTrainer):
         self.started = time.time()
         if self.max_seconds is not None:
             self.deadline = time.time() + self.max_seconds
+        self.forget_unfinished_epochs()
         train_loader = self.datamodule.train_dataloader()
-        val_loss = self.starting_val_loss
+        val_loss = self.last_val_loss = self.starting_val_loss
         epoch = self.starting_epoch
         for epoch in range(self.starting_epoch, self.max_epoch + 1):
             if hasattr(train_loader, "set_epoch"):  # a mixture draws its batches per epoch
                 train_loader.set_epoch(epoch)
-            elif self.is_distributed and hasattr(train_loader.sampler, "set_epoch"):
+            elif hasattr(getattr(train_loader, "sampler", None), "set_epoch"):  # a per-epoch order
                 train_loader.sampler.set_epoch(epoch)
             _, logs = self.train_one_epoch(epoch, train_loader)
             last = epoch == self.max_epoch or self.should_stop()
             stop = False
             if epoch % self.val_frequency == 0 or last:
                 val_loss, val_logs = self.validation(self, "valid", last, epoch)
+                self.last_val_loss = val_loss
                 improved = self.best_val_loss is None or val_loss < self.best_val_loss
                 if improved:
                     self.best_val_loss = val_loss
@@ -329,12 +396,15 @@ class Trainer(WellTrainer):
                 logs |= self.after_validation(epoch, val_loss, improved)
                 logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")
                 stop = 0 < self.patience <= self.epochs_without_improvement
-            self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, "recent.pt"))
-            if self.checkpoint_frequency >= 1 and epoch % self.checkpoint_frequency == 0:
-                self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, f"checkpoint_{epoch}.pt"))
             if epoch % self.rollout_val_frequency == 0 or last or stop:
                 logs |= self.validation(self, "rollout_valid", last or stop, epoch)[1]
+            # the epoch's line first, then the checkpoint that counts the epoch as done: a run killed in between
+            # redoes the epoch, whose line forget_unfinished_epochs then removes (never two lines for one epoch)
             self.record(logs | {"epoch": epoch, "step": self.global_step, "seconds": time.time() - self.started})
+            self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, "recent.pt"))
+            self.last_checkpoint = time.time()
+            if self.checkpoint_frequency >= 1 and epoch % self.checkpoint_frequency == 0:
+                self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, f"checkpoint_{epoch}.pt"))
             if stop:
                 logger.info(f"early stopping at epoch {epoch}: no improvement for {self.patience} validations")
                 break
@@ -396,6 +466,9 @@ class Trainer(WellTrainer):
             best_validation_loss=self.best_val_loss,
             extra_train={
                 "global_step": self.global_step,
+                "epochs_without_improvement": self.epochs_without_improvement,
+                "resume": self.resume_point,
+                "data": getattr(self.datamodule, "settings", None),
                 **self.loss.checkpoint_info(),
                 **getattr(self.datamodule, "checkpoint_info", dict)(),
             },
@@ -410,7 +483,12 @@ class Trainer(WellTrainer):
         logger.info(f"resuming from {checkpoint_path}")
         if not os.path.isfile(checkpoint_path):
             raise CheckpointError(f"checkpoint {checkpoint_path} does not exist")
-        payload = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        try:
+            payload = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        except Exception as error:  # torch raises many types for damaged files
+            raise CheckpointError(f"cannot resume from {checkpoint_path}: {type(error).__name__}: {error}") from error
+        if not isinstance(payload, dict):
+            raise CheckpointError(f"cannot resume from {checkpoint_path}: it holds a {type(payload).__name__}")
         if payload.get("format") == "well-upao":
             load_state(self.bare_model, payload, checkpoint_path)
         elif "model_state_dict" in payload:  # a checkpoint of the Well's own trainer
@@ -426,6 +504,22 @@ class Trainer(WellTrainer):
         self.best_val_loss = payload.get("best_validation_loss")
         self.starting_val_loss = payload.get("validation_loss") or float("inf")
         self.starting_epoch = int(payload.get("epoch", 0)) + 1
+        self.epochs_without_improvement = int(train.get("epochs_without_improvement", 0))
+        self.resume_point = train.get("resume")
+        if self.resume_point:
+            logger.info(f"continuing epoch {self.resume_point['epoch']} after {self.resume_point['batches']} batches")
+
+    def forget_unfinished_epochs(self) -> None:
+        """Drop ``metrics.jsonl`` lines of epochs the checkpoint does not count as done (a run killed between
+        writing an epoch's line and its checkpoint), so that a resumed run logs every epoch once."""
+        path = os.path.join(self.artifact_folder, "metrics.jsonl")
+        if not is_main_process() or not os.path.isfile(path):
+            return
+        with open(path) as stream:
+            lines = stream.readlines()
+        kept = [line for line in lines if json.loads(line).get("epoch", 0) < self.starting_epoch]
+        if len(kept) != len(lines):
+            atomic_write_text(Path(path), "".join(kept))
 
     def record(self, values: dict[str, Any]) -> None:
         """Log to wandb (when on) and append one JSON line to ``<artifact folder>/metrics.jsonl``."""

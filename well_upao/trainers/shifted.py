@@ -12,9 +12,16 @@ For a window of ``T`` input frames and the frame after it, the model predicts ``
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
+from well_upao.harness.well_trainer import trainer_argument
+from well_upao.models.checkpoint import unwrap
 from well_upao.trainers.loop import Trainer, TrainingLoss
+from well_upao.trainers.supervised import SupervisedLoss
+
+logger = logging.getLogger(__name__)
 
 
 def masked_mse(prediction: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -40,7 +47,17 @@ class ShiftedLoss(TrainingLoss):
 
 
 class ShiftedTrainer(Trainer):
-    """``trainer=shifted``: the loop with :class:`ShiftedLoss`."""
+    """``trainer=shifted`` (the harness's default trainer): the loop with :class:`ShiftedLoss`. Given one of The
+    Well's one-frame models (``model=fno`` and the like, which have no shifted output), it trains it as
+    ``trainer=supervised`` does, with the one-step loss and the channels-first layout those models take, and
+    says so in one log line."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, loss=ShiftedLoss(), **kwargs)
+        one_frame = not hasattr(unwrap(trainer_argument("model", args, kwargs)), "forward_sequence")
+        super().__init__(*args, loss=SupervisedLoss() if one_frame else ShiftedLoss(), **kwargs)
+        if one_frame:
+            self.use_formatter("channels_first_default")
+            logger.info(
+                f"trainer=shifted got {type(self.bare_model).__name__}, a one-frame model: training it with the "
+                "supervised one-step loss and channels-first inputs, as trainer=supervised does"
+            )

@@ -239,3 +239,47 @@ def test_failed_overwrite_keeps_the_old_dataset(tmp_path, capsys, monkeypatch):
 def test_validate_reports_missing_path(tmp_path, capsys):
     assert main(["validate", str(tmp_path / "nope")]) != 0
     assert "no such file" in capsys.readouterr().err
+
+
+def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
+    import well_upao.cli as cli
+
+    def broken(args):
+        raise RuntimeError("something odd\nover two lines")
+
+    monkeypatch.setattr(cli, "_run_fix_harness", broken)
+    assert main(["fix-harness"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "RuntimeError: something odd over two lines (--debug shows the traceback)" in err
+    with pytest.raises(RuntimeError, match="something odd"):
+        main(["fix-harness", "--debug"])
+
+
+def test_damaged_and_foreign_checkpoints_are_named_in_one_line(tmp_path, capsys):
+    from well_upao.models.checkpoint import build_payload, save_checkpoint
+    from well_upao.models.na_transformer import NATransformer
+
+    good = tmp_path / "good.pt"
+    save_checkpoint(good, build_payload(NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=[0])))
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    foreign = tmp_path / "foreign.pt"
+    import torch
+
+    torch.save({"weights": [1, 2]}, foreign)
+    for path, problem in ((truncated, "cannot read checkpoint"), (foreign, "not a well-upao checkpoint")):
+        for command in (["export-backbone", str(path), str(tmp_path / "out.pt")], ["adapters-report", str(path)]):
+            code = main(command)
+            err = capsys.readouterr().err
+            assert code != 0 and err.count("\n") == 1 and path.name in err and problem in err, err
+        code = main(["evaluate", str(path), "--data", "tg2d", "--quiet"])
+        err = capsys.readouterr().err
+        assert code != 0 and err.count("\n") == 1 and path.name in err, err
+    assert not (tmp_path / "out.pt").exists()
+
+
+def test_imports_that_fail_and_a_missing_dataset_say_what_to_do(tmp_path, capsys):
+    assert main(["validate", str(tmp_path), "--imports", "no_such_module_xyz"]) == 2
+    assert "cannot import 'no_such_module_xyz' (--imports)" in capsys.readouterr().err
+    assert main(["evaluate"]) == 2
+    assert "--data is required when no run" in capsys.readouterr().err

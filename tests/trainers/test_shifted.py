@@ -86,3 +86,14 @@ def test_neural_operator_baseline_trains_through_the_harness_and_is_evaluated(sm
         )
         == 0
     )
+
+
+def test_one_frame_models_of_the_well_train_under_the_default_trainer(small_datasets, tmp_path):
+    """`python -m the_well.benchmark.train model=fno data=...`, as The Well's users type it: our default trainer
+    trains it with the supervised loss and channels-first inputs, and says so."""
+    small_fno = ["model.hidden_channels=8", "model.modes1=4", "model.modes2=4"]
+    result = harness.run_harness(tmp_path, small_datasets, "model=fno", "data=burgers2d", *small_fno, *harness.FAST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "a one-frame model: training it with the supervised one-step loss" in result.stderr + result.stdout
+    payload = read_checkpoint(harness.run_folders(tmp_path)[0] / "checkpoints" / "best.pt")
+    assert payload["model"]["formatter"] == "channels_first_default"

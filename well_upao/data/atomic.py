@@ -1,7 +1,9 @@
 """Write a whole directory under a temporary name and move it into place only when complete.
 
 A failed or interrupted job leaves nothing at the destination (and nothing half-written beside it); an
-existing destination is replaced only after the new content is complete.
+existing destination is replaced only after the new content is complete. A job killed outright (SIGKILL, power
+loss) cannot clean up: its hidden ``.<name>.partial-<pid>`` folder stays until the next job writing the same
+destination removes it (folders of processes that no longer exist).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def staged_directory(destination: Path, overwrite: bool) -> Iterator[Path]:
         raise OutputExistsError(f"{destination} already exists (pass --overwrite to replace it)")
     parent = destination.parent
     parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(parent, destination.name)
     staging = parent / f".{destination.name}.partial-{os.getpid()}"
     if staging.exists():
         shutil.rmtree(staging)
@@ -47,6 +50,29 @@ def staged_directory(destination: Path, overwrite: bool) -> Iterator[Path]:
     _fsync_directory(parent)
     if retired is not None:
         shutil.rmtree(retired, ignore_errors=True)
+
+
+def remove_abandoned(parent: Path, name: str) -> list[Path]:
+    """Remove the staging (``.partial-<pid>``) and retired (``.old-<pid>``) folders of ``name`` left by processes
+    that no longer exist; returns what was removed."""
+    removed = []
+    for folder in parent.glob(f".{name}.*-*"):
+        kind, _, pid = folder.name.rpartition("-")
+        if not kind.endswith((".partial", ".old")) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _fsync_directory(directory: Path) -> None:

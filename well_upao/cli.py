@@ -541,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     from well_upao.data.atomic import OutputExistsError
     from well_upao.data.datasets import UserModuleError, import_modules
     from well_upao.data.generate import GenerationError
+    from well_upao.models.checkpoint import CheckpointError
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -558,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         if args.debug:
             raise
-        if isinstance(error, CommandError | GenerationError | OutputExistsError | UserModuleError):
+        if isinstance(error, CommandError | GenerationError | OutputExistsError | UserModuleError | CheckpointError):
             return fail(str(error), EXIT_BAD_INPUT)
         if isinstance(error, OSError) and error.strerror:
             return fail(f"{error.strerror}{f' ({error.filename})' if error.filename else ''}", EXIT_FAILED)

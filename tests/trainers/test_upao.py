@@ -200,6 +200,7 @@ def test_harness_runs_nslora_with_upao_and_reports_the_adapters(small_datasets, 
         "data=burgers2d",
         "trainer.epochs=2",
         "trainer.switch_patience=0",
+        "model.base=extrap2",
         *harness.FAST[1:],
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -207,6 +208,9 @@ def test_harness_runs_nslora_with_upao_and_reports_the_adapters(small_datasets, 
     folder = harness.run_folders(tmp_path)[0]
     assert folder.parent.name == "burgers2d-na_nslora-upao-NATransformer-0.0001"
     best = folder / "checkpoints" / "recent.pt"
+    stored = read_checkpoint(best)
+    assert stored["model"]["config"]["base"] == "extrap2"
+    assert stored["state_dict"]["correction_gain"].abs().sum() > 0  # the correction opened during training
     report = subprocess.run(
         [
             str(Path(sys.executable).with_name("well-upao")),

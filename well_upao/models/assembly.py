@@ -18,6 +18,7 @@ old commands): :func:`migrate_config` takes them out, and the model factory hand
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ from torch import nn
 
 from well_upao.models.checkpoint import CheckpointError, load_state, read_checkpoint
 from well_upao.models.lora import attach_adapters
-from well_upao.models.na_transformer import NATransformer
+from well_upao.models.na_transformer import NATransformer, resolve_base
+
+logger = logging.getLogger(__name__)
 
 #: config keys that are not NATransformer's constructor arguments
 ASSEMBLY_KEYS = ("pretrained", "adapter", "dataset_name")
@@ -43,6 +46,15 @@ ARCHITECTURE_KEYS = (
     "n_steps_input",
     "encoder_width",
 )
+
+
+#: tensors that start from their initial values when a backbone trained with another prediction base is loaded
+REZEROED_TENSORS = ("correction_gain",)
+
+
+def migrated_base(config: Mapping[str, Any]) -> str:
+    """The prediction base a stored config describes (configs before ``base`` existed: ``residual_in_time``)."""
+    return resolve_base(config.get("base"), config.get("residual_in_time"))
 
 
 def migrate_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -143,6 +155,17 @@ def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
         raise CheckpointError(f"{path} has no weights for the {parts} parts this model needs")
     own = model.state_dict()
     state = {k: v for k, v in payload["state_dict"].items() if k in own}
+    source_base = migrated_base(payload["model"]["config"])
+    if source_base != model.config.get("base", "last"):
+        # the correction's gain is not part of a backbone trained with another base: it keeps its initial zero,
+        # so the adapted model starts from its own base (re-zeroed correction)
+        state |= {k: own[k] for k in REZEROED_TENSORS if k in own}
+        logger.info(
+            "%s was trained with base %r; this model predicts from %r and its correction starts at zero",
+            path,
+            source_base,
+            model.config.get("base"),
+        )
     missing = sorted(set(own) - set(state))
     if missing:
         raise CheckpointError(f"{path} lacks {len(missing)} backbone tensors, e.g. {missing[:3]}")

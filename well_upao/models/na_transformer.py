@@ -12,9 +12,21 @@ Data flow for a history ``U = [u_1 .. u_T]`` (``T <= T_in``) in the unified 18-s
    unshared weights per dimensionality and, in 2D, three aspect-ratio variants (``k x k``, ``k x (2k-1)``,
    ``k x (4k-3)``: 5x5, 5x9, 5x17) routed by the token grid's aspect ratio; RMSNorm and SwiGLU are shared;
 4. a dimension-specific decoder (transposed convolutions, ``I + Conv0`` refinement, post-smoothing) ->
-   ``T`` frames; frame ``tau`` predicts ``u_{tau+1}`` (the shifted design). With ``residual_in_time`` (our
-   default; the paper is silent) the decoder output is added to the standardised input frame ``tau``;
+   ``T`` frames; frame ``tau`` predicts ``u_{tau+1}`` (the shifted design) as a classical *base* prediction
+   plus the decoder's correction (``base``; the paper is silent, see below);
 5. the inverse standardisation ``u^ = (sigma + eps) u~ + mu``; inactive slots are zero.
+
+Prediction bases (``base``), all on the standardised frames ``u~``; position ``tau`` uses only ``u~_0..u~_tau``:
+
+* ``last`` (default; earlier versions' ``residual_in_time=True``): ``u~_{tau+1} = u~_tau + D``;
+* ``extrap1``: ``u~_{tau+1} = 2 u~_tau - u~_{tau-1} + g * D`` (linear extrapolation of the history);
+* ``extrap2``: ``u~_{tau+1} = 3 u~_tau - 3 u~_{tau-1} + u~_{tau-2} + g * D`` (quadratic extrapolation);
+* ``none`` (``residual_in_time=False``): ``u~_{tau+1} = D``.
+
+Positions with too little history fall back to the highest order they allow (``tau = 0``: persistence,
+``tau = 1``: linear). ``D`` is the decoder output and ``g`` a trainable per-slot gain that starts at zero, so an
+untrained correction reproduces the extrapolation exactly, also on top of a backbone pretrained with ``last``
+(whose decoder predicts a whole increment and would otherwise spoil the better base).
 
 Two call paths (INTERFACES.md section 3): ``forward(x)`` keeps The Well's harness contract (formatted history
 in, next frame out, in the dataset's own channels) and ``forward_sequence(frames, mask)`` takes 18-slot physical
@@ -48,6 +60,36 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: 2D aspect-ratio variants: (upper bound of the token-grid aspect ratio, name, long-axis kernel multiplier)
 ASPECT_VARIANTS = ((1.5, "2d_1_1", 1), (3.0, "2d_1_2", 2), (math.inf, "2d_1_4", 4))
 STD_EPS = 1e-5
+#: prediction bases -> polynomial order of the extrapolation of the history (None: no base, decoder output only)
+BASES: dict[str, int | None] = {"none": None, "last": 0, "extrap1": 1, "extrap2": 2}
+
+
+def resolve_base(base: str | None, residual_in_time: bool | None) -> str:
+    """The prediction base from ``base`` and the earlier flag ``residual_in_time`` (True = ``last``)."""
+    legacy = None if residual_in_time is None else ("last" if residual_in_time else "none")
+    if base is None:
+        return legacy or "last"
+    if base not in BASES:
+        raise ValueError(f"unknown base {base!r}; choose from {sorted(BASES)}")
+    if legacy is not None and legacy != base:
+        raise ValueError(f"residual_in_time={residual_in_time} contradicts base={base!r}; set base only")
+    return base
+
+
+def extrapolate_history(frames: torch.Tensor, order: int) -> torch.Tensor:
+    """Shifted extrapolation ``(B, T, ...) -> (B, T, ...)``: entry ``tau`` extrapolates ``frames[:, :tau+1]`` one
+    step ahead with a polynomial of degree ``min(order, tau)`` through its last frames:
+    degree 0 ``u_tau``; 1 ``2 u_tau - u_{tau-1}``; 2 ``3 u_tau - 3 u_{tau-1} + u_{tau-2}``."""
+    if order not in (0, 1, 2):
+        raise ValueError(f"extrapolation order must be 0, 1 or 2, got {order}")
+    base = frames
+    if order >= 1 and frames.shape[1] >= 2:
+        linear = 2 * frames[:, 1:] - frames[:, :-1]
+        base = torch.cat([frames[:, :1], linear], dim=1)
+    if order >= 2 and frames.shape[1] >= 3:
+        quadratic = 3 * frames[:, 2:] - 3 * frames[:, 1:-1] + frames[:, :-2]
+        base = torch.cat([base[:, :2], quadratic], dim=1)
+    return base
 
 
 class ModelInputError(ValueError):
@@ -115,7 +157,8 @@ class NATransformer(nn.Module):
         channel_slots: Sequence[int] | None = None,
         history: int | None = None,
         formatter: str = "channels_last_default",
-        residual_in_time: bool = True,
+        base: str | None = None,
+        residual_in_time: bool | None = None,
         attention_backend: str = "auto",
     ):
         super().__init__()
@@ -156,13 +199,13 @@ class NATransformer(nn.Module):
             channel_slots=channel_slots,
             history=None if history is None else int(history),
             formatter=formatter,
-            residual_in_time=bool(residual_in_time),
+            base=resolve_base(base, residual_in_time),
             attention_backend=attention_backend,
         )
         hidden, patch = size["hidden"], size["patch"]
         self.hidden, self.patch, self.t_in = hidden, patch, size["n_steps_input"]
         self.channel_slots = channel_slots
-        self.residual_in_time = residual_in_time
+        self.base = self.config["base"]
         self.encoders = nn.ModuleDict(
             {str(d): PatchEncoder(d, N_SLOTS, hidden, size["encoder_width"], patch) for d in dims}
         )
@@ -175,6 +218,9 @@ class NATransformer(nn.Module):
             for _ in range(size["layers"])
         )
         self.final_norm = nn.RMSNorm(hidden)
+        if self.base in ("extrap1", "extrap2"):
+            # per-slot gain of the correction, zero: an untrained model predicts the extrapolation exactly
+            self.correction_gain = nn.Parameter(torch.zeros(N_SLOTS))
 
     # ------------------------------------------------------------------ what adapters wrap (lora.AdaptableBackbone)
     def adapter_core(self) -> dict[str, nn.Module]:
@@ -261,8 +307,11 @@ class NATransformer(nn.Module):
 
         decoded = decoder(rearrange(tokens, "b t ... h -> (b t) h ..."))
         decoded = rearrange(decoded, "(b t) c ... -> b t ... c", b=batch)
-        if self.residual_in_time:
+        order = BASES[self.base]
+        if order == 0:
             decoded = decoded + normalized
+        elif order is not None:
+            decoded = extrapolate_history(normalized, order) + self.correction_gain * decoded
         return (decoded * std + mean) * channel_mask
 
     def _route(self, dims: int, token_grid: Sequence[int]) -> tuple[str, tuple[int, ...]]:

@@ -273,6 +273,7 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
               well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0
               well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0 --stride 10
               well-upao evaluate "UPAO, norm=runs/a/0" "UPAO, no_norm=runs/b/0"   (LABEL=PATH names a row)
+              well-upao evaluate upao=runs/a/0 --match-solver upao   (solver rows at upao's cost and accuracy)
             """
         ),
     )
@@ -294,6 +295,12 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--rollout-steps", type=int, default=10)
     parser.add_argument("--max-trajectories", type=int, default=None)
     parser.add_argument("--no-solver", action="store_true", help="skip the numerical-solver baseline")
+    parser.add_argument(
+        "--match-solver",
+        metavar="ROW",
+        help="add solver rows matched to ROW (a row's name, e.g. a LABEL) in runtime and in accuracy: fixed-step "
+        "RK4 on the full and coarsened grids, picked by ms / prediction and VRMSE measured in this run",
+    )
     parser.add_argument("--out", type=Path, default=Path("evaluation"), help="folder for JSON and PNG (./evaluation)")
     parser.add_argument("--quiet", action="store_true")
     parser.set_defaults(handler=_run_evaluate)
@@ -323,6 +330,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         rollout_steps=args.rollout_steps,
         max_trajectories=args.max_trajectories,
         solver=not args.no_solver,
+        match_solver=args.match_solver,
         out=args.out,
         progress=not args.quiet,
     )

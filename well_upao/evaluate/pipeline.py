@@ -13,7 +13,8 @@ from pathlib import Path
 
 from well_upao.data.datasets import DATASETS, slot_indices
 from well_upao.data.metadata import dataset_channel_names
-from well_upao.evaluate.plots import plot_fields, plot_rollout
+from well_upao.evaluate.matched_solver import match_solvers, solver_ladder
+from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
 from well_upao.evaluate.predictors import Predictor, checkpoint_file, classical_predictors, load_predictor
 from well_upao.evaluate.run import (
     Evaluation,
@@ -38,6 +39,8 @@ class EvaluationRequest:
     rollout_steps: int = 10
     max_trajectories: int | None = None
     solver: bool = True
+    #: label of a row to add cost- and accuracy-matched solver rows for (``well_upao.evaluate.matched_solver``)
+    match_solver: str | None = None
     out: Path | None = Path("evaluation")  # None: no JSON, no figures
     progress: bool = True
 
@@ -64,6 +67,35 @@ def run_settings(checkpoint: Path) -> dict:
         "history": data.get("n_steps_input") or config.get("history"),
     }
     return {key: value for key, value in found.items() if value is not None}
+
+
+def add_matched_solvers(
+    evaluation: Evaluation, request: EvaluationRequest, pde, context, shape: tuple[int, ...]
+) -> None:
+    """Append the solver rows matched in cost and in accuracy to the row ``request.match_solver``, measured on
+    the same windows in this run (no rows when the PDE has no solver baseline on this grid)."""
+    reference = next((s for s in evaluation.scores if s.name == request.match_solver), None)
+    if reference is None:
+        names = ", ".join(s.name for s in evaluation.scores)
+        raise EvaluationError(f"--match-solver {request.match_solver!r} names no row; rows: {names}")
+    ladder = solver_ladder(pde, context, shape)
+    if not ladder:
+        return
+    r = request
+    measured, _ = evaluate(
+        ladder,
+        r.base,
+        r.dataset,
+        r.split,
+        r.history,
+        r.stride,
+        r.rollout_steps,
+        r.max_trajectories,
+        progress=r.progress,
+        keep_first=False,
+    )
+    evaluation.solver_ladder = measured.scores
+    evaluation.scores += match_solvers(measured.scores, reference).rows()
 
 
 def run_evaluation(
@@ -98,8 +130,11 @@ def run_evaluation(
         r.max_trajectories,
         progress=r.progress,
     )
+    if r.match_solver is not None and pde is not None:
+        add_matched_solvers(evaluation, r, pde, context, tuple(split[0]["input_fields"].shape[1:-1]))
     if r.out is None:
         return EvaluationReport(evaluation, markdown_table(evaluation), None)
     json_path = save(evaluation, r.out)
     figures = [plot_rollout(evaluation, r.out), *plot_fields(evaluation, first, pde, r.out)]
+    figures += [path for path in [plot_cost_accuracy(evaluation, r.out)] if path is not None]
     return EvaluationReport(evaluation, markdown_table(evaluation), json_path, figures)

@@ -1,7 +1,9 @@
-"""Figures of ``well-upao evaluate``: truth / prediction / error / PDE residual, and error vs rollout step."""
+"""Figures of ``well-upao evaluate``: truth / prediction / error / PDE residual, error vs rollout step, and
+error vs cost beside the solver ladder."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -108,9 +110,40 @@ def plot_rollout(evaluation: Evaluation, out: Path) -> Path:
     axis.set_ylabel("VRMSE (the Well's definition)")
     axis.set_title(f"{evaluation.dataset}/{evaluation.split}: rollout error (stride {evaluation.stride})")
     axis.grid(True, which="both", alpha=0.3)
-    axis.legend(fontsize=8)
+    if axis.get_legend_handles_labels()[0]:
+        axis.legend(fontsize=8)
     figure.tight_layout()
     path = out / f"rollout_{evaluation.dataset}_{evaluation.split}_stride{evaluation.stride}.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def plot_cost_accuracy(evaluation: Evaluation, out: Path) -> Path | None:
+    """One-step VRMSE against ms / prediction: the fixed-step solver ladder (one line per grid) and every other
+    row as a point, so equal-cost and equal-accuracy comparisons can be read off (None without a ladder)."""
+    if not evaluation.solver_ladder:
+        return None
+    figure, axis = plt.subplots(figsize=(6, 4))
+    grids: dict[int, list] = {}
+    for score in evaluation.solver_ladder:
+        grids.setdefault(score.notes.get("coarsen", 1), []).append(score)
+    for factor, scores in sorted(grids.items()):
+        finite = [s for s in scores if math.isfinite(s.mean_paper)]
+        label = "solver ladder (full grid)" if factor == 1 else f"solver ladder (grid/{factor})"
+        milliseconds = [s.seconds_per_prediction * 1e3 for s in finite]
+        axis.loglog(milliseconds, [s.mean_paper for s in finite], ":", marker=".", label=label)
+    for score in evaluation.scores:
+        if score.notes.get("substeps") and score.name != "solver":
+            continue  # the matched rows are points of the ladder
+        axis.loglog(score.seconds_per_prediction * 1e3, score.mean_paper, "o", label=score.name)
+    axis.set_xlabel("ms / prediction (this machine)")
+    axis.set_ylabel("one-step VRMSE (paper's definition)")
+    axis.set_title(f"{evaluation.dataset}/{evaluation.split}: cost and accuracy (stride {evaluation.stride})")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    path = out / f"cost_accuracy_{evaluation.dataset}_{evaluation.split}_stride{evaluation.stride}.png"
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path

@@ -83,24 +83,47 @@ class Extrapolation(Predictor):
 
 
 class SolverStep(Predictor):
-    def __init__(self, pde: PDE):
-        super().__init__("solver", "solver")
-        self.pde = pde
+    """One step of the dataset's PDE from the last frame (``well_upao.evaluate.solver``).
+
+    ``substeps=None``: step doubling until the result converges (the ``solver`` row, the accuracy limit);
+    ``substeps=s``: ``s`` RK4 steps, no error control; ``coarsen=f`` (periodic grids): stepped on the grid
+    coarsened ``f`` times by Fourier truncation and prolonged back (``well_upao.physics.resample``)."""
+
+    def __init__(self, pde: PDE, substeps: int | None = None, coarsen: int = 1, name: str = "solver"):
+        super().__init__(name, "solver")
+        self.pde, self.substeps, self.coarsen = pde, substeps, int(coarsen)
+        if substeps is not None:
+            self.notes.update(substeps=int(substeps), coarsen=self.coarsen)
         self._solvers: dict = {}
 
-    def _predict(self, window, context):
+    def _solver(self, grid: Grid):
         from well_upao.evaluate.solver import PDESolver
 
-        key = (context.grid.spacing, context.grid.periodic)
+        key = (grid.spacing, grid.periodic)
         if key not in self._solvers:
-            self._solvers[key] = PDESolver(self.pde, context.grid)
-        solver = self._solvers[key]
+            self._solvers[key] = PDESolver(self.pde, grid)
+        return self._solvers[key]
+
+    def _predict(self, window, context):
+        from well_upao.physics.resample import fourier_resample
+
         last = window[:, -1].double()
         slots = {SLOT_NAMES[s]: last[..., i] for i, s in enumerate(context.channel_slots)}
         state = {name: slots[name] for name in self.pde.variables}
         params = self.pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
-        new, substeps = solver.step(state, params, context.dt.double())
-        self.notes["substeps"] = max(self.notes.get("substeps", 0), substeps)
+        grid, shape = context.grid, tuple(last.shape[1:-1])
+        if self.coarsen > 1:
+            grid = Grid(tuple(h * self.coarsen for h in grid.spacing), grid.periodic, grid.derivative)
+            coarse = tuple(n // self.coarsen for n in shape)
+            state = {name: fourier_resample(field, coarse) for name, field in state.items()}
+        solver = self._solver(grid)
+        if self.substeps is None:
+            new, substeps = solver.step(state, params, context.dt.double())
+            self.notes["substeps"] = max(self.notes.get("substeps", 0), substeps)
+        else:
+            new = solver.advance(state, params, context.dt.double(), self.substeps)
+        if self.coarsen > 1:
+            new = {name: fourier_resample(field, shape) for name, field in new.items()}
         out = last.clone()
         for i, s in enumerate(context.channel_slots):
             name = SLOT_NAMES[s]

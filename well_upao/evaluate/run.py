@@ -65,6 +65,8 @@ class Evaluation:
     channels: list[str]
     regime: str
     scores: list[Scores]
+    #: the fixed-step solvers the matched rows were picked from (``well_upao.evaluate.matched_solver``)
+    solver_ladder: list[Scores] = field(default_factory=list)
 
     def to_json(self) -> str:
         data = asdict(self)

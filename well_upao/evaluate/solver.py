@@ -115,6 +115,14 @@ class PDESolver:
         return state
 
     @torch.no_grad()
+    def advance(self, state: Fields, params: Mapping, dt: torch.Tensor, substeps: int) -> dict[str, torch.Tensor]:
+        """Advance every field by ``dt`` with ``substeps`` RK4 steps (no error control: the cost-matched ladder)."""
+        ndim = next(iter(state.values())).ndim
+        params = broadcast_parameters(params, ndim)
+        dt = broadcast_parameters({"dt": dt}, ndim)["dt"]
+        return self._rk4(state, params, dt, int(substeps))
+
+    @torch.no_grad()
     def step(self, state: Fields, params: Mapping, dt: torch.Tensor) -> tuple[dict[str, torch.Tensor], int]:
         """Advance every field by ``dt`` (``(B,)``); returns the new state and the number of sub-steps used."""
         ndim = next(iter(state.values())).ndim

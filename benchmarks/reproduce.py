@@ -13,6 +13,13 @@ Every row is one command, printed in the report; results go to ``reports/reprodu
 numbers beside ours) and the evaluation JSON/PNG files to ``--out``.
 
     python benchmarks/reproduce.py --budget-minutes 120 [--datasets wave2d advdiff2d] [--strides 1 5]
+
+``--study regimes`` (issue 18) maps where adaptation pays: UPAO + NSLoRA and supervised LoRA with the prediction
+bases ``last`` and ``extrap2`` on wave2d, advdiff2d and burgers2d at strides 1, 5 and 10, beside the classical rows
+and the solver matched to the UPAO (``extrap2``) row in runtime and in accuracy (``evaluate --match-solver``);
+report ``reports/regimes.md``.
+
+    python benchmarks/reproduce.py --study regimes --budget-minutes 90 --out regimes --report reports/regimes.md
 """
 
 from __future__ import annotations
@@ -57,6 +64,28 @@ NORMALIZATION_ROWS = [
     )
     for strategy in ("rescaled_norm", "norm", "no_norm")
 ]
+#: the regimes study: both prediction bases, with and without labels, on the shipped backbone
+REGIME_BASES = ("last", "extrap2")
+REGIME_ROWS = [
+    row
+    for base in REGIME_BASES
+    for row in (
+        (
+            f"UPAO + NSLoRA, base {base}",
+            ["model=na_nslora", "trainer=upao", f"model.base={base}", *SHORT_RUN, *SHORT_SWITCH],
+        ),
+        (f"supervised LoRA, base {base}", ["model=na_lora", "trainer=shifted", f"model.base={base}", *SHORT_RUN]),
+    )
+]
+#: the row the regimes study matches the solver to
+REGIME_MATCHED = "UPAO + NSLoRA, base extrap2"
+STUDY_DEFAULTS = {
+    "main": dict(datasets=None, strides=[1, 5]),
+    "normalization": dict(datasets=None, strides=[1, 5]),
+    "regimes": dict(datasets=["wave2d", "advdiff2d", "burgers2d"], strides=[1, 5, 10]),
+}
+#: history frames every sample needs (the backbone's T_in)
+HISTORY = 8
 #: the paper's normalisation table (VRMSE): rescaled_norm, norm, no_norm
 PAPER_NORMALIZATION = {
     "tg2d": (0.0070, 0.0294, 0.0875),
@@ -112,16 +141,19 @@ def run(command: list[str], log: Path, env: dict) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget-minutes", type=float, default=120.0, help="total training time over all rows")
-    parser.add_argument("--datasets", nargs="+", default=list(PAPER))
-    parser.add_argument("--strides", nargs="+", type=int, default=[1, 5])
+    parser.add_argument(
+        "--datasets", nargs="+", help="default: the four paper sets (regimes: wave2d advdiff2d burgers2d)"
+    )
+    parser.add_argument("--strides", nargs="+", type=int, help="default: 1 5 (regimes: 1 5 10)")
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
     parser.add_argument(
         "--study",
-        choices=["main", "normalization"],
+        choices=["main", "normalization", "regimes"],
         default="main",
-        help="main: the paper's main table; normalization: the three UPAO normalisations",
+        help="main: the paper's main table; normalization: the three UPAO normalisations; regimes: prediction "
+        "bases x strides beside extrapolation and matched solvers",
     )
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
@@ -136,8 +168,11 @@ def main() -> None:
         help="keep the rows that finished in an earlier call with the same --out; rerun the others from scratch",
     )
     args = parser.parse_args()
+    defaults = STUDY_DEFAULTS[args.study]
+    args.datasets = args.datasets or defaults["datasets"] or list(PAPER)
+    args.strides = args.strides or defaults["strides"]
 
-    study_rows = ROWS if args.study == "main" else NORMALIZATION_ROWS
+    study_rows = {"main": ROWS, "normalization": NORMALIZATION_ROWS, "regimes": REGIME_ROWS}[args.study]
     rows = [r for r in study_rows if not args.rows or r[0] in args.rows]
     out = args.out.resolve()
     base, experiments = out / "datasets", out / "experiments"
@@ -160,6 +195,8 @@ def main() -> None:
                     str(args.n_traj),
                     "--resolution",
                     str(args.resolution),
+                    "--n-steps",
+                    str(max(51, (HISTORY + 1) * max(args.strides) + 11)),  # several windows at the largest stride
                     "--quiet",
                 ],
                 check=True,
@@ -215,9 +252,55 @@ def main() -> None:
                 "--rollout-steps",
                 "5",
             ]
+            if args.study == "regimes" and any(name == REGIME_MATCHED for name, _ in folders):
+                command += ["--match-solver", REGIME_MATCHED]
             subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
             collect_scores(eval_out, dataset, stride, results)
             write_report(args, rows, commands, results)  # after every dataset: partial results survive
+
+
+def regimes_summary(args, results) -> list[str]:
+    """Per dataset and stride: extrapolation, the best UPAO and supervised rows (and their base), and the solver
+    matched to the UPAO extrap2 row in cost and in accuracy (mean paper VRMSE, ms / prediction)."""
+
+    def best(dataset, stride, prefix):
+        found = [(n, v) for (d, s, n), v in results.items() if (d, s) == (dataset, stride) and n.startswith(prefix)]
+        return min(found, key=lambda item: item[1]["mean_vrmse_paper"], default=(None, None))
+
+    def cell(score):
+        if score is None:
+            return "n/a"
+        return f"{score['mean_vrmse_paper']:.3g} ({score['seconds_per_prediction'] * 1e3:.3g} ms)"
+
+    lines = [
+        "## Summary",
+        "",
+        "Mean one-step VRMSE (paper's definition) and ms / prediction. Solvers are matched to the UPAO + NSLoRA, "
+        "base extrap2 row: *cost-matched* is the most accurate fixed-step solver no slower than it (or the cheapest, "
+        "marked \\*, when every solver is slower), *accuracy-matched* the cheapest one as accurate.",
+        "",
+        "| dataset | stride | extrap2 | best UPAO (base) | best supervised (base) | cost-matched solver "
+        "| accuracy-matched solver | UPAO beats extrap2 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for dataset in args.datasets:
+        for stride in args.strides:
+            extrap2 = results.get((dataset, stride, "extrap2"))
+            upao_name, upao = best(dataset, stride, "UPAO")
+            supervised_name, supervised = best(dataset, stride, "supervised")
+            cost_name, cost = best(dataset, stride, "solver, cost-matched")
+            if cost is None:
+                cost_name, cost = best(dataset, stride, "solver, slower")
+            _, accuracy = best(dataset, stride, "solver, accuracy-matched")
+            if extrap2 is None or upao is None:
+                continue
+            wins = "yes" if upao["mean_vrmse_paper"] < extrap2["mean_vrmse_paper"] else "no"
+            lines.append(
+                f"| {dataset} | {stride} | {cell(extrap2)} | {cell(upao)} ({upao_name.rsplit(' ', 1)[-1]}) "
+                f"| {cell(supervised)} ({supervised_name.rsplit(' ', 1)[-1] if supervised_name else ''}) "
+                f"| {cell(cost)}{'*' if cost_name and 'slower' in cost_name else ''} | {cell(accuracy)} | {wins} |"
+            )
+    return [*lines, ""]
 
 
 def write_zero_shot_checkpoint(dataset: str, base: Path, path: Path) -> Path:
@@ -238,10 +321,13 @@ def collect_scores(eval_out: Path, dataset: str, stride: int, results: dict) -> 
 
 
 def write_report(args, rows, commands, results) -> None:
+    titles = {
+        "main": "# Reproduction of the paper's main table at CPU scale",
+        "normalization": "# UPAO normalisation strategies at CPU scale",
+        "regimes": "# Where adaptation pays: prediction bases, strides, extrapolation and matched solvers",
+    }
     lines = [
-        "# Reproduction of the paper's main table at CPU scale"
-        if args.study == "main"
-        else "# UPAO normalisation strategies at CPU scale",
+        titles[args.study],
         "",
         f"Command: `python benchmarks/reproduce.py --study {args.study} --budget-minutes {args.budget_minutes:g} "
         "--datasets "
@@ -257,16 +343,19 @@ def write_report(args, rows, commands, results) -> None:
         "the paper's LoRA warm-up needs more epochs than a row gets here.",
         "",
     ]
+    if args.study == "regimes":
+        lines += regimes_summary(args, results)
     names = ["persistence", "extrap1", "extrap2", "solver", ZERO_SHOT, *[r[0] for r in rows]]
     for dataset in args.datasets:
         for stride in args.strides:
+            matched = sorted(n for d, s, n in results if (d, s) == (dataset, stride) and n.startswith("solver, "))
             lines += [
                 f"## {dataset}, stride {stride}",
                 "",
                 "| row | paper def. | Well def. | paper (stride 1, 256^2) | 5-step rollout (Well) | ms / prediction |",
                 "|---|---|---|---|---|---|",
             ]
-            for name in names:
+            for name in names[:4] + matched + names[4:]:
                 score = results.get((dataset, stride, name))
                 if score is None:
                     continue

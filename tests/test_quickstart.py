@@ -40,6 +40,8 @@ def test_quickstart_runs_at_a_toy_size(tmp_path):
     text = run_quickstart(QuickstartConfig(out=tmp_path, n_traj=3, resolution=32, n_steps=51, epochs=1))
     for row in ("persistence", "extrap2", "solver", "zero-shot", "UPAO + NSLoRA", "supervised LoRA"):
         assert row in text
+    assert "accuracy-matched" in text or "cost-matched" in text or "slower than" in text
+    assert "UPAO + NSLoRA (mean paper VRMSE" in text and "extrap2 (" in text
     assert list((tmp_path / "results").glob("fields_*.png"))
 
 
@@ -49,3 +51,26 @@ def test_quickstart_nslora_run_uses_the_newton_schulz_forward(tmp_path):
 
     command = harness_command(QuickstartConfig(out=tmp_path), "na_nslora", "upao", tmp_path, tmp_path)
     assert "trainer.nslora_schedule=from_start" in command
+    assert "model.base=extrap2" in command and "trainer.vrmse_trajectories=3" in command
+
+
+def test_the_quickstart_validates_on_three_trajectories():
+    from well_upao.data.generate import split_trajectories
+    from well_upao.quickstart import QuickstartConfig
+
+    config = QuickstartConfig()
+    splits = split_trajectories(config.n_traj, config.seed, config.valid_fraction)
+    assert len(splits["valid"]) >= 3 and len(splits["train"]) >= 8
+
+
+def test_the_verdict_compares_with_extrapolation_and_the_cost_matched_solver():
+    from well_upao.evaluate.run import Scores
+    from well_upao.quickstart import UPAO_ROW, verdict
+
+    def row(name, vrmse, ms=1.0):
+        return Scores(name, "x", {"u": vrmse}, {"u": vrmse}, [], ms / 1e3)
+
+    line = verdict([row(UPAO_ROW, 0.2, 30), row("extrap2", 0.3), row("solver, cost-matched to x (4 RK4 steps)", 1e-5)])
+    assert line.startswith("UPAO + NSLoRA (mean paper VRMSE 0.2) beat extrap2 (0.3) and did not beat")
+    assert "1e-05" in line and "1.0 vs 30.0 ms" in line
+    assert "did not beat extrap2" in verdict([row(UPAO_ROW, 0.5), row("extrap2", 0.3)])

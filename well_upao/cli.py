@@ -411,6 +411,13 @@ def _quickstart_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--lr", type=float, default=1e-3, help="learning rate of both runs (1e-3; the paper: 1e-4)")
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument("--resolution", type=int, default=64)
+    parser.add_argument(
+        "--base",
+        choices=["extrap1", "extrap2", "last", "none"],
+        default=None,
+        help="prediction base of both runs (default: extrap2, the better one measured in reports/regimes.md)",
+    )
+    parser.add_argument("--seed", type=int, default=42, help="seed of the data and the training order (42)")
     parser.set_defaults(handler=_run_quickstart)
 
 
@@ -433,6 +440,8 @@ def _run_quickstart(args: argparse.Namespace) -> int:
         resolution=args.resolution,
         n_steps=n_steps,
         lr=args.lr,
+        seed=args.seed,
+        **({"base": args.base} if args.base else {}),
     )
     try:
         print(run_quickstart(config))

@@ -149,6 +149,82 @@ def format_generation_summary(summary, family=None) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- generate-replica
+def _generate_replica_parser(sub: argparse._SubParsersAction) -> None:
+    from well_upao.families.replicas.families import REPLICAS
+
+    table = "\n".join(
+        f"  {f.name:<30} CPU {'x'.join(map(str, f.cpu_size.shape))} x {f.cpu_size.n_steps} frames, "
+        f"{len(f.parameter_sets(False))} sets x {f.cpu_size.n_traj_per_set} traj; the Well "
+        f"{'x'.join(map(str, f.well_size.shape))} x {f.well_size.n_steps}, {len(f.parameter_sets(True))} sets "
+        f"x {f.well_size.n_traj_per_set}; frames every {f.frame_dt:g}\n    {f.method}"
+        for f in REPLICAS.values()
+    )
+    parser = sub.add_parser(
+        "generate-replica",
+        help="re-make one of The Well's simulated datasets with our solvers, in the Well's exact layout",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent(
+            """\
+            Simulate one of The Well's datasets from its documented equations, parameters, domain and frame
+            spacing, and write it as the Well does: OUT/<dataset>/data/{train,valid,test}/<the Well's file name
+            per parameter set>.hdf5 and stats.yaml, with a root attribute `well_upao_replica` saying how it was
+            made. Defaults are CPU sizes on a resolved subset of the parameters; --full gives the Well's sets
+            and sizes (hours to days on a CPU).
+
+            """
+        )
+        + table
+        + "\n\nexamples:\n  well-upao generate-replica --dataset gray_scott_reaction_diffusion\n"
+        "  well-upao generate-replica --dataset shear_flow --resolution 128 256 --n-traj 4",
+    )
+    parser.add_argument("--dataset", required=True, choices=sorted(REPLICAS))
+    parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
+    parser.add_argument("--resolution", type=int, nargs="+", help="grid points per axis (default: the CPU size)")
+    parser.add_argument("--n-steps", type=int, help="stored frames per trajectory")
+    parser.add_argument("--n-traj", type=int, help="trajectories per parameter set (split 80/10/10)")
+    parser.add_argument("--full", action="store_true", help="the Well's parameter sets and sizes")
+    parser.add_argument(
+        "--sets", type=int, nargs="+", help="indices of the parameter sets to make (default: all; see --list-sets)"
+    )
+    parser.add_argument("--list-sets", action="store_true", help="print the parameter sets and exit")
+    parser.add_argument("--seed", type=int, default=42, help="seed of the initial conditions and splits (42)")
+    parser.add_argument("--workers", type=int, default=2, help="trajectories simulated at once (2)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset directory")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_run_generate_replica)
+
+
+def _run_generate_replica(args: argparse.Namespace) -> int:
+    from well_upao.data.replicas import ReplicaRequest, generate_replica
+    from well_upao.families.replicas.families import REPLICAS
+
+    if args.list_sets:
+        family = REPLICAS[args.dataset]
+        for index, scalars in enumerate(family.parameter_sets(args.full)):
+            print(f"{index:>3}  {family.file_stem(scalars)}")
+        return 0
+    request = ReplicaRequest(
+        dataset=args.dataset,
+        out=args.out,
+        shape=tuple(args.resolution) if args.resolution else None,
+        n_steps=args.n_steps,
+        n_traj_per_set=args.n_traj,
+        full=args.full,
+        sets=args.sets,
+        seed=args.seed,
+        overwrite=args.overwrite,
+        workers=args.workers,
+    )
+    summary = generate_replica(request, progress=not args.quiet)
+    size = summary.size
+    print(
+        f"wrote {summary.path}: {summary.parameter_sets} parameter sets x {size.n_traj_per_set} trajectories, "
+        f"{'x'.join(map(str, size.shape))} x {size.n_steps} frames, {summary.files} files in {summary.seconds:.1f} s"
+    )
+    return 0
+
+
 # --------------------------------------------------------------------------- generate-pretrain
 def _generate_pretrain_parser(sub: argparse._SubParsersAction) -> None:
     parser, simulated = _generator_parser(
@@ -532,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _generate_exact_parser(sub)
     _generate_pretrain_parser(sub)
+    _generate_replica_parser(sub)
     _convert_parser(sub)
     _validate_parser(sub)
     _evaluate_parser(sub)

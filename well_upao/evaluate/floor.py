@@ -1,0 +1,92 @@
+"""The residual floor: how far observed frames are from making a PDE's discrete residual vanish.
+
+For sub-equation ``k`` between frames ``u_n`` and ``u_{n+1}`` a time ``dt`` apart, with the time scheme and the
+derivative of a :class:`~well_upao.physics.stencils.Grid`, the relative residual over the interior ``S_p`` is
+
+    rho_k = || R_k ||_{S_p} / || scale_k ||_{S_p},     scale_k = |d_t Q_k| + sum_i |N_k,i|   (pointwise)
+
+(``well_upao.physics.residual``): zero for data that satisfies the discrete equations exactly; for data from an
+exact solution or a finer solver it measures the discretisation's own error, the floor below which UPAO cannot
+push a prediction towards the truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+import torch
+
+from well_upao.data.datasets import DATASET_SLOTS
+from well_upao.data.well_format import FIELD_GROUPS
+from well_upao.physics import Grid, Stencils, get_pde
+from well_upao.physics.residual import residuals_and_scales
+from well_upao.physics.stencils import interior
+
+
+@dataclass
+class ObservedFrames:
+    """Frames of one Well file as slot fields ``(n_traj, T, *space)`` (float64) and what the residual needs."""
+
+    dataset: str
+    fields: dict[str, torch.Tensor]
+    scalars: dict[str, torch.Tensor]
+    spacing: tuple[float, ...]
+    periodic: tuple[bool, ...]
+    times: np.ndarray
+
+
+def read_frames(path: str | Path, frames: list[int] | slice) -> ObservedFrames:
+    """The given time indices of every trajectory of a Well file, keyed by slot name."""
+    with h5py.File(path, "r") as f:
+        dataset = str(f.attrs["dataset_name"])
+        spatial = [str(d) for d in f["dimensions"].attrs["spatial_dims"]]
+        coords = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
+        periodic = []
+        for axis in spatial:
+            types = [
+                str(group.attrs["bc_type"]).upper()
+                for group in f["boundary_conditions"].values()
+                if axis in [str(d) for d in group.attrs["associated_dims"]]
+            ]
+            periodic.append(bool(types) and all(t == "PERIODIC" for t in types))
+        slots = DATASET_SLOTS[dataset]
+        fields: dict[str, torch.Tensor] = {}
+        for order, group in enumerate(FIELD_GROUPS[:2]):
+            for name in f[group].attrs["field_names"]:
+                data = torch.as_tensor(np.asarray(f[group][str(name)][:, frames]), dtype=torch.float64)
+                if order == 0:
+                    fields[slots[str(name)]] = data
+                else:
+                    for i, axis in enumerate(spatial):
+                        fields[slots[f"{name}_{axis}"]] = data[..., i]
+        n_traj = next(iter(fields.values())).shape[0]
+        scalars = {}
+        for name in f["scalars"].attrs["field_names"]:
+            value = np.asarray(f["scalars"][str(name)], dtype=np.float64)
+            scalars[str(name)] = torch.as_tensor(np.broadcast_to(value, (n_traj,)).copy())
+        times = np.asarray(f["dimensions"]["time"], dtype=np.float64)[frames]
+    spacing = tuple(float(c[1] - c[0]) for c in coords)
+    return ObservedFrames(dataset, fields, scalars, spacing, tuple(periodic), times)
+
+
+def relative_residuals(
+    observed: ObservedFrames, derivative: str = "fd", scheme: str = "crank_nicolson", pde_name: str | None = None
+) -> dict[str, float]:
+    """``rho_k`` (see the module docstring) over every consecutive pair of the observed frames."""
+    pde = get_pde(pde_name or observed.dataset)
+    params = pde.resolve_parameters(observed.scalars)
+    old = {k: v[:, :-1] for k, v in observed.fields.items()}
+    new = {k: v[:, 1:] for k, v in observed.fields.items()}
+    steps = np.diff(observed.times)
+    if len(steps) == 0 or not np.allclose(steps, steps[0], rtol=1e-9):
+        raise ValueError("the residual floor needs at least two equally spaced frames")
+    ops = Stencils(Grid(observed.spacing, observed.periodic, derivative))
+    dt = torch.tensor(float(steps[0]), dtype=torch.float64)
+    residuals, scales = residuals_and_scales(pde, old, new, dt, params, ops, scheme)
+    dims = len(observed.spacing)
+    return {
+        name: float(interior(residuals[name], dims).norm() / interior(scales[name], dims).norm()) for name in residuals
+    }

@@ -1,0 +1,235 @@
+"""The Well's simulated datasets as replica families: what the Well's files hold and how to make trajectories.
+
+A replica family knows its dataset's layout in the Well (field names and tensor orders, ``/scalars`` names, axes,
+boundary types, frame spacing, file names per parameter set), the Well's full parameter sets and sizes, the CPU
+defaults (a resolved subset, smaller grids) and how to simulate one trajectory with our solvers
+(:mod:`.gray_scott`, :mod:`.shear_flow`, :mod:`.rayleigh_benard`). The writer is ``well_upao.data.replicas``.
+
+torch and the solvers are imported when a trajectory is simulated, not with this module.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from well_upao.families.base import FieldSpec
+
+#: bumped when a replica's numbers would change for the same seed and settings
+REPLICA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ReplicaSize:
+    """Grid points per axis, stored frames per trajectory and trajectories per parameter set."""
+
+    shape: tuple[int, ...]
+    n_steps: int
+    n_traj_per_set: int
+
+
+class ReplicaFamily(ABC):
+    """One of the Well's simulated datasets (see the module docstring)."""
+
+    name: str
+    equation: str
+    fields: tuple[FieldSpec, ...]
+    scalar_names: tuple[str, ...]
+    boundary_types: tuple[str, ...]
+    #: spacing of the stored frames (the Well's)
+    frame_dt: float
+    #: the Well's own sizes, and ours for a CPU
+    well_size: ReplicaSize
+    cpu_size: ReplicaSize
+    #: how the solver works, for the file's ``well_upao_replica`` attribute
+    method: str
+
+    @abstractmethod
+    def parameter_sets(self, full: bool) -> list[dict[str, float]]:
+        """The Well's parameter sets (``full``) or the resolved subset of the CPU defaults."""
+
+    @abstractmethod
+    def file_stem(self, scalars: dict[str, float]) -> str:
+        """The Well's file name (without ``.hdf5``) of one parameter set."""
+
+    @abstractmethod
+    def axes(self, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+        """Coordinates of the stored grid, one array per axis."""
+
+    @abstractmethod
+    def initial_condition(self, rng: np.random.Generator) -> dict[str, float]:
+        """Knobs of one trajectory's initial condition (stored in the file, so it can be re-made)."""
+
+    @abstractmethod
+    def simulate(
+        self, scalars: dict[str, float], initial: dict[str, float], shape: tuple[int, ...], times: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Every field at ``times``: ``(T, *shape)`` for scalars, ``(T, *shape, 2)`` for vectors (float64)."""
+
+    @property
+    def n_spatial_dims(self) -> int:
+        return len(self.boundary_types)
+
+    def field_shape(self, spec: FieldSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(shape) + (self.n_spatial_dims,) * spec.order
+
+
+def exponent_tag(value: float) -> str:
+    """``1e4``, ``5e-1``, ``1e0``: the Well's spelling of parameters in file names (mantissa, ``e``, exponent)."""
+    exponent = math.floor(math.log10(abs(value)) + 1e-12)
+    mantissa = round(value / 10**exponent, 6)
+    mantissa_text = f"{mantissa:g}"
+    return f"{mantissa_text}e{exponent}"
+
+
+def prandtl_tag(value: float) -> str:
+    """Rayleigh-Bénard's Prandtl numbers: integers as such (``1``, ``10``), fractions as ``1e-1``."""
+    return f"{int(value)}" if value >= 1 and float(value).is_integer() else exponent_tag(value)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class GrayScottReplica(ReplicaFamily):
+    name = "gray_scott_reaction_diffusion"
+    equation = "d_t A = delta_A Lap A - A B^2 + F (1 - A), d_t B = delta_B Lap B + A B^2 - (F + k) B, periodic"
+    fields = (FieldSpec("A", 0), FieldSpec("B", 0))
+    scalar_names = ("F", "k")
+    boundary_types = ("PERIODIC", "PERIODIC")
+    frame_dt = 10.0
+    well_size = ReplicaSize((128, 128), 1001, 200)
+    cpu_size = ReplicaSize((128, 128), 101, 10)
+    method = "Fourier pseudo-spectral, ETDRK4 with 1 s steps (the Well's method)"
+
+    def parameter_sets(self, full):
+        from well_upao.families.replicas.gray_scott import PATTERNS
+
+        return [{"F": f, "k": k} for f, k in PATTERNS.values()]
+
+    def file_stem(self, scalars):
+        from well_upao.families.replicas.gray_scott import PATTERNS
+
+        pattern = next(name for name, fk in PATTERNS.items() if fk == (scalars["F"], scalars["k"]))
+        return f"{self.name}_{pattern}_F_{scalars['F']:g}_k_{scalars['k']:g}"
+
+    def axes(self, shape):
+        return tuple(-1 + np.arange(n) * (2.0 / n) for n in shape)
+
+    def initial_condition(self, rng):
+        return {"kind": float(rng.integers(0, 2)), "seed": float(rng.integers(0, 2**31 - 1))}
+
+    def simulate(self, scalars, initial, shape, times):
+        torch = _torch()
+        from well_upao.families.replicas import gray_scott
+
+        grid = gray_scott.square_grid(shape[0])
+        rng = np.random.default_rng(int(initial["seed"]))
+        make = gray_scott.random_fourier_state if initial["kind"] == 0 else gray_scott.gaussian_cluster_state
+        a0, b0 = make(rng, grid)
+        a, b = gray_scott.simulate_gray_scott(
+            torch.as_tensor(a0), torch.as_tensor(b0), scalars["F"], scalars["k"], times, grid
+        )
+        return {"A": a.numpy(), "B": b.numpy()}
+
+
+class ShearFlowReplica(ReplicaFamily):
+    name = "shear_flow"
+    equation = "d_t u + u.grad u + grad p = Lap u / Re, div u = 0, d_t s + u.grad s = Lap s / (Re Sc), periodic"
+    fields = (FieldSpec("tracer", 0), FieldSpec("pressure", 0), FieldSpec("velocity", 1))
+    scalar_names = ("Reynolds", "Schmidt")
+    boundary_types = ("PERIODIC", "PERIODIC")
+    frame_dt = 0.1
+    well_size = ReplicaSize((256, 512), 200, 40)
+    cpu_size = ReplicaSize((64, 128), 200, 10)
+    method = "Fourier pseudo-spectral vorticity form, 2/3 de-aliasing, ETDRK4 at CFL 0.5"
+
+    def parameter_sets(self, full):
+        from well_upao.families.replicas.shear_flow import REYNOLDS, SCHMIDT
+
+        reynolds = REYNOLDS if full else (1e4, 5e4)
+        schmidt = SCHMIDT if full else (0.1, 1.0, 10.0)
+        return [{"Reynolds": r, "Schmidt": s} for r in reynolds for s in schmidt]
+
+    def file_stem(self, scalars):
+        return f"{self.name}_Reynolds_{exponent_tag(scalars['Reynolds'])}_Schmidt_{exponent_tag(scalars['Schmidt'])}"
+
+    def axes(self, shape):
+        return (np.arange(shape[0]) * (1.0 / shape[0]), -1 + np.arange(shape[1]) * (2.0 / shape[1]))
+
+    def initial_condition(self, rng):
+        from well_upao.families.replicas.shear_flow import N_BLOBS, N_SHEAR, WIDTHS
+
+        return {
+            "n_shear": float(rng.choice(N_SHEAR)),
+            "n_blobs": float(rng.choice(N_BLOBS)),
+            "width": float(rng.choice(WIDTHS)),
+        }
+
+    def simulate(self, scalars, initial, shape, times):
+        torch = _torch()
+        from well_upao.families.replicas import shear_flow
+
+        grid = shear_flow.shear_grid(*shape)
+        state = shear_flow.initial_state(grid, int(initial["n_shear"]), int(initial["n_blobs"]), initial["width"])
+        out = shear_flow.simulate_shear_flow(state, scalars["Reynolds"], scalars["Schmidt"], times, grid)
+        velocity = torch.stack([out["u_x"], out["u_y"]], dim=-1)
+        return {"tracer": out["tracer"].numpy(), "pressure": out["pressure"].numpy(), "velocity": velocity.numpy()}
+
+
+class RayleighBenardReplica(ReplicaFamily):
+    name = "rayleigh_benard"
+    equation = "d_t b + u.grad b = kappa Lap b, d_t u + u.grad u + grad p = nu Lap u + b e_z, walls at z = 0, 1"
+    fields = (FieldSpec("buoyancy", 0), FieldSpec("pressure", 0), FieldSpec("velocity", 1))
+    scalar_names = ("Rayleigh", "Prandtl")
+    boundary_types = ("PERIODIC", "WALL")
+    frame_dt = 0.25
+    well_size = ReplicaSize((512, 128), 200, 50)
+    cpu_size = ReplicaSize((128, 32), 200, 10)
+    method = "Fourier x Chebyshev collocation (n_z + 1 points inside), SBDF2, stream function + mean flow"
+
+    def parameter_sets(self, full):
+        from well_upao.families.replicas.rayleigh_benard import PRANDTL, RAYLEIGH
+
+        rayleigh = RAYLEIGH if full else (1e6, 1e7)
+        prandtl = PRANDTL if full else (1.0, 10.0)
+        return [{"Rayleigh": r, "Prandtl": p} for r in rayleigh for p in prandtl]
+
+    def file_stem(self, scalars):
+        return f"{self.name}_Rayleigh_{exponent_tag(scalars['Rayleigh'])}_Prandtl_{prandtl_tag(scalars['Prandtl'])}"
+
+    def axes(self, shape):
+        return (np.arange(shape[0]) * (4.0 / shape[0]), np.linspace(0.0, 1.0, shape[1]))
+
+    def initial_condition(self, rng):
+        from well_upao.families.replicas.rayleigh_benard import DELTA_B0, NOISE_SEEDS
+
+        return {"delta_b0": float(rng.choice(DELTA_B0)), "noise_seed": float(rng.choice(NOISE_SEEDS))}
+
+    def simulate(self, scalars, initial, shape, times):
+        torch = _torch()
+        from well_upao.families.replicas import rayleigh_benard
+
+        # as many Chebyshev points as stored ones: the same vertical resolution, spectral inside
+        grid = rayleigh_benard.ChannelGrid(shape[0], shape[1])
+        out = rayleigh_benard.simulate_rayleigh_benard(
+            grid,
+            scalars["Rayleigh"],
+            scalars["Prandtl"],
+            times,
+            shape[1],
+            delta_b0=initial["delta_b0"],
+            noise_seed=int(initial["noise_seed"]),
+        )
+        velocity = torch.stack([out["u_x"], out["u_z"]], dim=-1)
+        return {"buoyancy": out["buoyancy"].numpy(), "pressure": out["pressure"].numpy(), "velocity": velocity.numpy()}
+
+
+REPLICAS: dict[str, ReplicaFamily] = {
+    family.name: family for family in (GrayScottReplica(), ShearFlowReplica(), RayleighBenardReplica())
+}

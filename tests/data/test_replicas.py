@@ -155,3 +155,14 @@ def test_upao_with_nslora_runs_on_each_replica_through_the_harness(replicas, tmp
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert (harness.run_folders(tmp_path)[0] / "checkpoints" / "best.pt").is_file()
+
+
+def test_evaluate_and_leaderboard_label_replica_results(replicas, tmp_path, capsys):
+    out = tmp_path / "evaluation"
+    args = ["evaluate", "--data", "gray_scott_reaction_diffusion", "--base-path", str(replicas), "--history", "4"]
+    assert main([*args, "--rollout-steps", "1", "--quiet", "--out", str(out)]) == 0
+    assert "data: replica (32x32, well-upao generate-replica v1)" in capsys.readouterr().out
+    result = next(out.glob("evaluation_*.json"))
+    assert main(["leaderboard", str(result)]) == 0
+    board = capsys.readouterr().out
+    assert "ours: solver [replica (32x32" in board and "| the Well |" in board

@@ -41,10 +41,11 @@ def load_ours(paths: list[Path]) -> dict[str, list[dict]]:
     ours: dict[str, list[dict]] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
+        source = data.get("data_source") or ""
         for score in data["scores"]:
             ours.setdefault(data["dataset"], []).append(
                 {
-                    "name": score["name"],
+                    "name": f"{score['name']} [{source}]" if source else score["name"],
                     "split": data["split"],
                     "well": score["mean_vrmse_well"],
                     "paper": score["mean_vrmse_paper"],

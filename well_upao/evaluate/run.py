@@ -67,6 +67,8 @@ class Evaluation:
     scores: list[Scores]
     #: the fixed-step solvers the matched rows were picked from (``well_upao.evaluate.matched_solver``)
     solver_ladder: list[Scores] = field(default_factory=list)
+    #: where the data came from when we know: ``replica (<grid>, well-upao generate-replica v<n>)``
+    data_source: str = ""
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -172,14 +174,27 @@ def evaluate(
             )
         )
     evaluation = Evaluation(dataset, split, stride, dt, history, rollout_steps, count, channels, "windows", scores)
+    evaluation.data_source = data_source(base_path, dataset, split)
     return evaluation, first
+
+
+def data_source(base_path: str | Path, dataset: str, split: str) -> str:
+    """``replica (<grid>, generate-replica v<n>)`` for our replicas of the Well's datasets, else empty."""
+    from well_upao.data.replicas import replica_info
+
+    info = replica_info(first_file(base_path, dataset, split))
+    if info is None:
+        return ""
+    return f"replica ({'x'.join(map(str, info['resolution']))}, well-upao generate-replica v{info['version']})"
 
 
 def markdown_table(evaluation: Evaluation) -> str:
     e = evaluation
     header = (
         f"{e.dataset} / {e.split}: {e.n_trajectories} trajectories, stride {e.stride} (dt = {e.dt:g}), history "
-        f"{e.history}; one-step = every frame from its true history (regime: {e.regime})\n\n"
+        f"{e.history}; one-step = every frame from its true history (regime: {e.regime})"
+        + (f"; data: {e.data_source}" if e.data_source else "")
+        + "\n\n"
         "| model | kind | one-step VRMSE (paper, per trajectory) | one-step VRMSE (the Well, per frame) "
         + "".join(f"| {c} (paper) " for c in e.channels)
         + f"| {e.rollout_steps}-step rollout VRMSE (the Well) | ms / prediction |\n"

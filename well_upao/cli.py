@@ -494,6 +494,9 @@ def _quickstart_parser(sub: argparse._SubParsersAction) -> None:
         help="prediction base of both runs (default: extrap2, the better one measured in reports/regimes.md)",
     )
     parser.add_argument("--seed", type=int, default=42, help="seed of the data and the training order (42)")
+    parser.add_argument(
+        "--backbone", default="shipped", help="backbone checkpoint to adapt (default: the shipped tiny backbone)"
+    )
     parser.set_defaults(handler=_run_quickstart)
 
 
@@ -517,6 +520,7 @@ def _run_quickstart(args: argparse.Namespace) -> int:
         n_steps=n_steps,
         lr=args.lr,
         seed=args.seed,
+        backbone=args.backbone,
         **({"base": args.base} if args.base else {}),
     )
     try:

@@ -52,6 +52,8 @@ class QuickstartConfig:
     valid_fraction: float = 0.25
     #: seed of the data (trajectories, parameters) and of the training order
     seed: int = 42
+    #: the backbone adapted (``shipped``: the packaged one; or a backbone checkpoint's path)
+    backbone: str = "shipped"
 
 
 def verdict(scores: list[Scores]) -> str:
@@ -88,6 +90,7 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
         f"trainer.epochs={config.epochs}",
         f"optimizer.lr={config.lr:g}",
         f"model.base={config.base}",
+        f"model.pretrained={config.backbone}",
         f"data.shuffle_seed={config.seed}",
         "trainer.max_rollout_steps=2",
         "data.max_rollout_steps=2",
@@ -108,7 +111,8 @@ def run_quickstart(config: QuickstartConfig) -> str:
     from well_upao.data.generate import GenerationRequest, generate_dataset
     from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
     from well_upao.harness.model_factory import na_transformer
-    from well_upao.models.checkpoint import build_payload, save_checkpoint
+    from well_upao.models.assembly import migrated_base, resolve_pretrained
+    from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
 
     out = config.out.resolve()
     base, experiments, results = out / "datasets", out / "experiments", out / "results"
@@ -135,7 +139,11 @@ def run_quickstart(config: QuickstartConfig) -> str:
     bar.update(1)
 
     advance(STEPS[1])
-    zero_shot = na_transformer(preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained="shipped")
+    # the backbone as it was trained, with its own prediction base
+    trained_base = migrated_base(read_checkpoint(resolve_pretrained(config.backbone))["model"]["config"])
+    zero_shot = na_transformer(
+        preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained=config.backbone, base=trained_base
+    )
     zero_shot_path = out / "zero_shot.pt"
     save_checkpoint(zero_shot_path, build_payload(zero_shot))
     bar.update(1)
@@ -160,7 +168,10 @@ def run_quickstart(config: QuickstartConfig) -> str:
     report = run_evaluation(
         request,
         [
-            ("zero-shot (shipped backbone)", zero_shot_path),
+            (
+                f"zero-shot ({'shipped backbone' if config.backbone == 'shipped' else Path(config.backbone).name})",
+                zero_shot_path,
+            ),
             (UPAO_ROW, runs[("na_nslora", "upao")]),
             ("supervised LoRA (reference)", runs[("na_lora", "shifted")]),
         ],

@@ -3,6 +3,7 @@ vanish on solutions we know in closed form; perturbations are caught; users can 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -329,3 +330,25 @@ def test_users_register_their_own_pde_in_a_few_lines():
     with pytest.raises(KeyError, match="no PDE registered"):
         get_pde("nonexistent")
     del PDE_REGISTRY["test_heat"]
+
+
+def test_the_central_time_scheme_is_second_order_and_needs_three_frames():
+    """Linear advection u_t + a u_x = 0 with exact spatial derivatives: the residual of the exact solution is the
+    time scheme's error alone, O(dt^2) for central differences over two steps (and it needs the older frame)."""
+    n, a = 32, 0.7
+    dx = 2 * math.pi / n
+    x = torch.arange(n, dtype=torch.float64) * dx
+    pde = get_pde("adv1d")
+    ops = Stencils(Grid((dx,), (True,), derivative="spectral"))
+    params = {"a": torch.tensor([a], dtype=torch.float64)}
+
+    def frame(t):
+        return {"concentration_rho": torch.sin(x - a * t)[None, None]}
+
+    errors = []
+    for dt in (0.2, 0.1, 0.05):
+        residual = pde_residuals(pde, frame(0.0), frame(dt), dt, params, ops, "central", older=frame(-dt))
+        errors.append(float(next(iter(residual.values())).abs().max()))
+    assert all(3.8 < e0 / e1 < 4.2 for e0, e1 in itertools.pairwise(errors)), errors
+    with pytest.raises(ValueError, match="needs the frames before"):
+        pde_residuals(pde, frame(0.0), frame(0.1), 0.1, params, ops, "central")

@@ -134,3 +134,24 @@ def test_band_and_interior_partition_the_grid():
     assert mask.sum() == 5 * 6 - 3 * 4
     assert interior(torch.zeros(2, 5, 6), 2).shape == (2, 3, 4)
     assert not mask[1:-1, 1:-1].any() and mask[0].all() and mask[:, -1].all()
+
+
+def test_fourth_order_differences_converge_at_fourth_order_on_periodic_axes_only():
+    errors = {}
+    for n in (16, 32, 64):
+        dx = 2 * math.pi / n
+        x = torch.arange(n) * dx
+        ops = Stencils(Grid((dx,), (True,), derivative="fd4"))
+        f = torch.sin(2 * x) + 0.3 * torch.cos(3 * x)
+        df = 2 * torch.cos(2 * x) - 0.9 * torch.sin(3 * x)
+        d2f = -4 * torch.sin(2 * x) - 2.7 * torch.cos(3 * x)
+        errors[n] = ((ops.d(f, 0) - df).abs().max().item(), (ops.d2(f, 0) - d2f).abs().max().item())
+    for k in range(2):
+        assert 3.8 < math.log2(errors[32][k] / errors[64][k]) < 4.2, errors
+    # a wall axis keeps the second-order stencil (and its ghost cells)
+    x, second = grid_1d(32, periodic=False)
+    fourth = Stencils(Grid(second.grid.spacing, (False,), derivative="fd4"))
+    f = torch.sin(2 * x)
+    torch.testing.assert_close(fourth.d(f, 0), second.d(f, 0))
+    with pytest.raises(ValueError, match="derivative must be one of"):
+        Grid((0.1,), (True,), derivative="fd6")

@@ -7,9 +7,11 @@ For each sample and each predicted frame (the model's shifted prediction ``u^_{t
     L     = lambda_BC * L_BC + L_PDE
 
 averaged over frames and samples. ``S_b`` is the band of width 1 on every face of the grid, ``S_p`` the rest.
-``s_k^2`` is the mean square of ``R_k`` over the input window (pairs of observed frames), floored at
-``(floor_rel * scale_k)^2`` where ``scale_k`` is the rms size of the equation's terms: on exact data ``s_k`` is
-only the discretisation error and could be ~0. Strategies (paper table "normalization strategy"):
+With the ``central`` time scheme, ``R_k(u_{tau-1}, u_tau, u^_{tau+1})`` for tau >= 1 (the observed frame before)
+and Crank-Nicolson for tau = 0. ``s_k^2`` is the mean square of ``R_k`` over the input window (pairs, or triples
+for ``central``, of observed frames), floored at ``(floor_rel * scale_k)^2`` where ``scale_k`` is the rms size
+of the equation's terms: on exact data ``s_k`` is only the discretisation error and could be ~0.
+Strategies (paper table "normalization strategy"):
 
 * ``norm``: as above, ``lambda_BC = 1e4``;
 * ``rescaled_norm``: as above, ``lambda_BC = 1e4 / min_k s_k^2`` (per sample);
@@ -82,9 +84,20 @@ class UpaoObjective:
             raise ValueError(f"PDE {self.pde.name!r} needs slots {missing} that the dataset does not provide")
 
     def residual_mean_squares(self, old, new, dt, params, ops, dims) -> dict[str, torch.Tensor]:
-        """Mean over S_p of R_k^2 per sample and frame: ``{k: (B, T)}``."""
-        residuals = pde_residuals(self.pde, old, new, dt, params, ops, self.scheme)
-        return {k: interior_mean_square(r, dims, self.band_width) for k, r in residuals.items()}
+        """Mean over S_p of R_k^2 per sample and frame: ``{k: (B, T)}``. The central scheme needs the frame
+        before ``old``: the first frame (no observed frame before it) uses Crank-Nicolson."""
+        if self.scheme != "central":
+            residuals = pde_residuals(self.pde, old, new, dt, params, ops, self.scheme)
+            return {k: interior_mean_square(r, dims, self.band_width) for k, r in residuals.items()}
+        first = pde_residuals(self.pde, _frames(old, 0, 1), _frames(new, 0, 1), dt, params, ops, "crank_nicolson")
+        out = {k: interior_mean_square(r, dims, self.band_width) for k, r in first.items()}
+        if next(iter(old.values())).shape[1] > 1:
+            later = pde_residuals(
+                self.pde, _frames(old, 1, None), _frames(new, 1, None), dt, params, ops, "central",
+                older=_frames(old, 0, -1),
+            )  # fmt: skip
+            out = {k: torch.cat([out[k], interior_mean_square(later[k], dims, self.band_width)], 1) for k in out}
+        return out
 
     def __call__(
         self,
@@ -143,9 +156,14 @@ class UpaoObjective:
             return {k: torch.ones(batch, device=inputs.device, dtype=inputs.dtype) for k in names}
         if inputs.shape[1] < 2:
             raise ValueError(f"{self.normalization!r} needs at least 2 history frames to compute s_k")
-        old = slot_fields(inputs[:, :-1], self.pde.variables)
-        new = slot_fields(inputs[:, 1:], self.pde.variables)
-        residuals, scales = residuals_and_scales(self.pde, old, new, dt, params, ops, self.scheme)
+        fields = slot_fields(inputs, self.pde.variables)
+        if self.scheme == "central" and inputs.shape[1] >= 3:
+            old, new, older = _frames(fields, 1, -1), _frames(fields, 2, None), _frames(fields, 0, -2)
+            residuals, scales = residuals_and_scales(self.pde, old, new, dt, params, ops, "central", older=older)
+        else:
+            scheme = "crank_nicolson" if self.scheme == "central" else self.scheme
+            old, new = _frames(fields, 0, -1), _frames(fields, 1, None)
+            residuals, scales = residuals_and_scales(self.pde, old, new, dt, params, ops, scheme)
         out = {}
         for k in names:
             mean_square = interior_mean_square(residuals[k], dims, self.band_width).mean(-1)
@@ -153,3 +171,8 @@ class UpaoObjective:
             floor = torch.clamp(self.floor_rel**2 * scale2, min=self.floor_abs)
             out[k] = torch.maximum(mean_square, floor)
         return out
+
+
+def _frames(fields: Mapping[str, torch.Tensor], start: int, stop: int | None) -> dict[str, torch.Tensor]:
+    """The time slice ``start:stop`` (axis 1) of every field."""
+    return {k: v[:, start:stop] for k, v in fields.items()}

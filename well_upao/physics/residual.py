@@ -5,6 +5,8 @@ With ``Q_k`` the conserved quantity and ``N_k`` the spatial operator of sub-equa
 * explicit:        ``R_k = (Q_k(u_new) - Q_k(u_old)) / dt + N_k(u_old)``
 * implicit:        ``R_k = (Q_k(u_new) - Q_k(u_old)) / dt + N_k(u_new)``
 * Crank-Nicolson:  ``R_k = (Q_k(u_new) - Q_k(u_old)) / dt + N_k((u_old + u_new) / 2)``  (default, 2nd order)
+* central:         ``R_k = (Q_k(u_new) - Q_k(u_older)) / (2 dt) + N_k(u_old)``  (three frames ``u_older, u_old,
+  u_new`` a ``dt`` apart; 2nd order, the spatial terms at the observed middle frame)
 
 Constraints (no ``Q_k``) are ``N_k`` at the same state. For the shifted prediction, ``u_old`` is input frame
 ``tau`` and ``u_new`` the prediction of frame ``tau + 1`` (paper-decisions.md, point 1).
@@ -20,7 +22,7 @@ from well_upao.data.slots import SLOT_INDEX
 from well_upao.physics.pdes import PDE, Fields
 from well_upao.physics.stencils import Stencils
 
-SCHEMES = ("explicit", "implicit", "crank_nicolson")
+SCHEMES = ("explicit", "implicit", "crank_nicolson", "central")
 
 
 def slot_fields(slotted: torch.Tensor, names: Sequence[str]) -> dict[str, torch.Tensor]:
@@ -41,7 +43,7 @@ def broadcast_parameters(params: Mapping[str, torch.Tensor | float], field_ndim:
 
 
 def theta_state(old: Fields, new: Fields, scheme: str) -> Fields:
-    if scheme == "explicit":
+    if scheme in ("explicit", "central"):
         return old
     if scheme == "implicit":
         return new
@@ -51,10 +53,18 @@ def theta_state(old: Fields, new: Fields, scheme: str) -> Fields:
 
 
 def pde_residuals(
-    pde: PDE, old: Fields, new: Fields, dt: torch.Tensor, params: Mapping, ops: Stencils, scheme: str = "crank_nicolson"
+    pde: PDE,
+    old: Fields,
+    new: Fields,
+    dt: torch.Tensor,
+    params: Mapping,
+    ops: Stencils,
+    scheme: str = "crank_nicolson",
+    older: Fields | None = None,
 ) -> dict[str, torch.Tensor]:
-    """``R_k`` for every sub-equation, each ``(B, T, *space)``; ``dt`` is ``(B,)`` or a float."""
-    return residuals_and_scales(pde, old, new, dt, params, ops, scheme, with_scales=False)[0]
+    """``R_k`` for every sub-equation, each ``(B, T, *space)``; ``dt`` is ``(B,)`` or a float; ``older``: the
+    frames before ``old`` (the central scheme only)."""
+    return residuals_and_scales(pde, old, new, dt, params, ops, scheme, with_scales=False, older=older)[0]
 
 
 def equation_scales(
@@ -78,8 +88,11 @@ def residuals_and_scales(
     ops: Stencils,
     scheme: str = "crank_nicolson",
     with_scales: bool = True,
+    older: Fields | None = None,
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """Residuals ``R_k`` and, from the same evaluation of the terms, their sizes ``|d_t Q_k| + sum |N_k,i|``."""
+    if scheme == "central" and older is None:
+        raise ValueError("the central time scheme needs the frames before `old` (older=...)")
     reference = next(iter(old.values()))
     dt = broadcast_parameters({"dt": dt}, reference.ndim)["dt"]
     params = broadcast_parameters(params, reference.ndim)
@@ -91,7 +104,10 @@ def residuals_and_scales(
         value = sum(terms)
         size = sum(t.abs() if isinstance(t, torch.Tensor) else abs(t) for t in terms) if with_scales else None
         if equation.rate is not None:
-            rate = (equation.conserved(new, params, ops) - equation.conserved(old, params, ops)) / dt
+            if scheme == "central":
+                rate = (equation.conserved(new, params, ops) - equation.conserved(older, params, ops)) / (2 * dt)
+            else:
+                rate = (equation.conserved(new, params, ops) - equation.conserved(old, params, ops)) / dt
             value = rate + value
             if with_scales:
                 size = size + rate.abs()

@@ -599,9 +599,68 @@ def _run_fix_harness(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- residual-floor
+def _residual_floor_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "residual-floor",
+        help="how far the observed frames are from making the PDE residual vanish, per derivative and time scheme",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent(
+            """\
+            For each stride, derivative (fd; fd4 and spectral on periodic axes) and time scheme (explicit,
+            implicit, crank_nicolson, central), the relative residual ||R_k|| / ||scale_k|| of every sub-equation
+            over the interior, computed from the observed frames of a split only (what a UPAO run may read). UPAO
+            cannot push a prediction closer to the truth than this floor; the lowest combination is marked (it is
+            what trainer.derivative=auto and trainer.time_scheme=auto choose).
+
+            examples:
+              well-upao residual-floor --data wave2d --stride 1 5
+              well-upao residual-floor --data gray_scott_reaction_diffusion --json floor.json
+            """
+        ),
+    )
+    parser.add_argument("--data", required=True, help="dataset name")
+    parser.add_argument("--base-path", type=Path, help="Well base path (default $WELL_BASE_PATH or ./datasets)")
+    parser.add_argument("--split", default="train", choices=["train", "valid", "test"])
+    parser.add_argument("--stride", type=int, nargs="+", default=[1], help="time strides between frames (1)")
+    parser.add_argument("--max-trajectories", type=int, default=4)
+    parser.add_argument("--max-frames", type=int, default=12, help="frames per trajectory and stride (12)")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    parser.set_defaults(handler=_run_residual_floor)
+
+
+def _run_residual_floor(args: argparse.Namespace) -> int:
+    import json
+    import os
+    from dataclasses import asdict
+
+    from well_upao.evaluate.floor import floor_markdown, floor_table
+    from well_upao.physics.pdes import PDE_REGISTRY
+
+    base = args.base_path or Path(os.environ.get("WELL_BASE_PATH", "datasets"))
+    directory = base / args.data / "data" / args.split
+    files = sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
+    if not files:
+        raise CommandError(f"no HDF5 files in {directory}")
+    if args.data not in PDE_REGISTRY:
+        raise CommandError(f"no PDE registered for {args.data!r} (register one, and name its module with --imports)")
+    if min(args.stride) < 1 or args.max_frames < 3 or args.max_trajectories < 1:
+        raise CommandError("--stride must be >= 1, --max-frames >= 3 and --max-trajectories >= 1")
+    try:
+        rows = floor_table(files, args.stride, args.max_trajectories, args.max_frames)
+    except ValueError as error:
+        raise CommandError(str(error)) from error
+    print(floor_markdown(rows, args.data))
+    if args.json:
+        from well_upao.data.atomic import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps([asdict(r) | {"mean": r.mean} for r in rows], indent=2))
+    return 0
+
+
 # --------------------------------------------------------------------------- entry point
 #: commands that take a dataset or a run, hence a user's modules registering them
-TAKES_IMPORTS = ("generate-exact", "validate", "evaluate", "adapters-report", "export-backbone")
+TAKES_IMPORTS = ("generate-exact", "validate", "evaluate", "adapters-report", "export-backbone", "residual-floor")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -616,6 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
     _convert_parser(sub)
     _validate_parser(sub)
     _evaluate_parser(sub)
+    _residual_floor_parser(sub)
     _leaderboard_parser(sub)
     _adapters_report_parser(sub)
     _quickstart_parser(sub)

@@ -243,3 +243,17 @@ def test_time_strides_give_each_sample_its_own_dt(small_datasets, tmp_path):
         terms = trainer.loss.upao_terms(batch)
         assert torch.isfinite(terms.total)
     assert seen <= {0.02, 0.03} and 0.02 in seen
+
+
+def test_auto_derivative_and_time_scheme_take_the_lowest_floor_of_the_training_frames(small_datasets, tmp_path):
+    from well_upao.evaluate.floor import floor_table
+
+    trainer = make_trainer(small_datasets, tmp_path, dataset="tg2d", derivative="auto", time_scheme="auto")
+    chosen = (trainer.loss.settings["derivative"], trainer.loss.settings["time_scheme"])
+    files = sorted((small_datasets / "tg2d" / "data" / "train").glob("*.hdf5"))
+    best = min(floor_table(files, [1], max_trajectories=4, max_frames=12), key=lambda row: row.mean)
+    assert chosen == (best.derivative, best.scheme) and chosen[0] == "spectral"
+    assert trainer.loss.objective.derivative == chosen[0] and trainer.loss.objective.scheme == chosen[1]
+    fixed = make_trainer(small_datasets, tmp_path / "fixed", dataset="tg2d", derivative="fd", time_scheme="auto")
+    assert fixed.loss.settings["derivative"] == "fd" and fixed.loss.settings["time_scheme"] != "auto"
+    assert all(key.startswith("fd/") for key in fixed.loss.floors)

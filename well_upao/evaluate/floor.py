@@ -22,7 +22,7 @@ import torch
 from well_upao.data.datasets import DATASET_SLOTS
 from well_upao.data.well_format import FIELD_GROUPS
 from well_upao.physics import Grid, Stencils, get_pde
-from well_upao.physics.residual import residuals_and_scales
+from well_upao.physics.residual import SCHEMES, residuals_and_scales
 from well_upao.physics.stencils import interior
 
 
@@ -90,3 +90,117 @@ def relative_residuals(
     return {
         name: float(interior(residuals[name], dims).norm() / interior(scales[name], dims).norm()) for name in residuals
     }
+
+
+def derivatives_for(periodic: tuple[bool, ...]) -> tuple[str, ...]:
+    """The derivative choices that differ on this grid (``fd4`` and ``spectral`` need a periodic axis)."""
+    return ("fd", "fd4", "spectral") if any(periodic) else ("fd",)
+
+
+def triple_residuals(
+    observed: ObservedFrames, derivative: str, scheme: str, pde_name: str | None = None
+) -> dict[str, float]:
+    """``rho_k`` of every sub-equation over the observed frames: pairs for the two-frame schemes, triples (the
+    middle frame's spatial terms) for ``central``."""
+    if scheme != "central":
+        return relative_residuals(observed, derivative, scheme, pde_name)
+    pde = get_pde(pde_name or observed.dataset)
+    params = pde.resolve_parameters(observed.scalars)
+    steps = np.diff(observed.times)
+    if len(steps) < 2 or not np.allclose(steps, steps[0], rtol=1e-9):
+        raise ValueError("the central scheme needs at least three equally spaced frames")
+    fields = observed.fields
+    older = {k: v[:, :-2] for k, v in fields.items()}
+    old = {k: v[:, 1:-1] for k, v in fields.items()}
+    new = {k: v[:, 2:] for k, v in fields.items()}
+    ops = Stencils(Grid(observed.spacing, observed.periodic, derivative))
+    dt = torch.tensor(float(steps[0]), dtype=torch.float64)
+    residuals, scales = residuals_and_scales(pde, old, new, dt, params, ops, "central", older=older)
+    dims = len(observed.spacing)
+    return {
+        name: float(interior(residuals[name], dims).norm() / interior(scales[name], dims).norm()) for name in residuals
+    }
+
+
+@dataclass
+class FloorRow:
+    stride: int
+    derivative: str
+    scheme: str
+    residuals: dict[str, float]
+
+    @property
+    def mean(self) -> float:
+        """Mean of ``rho_k`` over the sub-equations: the number ``auto`` choices minimise."""
+        return float(np.mean(list(self.residuals.values())))
+
+
+def observed_window(
+    files: list[Path], stride: int, max_trajectories: int = 4, max_frames: int = 12, start: int = 1
+) -> ObservedFrames:
+    """Up to ``max_frames`` frames ``start, start + stride, ...`` of the first ``max_trajectories`` trajectories
+    (the first stored frame is skipped by default: the Well's files store a zero pressure there)."""
+    parts, taken = [], 0
+    for path in files:
+        with h5py.File(path, "r") as f:
+            n_traj, n_steps = _file_sizes(f)
+        indices = list(range(start, n_steps, stride))[:max_frames]
+        if len(indices) < 3:
+            raise ValueError(f"{path.name}: {n_steps} frames hold fewer than 3 at stride {stride} from frame {start}")
+        observed = read_frames(path, indices)
+        keep = min(n_traj, max_trajectories - taken)
+        parts.append(observed)
+        observed.fields = {k: v[:keep] for k, v in observed.fields.items()}
+        observed.scalars = {k: v[:keep] for k, v in observed.scalars.items()}
+        taken += keep
+        if taken >= max_trajectories:
+            break
+    if not parts:
+        raise ValueError("no files to read")
+    first = parts[0]
+    fields = {k: torch.cat([p.fields[k] for p in parts]) for k in first.fields}
+    scalars = {k: torch.cat([p.scalars[k] for p in parts]) for k in first.scalars}
+    return ObservedFrames(first.dataset, fields, scalars, first.spacing, first.periodic, first.times)
+
+
+def _file_sizes(f: h5py.File) -> tuple[int, int]:
+    return int(f.attrs["n_trajectories"]), int(f["dimensions"]["time"].shape[-1])
+
+
+def floor_table(
+    files: list[Path], strides: list[int], max_trajectories: int = 4, max_frames: int = 12, pde_name: str | None = None
+) -> list[FloorRow]:
+    """Every stride x derivative x time scheme (see :func:`derivatives_for` and ``SCHEMES``)."""
+    rows = []
+    for stride in strides:
+        observed = observed_window(files, stride, max_trajectories, max_frames)
+        for derivative in derivatives_for(observed.periodic):
+            for scheme in SCHEMES:
+                rows.append(
+                    FloorRow(stride, derivative, scheme, triple_residuals(observed, derivative, scheme, pde_name))
+                )
+    return rows
+
+
+def best_row(rows: list[FloorRow], stride: int) -> FloorRow:
+    return min((r for r in rows if r.stride == stride), key=lambda r: r.mean)
+
+
+def floor_markdown(rows: list[FloorRow], dataset: str) -> str:
+    names = list(rows[0].residuals)
+    lines = [
+        f"Residual floor of {dataset}: relative residual ||R_k|| / ||scale_k|| of the observed frames over the "
+        "interior (0 = the data satisfies the discrete equations exactly)",
+        "",
+        "| stride | derivative | time scheme | " + " | ".join(names) + " | mean |",
+        "|---|---|---|" + "---|" * (len(names) + 1),
+    ]
+    for row in rows:
+        best = row is best_row(rows, row.stride)
+        mark = " **(lowest)**" if best else ""
+        lines.append(
+            f"| {row.stride} | {row.derivative} | {row.scheme} | "
+            + " | ".join(f"{row.residuals[k]:.2e}" for k in names)
+            + f" | {row.mean:.2e}{mark} |"
+        )
+    return "\n".join(lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -39,7 +40,9 @@ class UpaoLoss(TrainingLoss):
 
     Arguments: ``pde`` (registry name; default: the dataset's), ``lambda_bc``, ``normalization``
     (``rescaled_norm`` | ``norm`` | ``no_norm``), ``time_scheme`` (``crank_nicolson`` | ``explicit`` |
-    ``implicit``), ``derivative`` (``fd`` | ``spectral``), ``floor_rel``, ``pde_constants`` (fixed coefficients),
+    ``implicit`` | ``central`` | ``auto``), ``derivative`` (``fd`` | ``fd4`` | ``spectral`` | ``auto``; ``auto``:
+    the lowest residual floor of the training frames, :meth:`choose_automatically`), ``floor_rel``,
+    ``pde_constants`` (fixed coefficients),
     ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
     validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
     ``imports``.
@@ -77,8 +80,11 @@ class UpaoLoss(TrainingLoss):
             key: value if value is not None else dataset_defaults.get(key, UPAO_DEFAULTS[key])
             for key, value in self.requested.items()
         }
+        pde = pde_for_dataset(self.pde_name or dataset)
+        if "auto" in (self.settings["derivative"], self.settings["time_scheme"]):
+            self.settings.update(self.choose_automatically(trainer, pde.name))
         self.objective = UpaoObjective(
-            pde=pde_for_dataset(self.pde_name or dataset),
+            pde=pde,
             lambda_bc=float(self.settings["lambda_bc"]),
             normalization=self.settings["normalization"],
             scheme=self.settings["time_scheme"],
@@ -96,6 +102,34 @@ class UpaoLoss(TrainingLoss):
             f"selection by "
             f"{'validation VRMSE (paper protocol)' if self.paper_protocol else 'validation UPAO loss (label-free)'}"
         )
+
+    def choose_automatically(self, trainer: Trainer, pde_name: str) -> dict[str, str]:
+        """``derivative`` / ``time_scheme`` set to ``auto``: the combination with the lowest residual floor of the
+        observed training history at the training stride (``well_upao.evaluate.floor``; label-free: the frames a
+        UPAO run trains on), among those the other, fixed, setting allows. Logs the floors and the choice."""
+        from well_upao.evaluate.floor import floor_table
+
+        settings = trainer.datamodule.settings
+        directory = Path(settings["well_base_path"]) / settings["well_dataset_name"] / "data" / "train"
+        files = sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
+        rows = floor_table(
+            files, [int(settings["min_dt_stride"])], max_trajectories=4, max_frames=12, pde_name=pde_name
+        )
+        candidates = [
+            row
+            for row in rows
+            if self.settings["derivative"] in ("auto", row.derivative)
+            and self.settings["time_scheme"] in ("auto", row.scheme)
+        ]
+        if not candidates:
+            raise ValueError(f"no residual-floor candidate matches {self.settings['derivative']!r} derivatives")
+        best = min(candidates, key=lambda row: row.mean)
+        table = ", ".join(f"{r.derivative}/{r.scheme} {r.mean:.2e}" for r in candidates)
+        logger.info(
+            f"UPAO auto: residual floors of the training frames: {table}; chose {best.derivative}/{best.scheme}"
+        )
+        self.floors = {f"{r.derivative}/{r.scheme}": r.mean for r in candidates}
+        return {"derivative": best.derivative, "time_scheme": best.scheme}
 
     # ------------------------------------------------------------------ the objective on a batch
     def physical(self, fields: torch.Tensor) -> torch.Tensor:

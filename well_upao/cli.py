@@ -626,6 +626,13 @@ def _residual_floor_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-trajectories", type=int, default=4)
     parser.add_argument("--max-frames", type=int, default=12, help="frames per trajectory and stride (12)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
+    parser.add_argument(
+        "--fit",
+        nargs="+",
+        metavar="NAME",
+        help="least-squares values of these PDE coefficients (e.g. delta_A delta_B) from the observed frames, "
+        "with the lowest combination's floor at the documented and at the fitted values",
+    )
     parser.set_defaults(handler=_run_residual_floor)
 
 
@@ -634,7 +641,7 @@ def _run_residual_floor(args: argparse.Namespace) -> int:
     import os
     from dataclasses import asdict
 
-    from well_upao.evaluate.floor import floor_markdown, floor_table
+    from well_upao.evaluate.floor import best_row, fit_constants, floor_markdown, floor_table, observed_window
     from well_upao.physics.pdes import PDE_REGISTRY
 
     base = args.base_path or Path(os.environ.get("WELL_BASE_PATH", "datasets"))
@@ -651,10 +658,25 @@ def _run_residual_floor(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise CommandError(str(error)) from error
     print(floor_markdown(rows, args.data))
+    fits = []
+    for stride in args.stride if args.fit else []:
+        best = best_row(rows, stride)
+        observed = observed_window(files, stride, args.max_trajectories, args.max_frames)
+        try:
+            fitted = fit_constants(observed, args.fit, best.derivative, best.scheme)
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        fits.append({"stride": stride, "derivative": best.derivative, "scheme": best.scheme, **asdict(fitted)})
+        values = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
+        floors = ", ".join(
+            f"{k} {fitted.floor_initial[k]:.2e} -> {fitted.floor_fitted[k]:.2e}" for k in fitted.floor_fitted
+        )
+        print(f"\nstride {stride}, {best.derivative}/{best.scheme}: {values}; floor {floors}")
     if args.json:
         from well_upao.data.atomic import atomic_write_text
 
-        atomic_write_text(args.json, json.dumps([asdict(r) | {"mean": r.mean} for r in rows], indent=2))
+        payload = {"rows": [asdict(r) | {"mean": r.mean} for r in rows], "fits": fits}
+        atomic_write_text(args.json, json.dumps(payload, indent=2))
     return 0
 
 

@@ -26,8 +26,68 @@ def test_the_cli_prints_marks_and_writes_json(small_datasets, tmp_path, capsys):
     assert main([*args, "--max-frames", "6", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert text.count("**(lowest)**") == 1 and "| 1 | spectral | central |" in text
-    rows = json.loads(out.read_text())
+    rows = json.loads(out.read_text())["rows"]
     assert len(rows) == 3 * 4 and {"stride", "derivative", "scheme", "residuals", "mean"} <= set(rows[0])
     assert main([*args, "--stride", "20"]) == 2
     assert "fewer than 3" in capsys.readouterr().err
     assert main(["residual-floor", "--data", "nosuch", "--base-path", str(small_datasets)]) == 2
+
+
+def gray_scott_frames(delta_a: float, delta_b: float, dt: float = 2.0, resolution: int = 32):
+    """Gray-Scott frames from our ETDRK4 solver with the given diffusivities, after 100 s of pattern growth."""
+    import numpy as np
+    import torch
+
+    from well_upao.evaluate.floor import ObservedFrames
+    from well_upao.families.replicas import gray_scott
+
+    grid = gray_scott.square_grid(resolution)
+    a0, b0 = gray_scott.gaussian_cluster_state(np.random.default_rng(0), grid)
+    skip = int(100 / dt)
+    times = np.arange(skip + 6) * dt
+    a, b = gray_scott.simulate_gray_scott(
+        torch.as_tensor(a0), torch.as_tensor(b0), 0.029, 0.057, times, grid, step=1.0, delta_a=delta_a, delta_b=delta_b
+    )
+    fields = {"concentration_u": a[skip:][None], "concentration_v": b[skip:][None]}
+    scalars = {"F": torch.tensor([0.029], dtype=torch.float64), "k": torch.tensor([0.057], dtype=torch.float64)}
+    return ObservedFrames("gray_scott_reaction_diffusion", fields, scalars, (2 / resolution,) * 2, (True, True),
+                          times[skip:])  # fmt: skip
+
+
+def test_fitting_recovers_diffusivities_the_documentation_does_not_state():
+    from well_upao.evaluate.floor import fit_constants
+
+    observed = gray_scott_frames(3e-5, 1.5e-5)
+    fitted = fit_constants(observed, ["delta_A", "delta_B"], "spectral", "crank_nicolson")
+    assert fitted.initial == {"delta_A": 2e-5, "delta_B": 1e-5}  # the Well's documented values
+    assert abs(fitted.values["delta_A"] / 3e-5 - 1) < 0.01 and abs(fitted.values["delta_B"] / 1.5e-5 - 1) < 0.01
+    assert all(fitted.floor_fitted[k] < 0.05 * fitted.floor_initial[k] for k in fitted.floor_fitted)
+
+
+def test_fitting_a_per_trajectory_parameter_recovers_it(small_datasets):
+    from well_upao.evaluate.floor import fit_constants, observed_window
+
+    files = sorted((small_datasets / "advdiff2d" / "data" / "train").glob("*.hdf5"))
+    observed = observed_window(files, 1, max_trajectories=1, max_frames=10)
+    truth = float(observed.scalars["nu"][0])
+    observed.scalars["nu"] = observed.scalars["nu"] * 3  # start far from it
+    fitted = fit_constants(observed, ["nu"], "spectral", "crank_nicolson")
+    assert abs(fitted.values["nu"] / truth - 1) < 1e-3, (fitted.values, truth)
+
+
+def test_the_cli_fits_and_reports_the_floor_before_and_after(tmp_path, capsys):
+    from well_upao.data.replicas import ReplicaRequest, generate_replica
+
+    generate_replica(
+        ReplicaRequest("gray_scott_reaction_diffusion", tmp_path, shape=(32, 32), n_steps=14, n_traj_per_set=3,
+                       sets=[2]),
+        progress=False,
+    )  # fmt: skip
+    args = ["residual-floor", "--data", "gray_scott_reaction_diffusion", "--base-path", str(tmp_path)]
+    assert main([*args, "--fit", "delta_A", "delta_B", "--json", str(tmp_path / "fit.json")]) == 0
+    text = capsys.readouterr().out
+    assert "delta_A = " in text and "(documented 2e-05)" in text and " -> " in text
+    fit = json.loads((tmp_path / "fit.json").read_text())["fits"][0]
+    assert all(fit["floor_fitted"][k] <= fit["floor_initial"][k] * 1.0001 for k in fit["floor_fitted"])
+    assert main([*args, "--fit", "viscosity"]) == 2
+    assert "has no coefficient" in capsys.readouterr().err

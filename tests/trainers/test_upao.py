@@ -257,3 +257,20 @@ def test_auto_derivative_and_time_scheme_take_the_lowest_floor_of_the_training_f
     fixed = make_trainer(small_datasets, tmp_path / "fixed", dataset="tg2d", derivative="fd", time_scheme="auto")
     assert fixed.loss.settings["derivative"] == "fd" and fixed.loss.settings["time_scheme"] != "auto"
     assert all(key.startswith("fd/") for key in fixed.loss.floors)
+
+
+def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path):
+    from well_upao.data.replicas import ReplicaRequest, generate_replica
+
+    base = tmp_path / "replica"
+    request = ReplicaRequest(
+        "gray_scott_reaction_diffusion", base, shape=(32, 32), n_steps=14, n_traj_per_set=3, sets=[2, 5]
+    )
+    generate_replica(request, progress=False)
+    trainer = make_trainer(base, tmp_path / "run", dataset="gray_scott_reaction_diffusion",
+                           data_kwargs={"n_steps_input": 4}, pde_constants="fitted", derivative="spectral")  # fmt: skip
+    fitted = trainer.loss.objective.constants
+    assert set(fitted) == {"delta_A", "delta_B"} and fitted != {"delta_A": 2e-5, "delta_B": 1e-5}
+    assert all(0.2 < fitted[k] / v < 5 for k, v in {"delta_A": 2e-5, "delta_B": 1e-5}.items()), fitted
+    with pytest.raises(ValueError, match="no constants to fit"):
+        make_trainer(small_datasets, tmp_path / "tg", dataset="tg2d", pde_constants="fitted")

@@ -75,51 +75,15 @@ def read_frames(path: str | Path, frames: list[int] | slice) -> ObservedFrames:
 def relative_residuals(
     observed: ObservedFrames, derivative: str = "fd", scheme: str = "crank_nicolson", pde_name: str | None = None
 ) -> dict[str, float]:
-    """``rho_k`` (see the module docstring) over every consecutive pair of the observed frames."""
+    """``rho_k`` (see the module docstring) over the observed frames: consecutive pairs for the two-frame schemes,
+    triples (the middle frame's spatial terms) for ``central``."""
     pde = get_pde(pde_name or observed.dataset)
-    params = pde.resolve_parameters(observed.scalars)
-    old = {k: v[:, :-1] for k, v in observed.fields.items()}
-    new = {k: v[:, 1:] for k, v in observed.fields.items()}
-    steps = np.diff(observed.times)
-    if len(steps) == 0 or not np.allclose(steps, steps[0], rtol=1e-9):
-        raise ValueError("the residual floor needs at least two equally spaced frames")
-    ops = Stencils(Grid(observed.spacing, observed.periodic, derivative))
-    dt = torch.tensor(float(steps[0]), dtype=torch.float64)
-    residuals, scales = residuals_and_scales(pde, old, new, dt, params, ops, scheme)
-    dims = len(observed.spacing)
-    return {
-        name: float(interior(residuals[name], dims).norm() / interior(scales[name], dims).norm()) for name in residuals
-    }
+    return _relative(observed, pde, pde.resolve_parameters(observed.scalars), derivative, scheme)
 
 
 def derivatives_for(periodic: tuple[bool, ...]) -> tuple[str, ...]:
     """The derivative choices that differ on this grid (``fd4`` and ``spectral`` need a periodic axis)."""
     return ("fd", "fd4", "spectral") if any(periodic) else ("fd",)
-
-
-def triple_residuals(
-    observed: ObservedFrames, derivative: str, scheme: str, pde_name: str | None = None
-) -> dict[str, float]:
-    """``rho_k`` of every sub-equation over the observed frames: pairs for the two-frame schemes, triples (the
-    middle frame's spatial terms) for ``central``."""
-    if scheme != "central":
-        return relative_residuals(observed, derivative, scheme, pde_name)
-    pde = get_pde(pde_name or observed.dataset)
-    params = pde.resolve_parameters(observed.scalars)
-    steps = np.diff(observed.times)
-    if len(steps) < 2 or not np.allclose(steps, steps[0], rtol=1e-9):
-        raise ValueError("the central scheme needs at least three equally spaced frames")
-    fields = observed.fields
-    older = {k: v[:, :-2] for k, v in fields.items()}
-    old = {k: v[:, 1:-1] for k, v in fields.items()}
-    new = {k: v[:, 2:] for k, v in fields.items()}
-    ops = Stencils(Grid(observed.spacing, observed.periodic, derivative))
-    dt = torch.tensor(float(steps[0]), dtype=torch.float64)
-    residuals, scales = residuals_and_scales(pde, old, new, dt, params, ops, "central", older=older)
-    dims = len(observed.spacing)
-    return {
-        name: float(interior(residuals[name], dims).norm() / interior(scales[name], dims).norm()) for name in residuals
-    }
 
 
 @dataclass
@@ -177,7 +141,7 @@ def floor_table(
         for derivative in derivatives_for(observed.periodic):
             for scheme in SCHEMES:
                 rows.append(
-                    FloorRow(stride, derivative, scheme, triple_residuals(observed, derivative, scheme, pde_name))
+                    FloorRow(stride, derivative, scheme, relative_residuals(observed, derivative, scheme, pde_name))
                 )
     return rows
 
@@ -204,3 +168,92 @@ def floor_markdown(rows: list[FloorRow], dataset: str) -> str:
             + f" | {row.mean:.2e}{mark} |"
         )
     return "\n".join(lines)
+
+
+@dataclass
+class FittedConstants:
+    values: dict[str, float]
+    initial: dict[str, float]
+    floor_initial: dict[str, float]
+    floor_fitted: dict[str, float]
+    iterations: int
+
+
+def fit_constants(
+    observed: ObservedFrames,
+    names: list[str],
+    derivative: str = "fd",
+    scheme: str = "crank_nicolson",
+    pde_name: str | None = None,
+    max_iterations: int = 20,
+) -> FittedConstants:
+    """Least-squares values of a PDE's coefficients ``names`` (constants like Gray-Scott's ``delta_A``, or
+    parameters shared by the observed trajectories) from the observed frames:
+
+        min_theta  sum_k || R_k(theta) ||^2_{S_p} / || scale_k(theta_0) ||^2_{S_p}
+
+    by Gauss-Newton with a forward-difference Jacobian (one step is exact when the residual is linear in
+    ``theta``, as it is for diffusivities, viscosities and reaction rates), starting from the documented values."""
+    pde = get_pde(pde_name or observed.dataset)
+    base = pde.resolve_parameters(observed.scalars)
+    unknown = [n for n in names if n not in base]
+    if unknown:
+        raise ValueError(f"{pde.name} has no coefficient {unknown}; it has {sorted(base)}")
+    theta = np.array(
+        [float(base[n]) if isinstance(base[n], int | float) else float(base[n].double().mean()) for n in names]
+    )
+    initial = dict(zip(names, theta.tolist(), strict=True))
+    weights = None
+
+    def residual_vector(values: np.ndarray) -> torch.Tensor:
+        nonlocal weights
+        overrides = dict(zip(names, values.tolist(), strict=True))
+        params = pde.resolve_parameters(observed.scalars, overrides)
+        residuals, scales = _residuals(observed, pde, params, derivative, scheme)
+        dims = len(observed.spacing)
+        if weights is None:
+            weights = {k: 1.0 / float(interior(scales[k], dims).norm()) for k in residuals}
+        return torch.cat([interior(residuals[k], dims).flatten() * weights[k] for k in residuals])
+
+    iterations = 0
+    while iterations < max_iterations:
+        iterations += 1
+        current = residual_vector(theta)
+        steps = 1e-4 * np.maximum(np.abs(theta), 1e-12)
+        jacobian = torch.stack(
+            [(residual_vector(theta + step * np.eye(len(theta))[j]) - current) / step for j, step in enumerate(steps)],
+            dim=1,
+        )
+        update = torch.linalg.lstsq(jacobian, -current[:, None]).solution[:, 0].numpy()
+        theta = theta + update
+        if np.all(np.abs(update) <= 1e-10 * np.maximum(np.abs(theta), 1e-30)):
+            break
+    values = dict(zip(names, theta.tolist(), strict=True))
+    before = relative_residuals(observed, derivative, scheme, pde_name)
+    after = _relative(observed, pde, pde.resolve_parameters(observed.scalars, values), derivative, scheme)
+    return FittedConstants(values, initial, before, after, iterations)
+
+
+def _residuals(observed: ObservedFrames, pde, params, derivative: str, scheme: str):
+    """Residuals and term sizes of every sub-equation over the observed frames (equally spaced)."""
+    fields = observed.fields
+    steps = np.diff(observed.times)
+    needed = 2 if scheme == "central" else 1
+    if len(steps) < needed or not np.allclose(steps, steps[0], rtol=1e-9):
+        raise ValueError(f"the {scheme} residual needs at least {needed + 1} equally spaced frames")
+    dt = torch.tensor(float(steps[0]), dtype=torch.float64)
+    ops = Stencils(Grid(observed.spacing, observed.periodic, derivative))
+    if scheme == "central":
+        older = {k: v[:, :-2] for k, v in fields.items()}
+        old = {k: v[:, 1:-1] for k, v in fields.items()}
+        new = {k: v[:, 2:] for k, v in fields.items()}
+        return residuals_and_scales(pde, old, new, dt, params, ops, "central", older=older)
+    old = {k: v[:, :-1] for k, v in fields.items()}
+    new = {k: v[:, 1:] for k, v in fields.items()}
+    return residuals_and_scales(pde, old, new, dt, params, ops, scheme)
+
+
+def _relative(observed: ObservedFrames, pde, params, derivative: str, scheme: str) -> dict[str, float]:
+    residuals, scales = _residuals(observed, pde, params, derivative, scheme)
+    dims = len(observed.spacing)
+    return {k: float(interior(residuals[k], dims).norm() / interior(scales[k], dims).norm()) for k in residuals}

@@ -42,7 +42,8 @@ class UpaoLoss(TrainingLoss):
     (``rescaled_norm`` | ``norm`` | ``no_norm``), ``time_scheme`` (``crank_nicolson`` | ``explicit`` |
     ``implicit`` | ``central`` | ``auto``), ``derivative`` (``fd`` | ``fd4`` | ``spectral`` | ``auto``; ``auto``:
     the lowest residual floor of the training frames, :meth:`choose_automatically`), ``floor_rel``,
-    ``pde_constants`` (fixed coefficients),
+    ``pde_constants`` (fixed coefficients, or ``fitted``: the PDE's constants fitted by least squares to the
+    training frames, :func:`well_upao.evaluate.floor.fit_constants`),
     ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
     validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
     ``imports``.
@@ -58,7 +59,7 @@ class UpaoLoss(TrainingLoss):
         time_scheme: str | None = None,
         derivative: str | None = None,
         floor_rel: float = 1e-4,
-        pde_constants: Mapping[str, float] | None = None,
+        pde_constants: Mapping[str, float] | str | None = None,
         paper_protocol: bool = False,
         vrmse_trajectories: int = 2,
     ):
@@ -67,7 +68,9 @@ class UpaoLoss(TrainingLoss):
             lambda_bc=lambda_bc, normalization=normalization, time_scheme=time_scheme, derivative=derivative
         )
         self.floor_rel = float(floor_rel)
-        self.pde_constants = dict(pde_constants or {})
+        if isinstance(pde_constants, str) and pde_constants != "fitted":
+            raise ValueError(f"pde_constants must be a mapping or 'fitted', got {pde_constants!r}")
+        self.pde_constants = pde_constants if pde_constants == "fitted" else dict(pde_constants or {})
         self.paper_protocol = bool(paper_protocol)
         self.vrmse_trajectories = int(vrmse_trajectories)
 
@@ -83,6 +86,8 @@ class UpaoLoss(TrainingLoss):
         pde = pde_for_dataset(self.pde_name or dataset)
         if "auto" in (self.settings["derivative"], self.settings["time_scheme"]):
             self.settings.update(self.choose_automatically(trainer, pde.name))
+        if self.pde_constants == "fitted":
+            self.pde_constants = self.fit_constants(trainer, pde)
         self.objective = UpaoObjective(
             pde=pde,
             lambda_bc=float(self.settings["lambda_bc"]),
@@ -130,6 +135,27 @@ class UpaoLoss(TrainingLoss):
         )
         self.floors = {f"{r.derivative}/{r.scheme}": r.mean for r in candidates}
         return {"derivative": best.derivative, "time_scheme": best.scheme}
+
+    def fit_constants(self, trainer: Trainer, pde) -> dict[str, float]:
+        """The PDE's constants fitted to the training frames at the training stride with the run's derivative and
+        time scheme (label-free, like the floor); logs them beside the documented values."""
+        from well_upao.evaluate.floor import fit_constants, observed_window
+
+        if not pde.constants:
+            raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
+        observed = observed_window(self.training_files(trainer), int(trainer.datamodule.settings["min_dt_stride"]))
+        fitted = fit_constants(
+            observed, list(pde.constants), self.settings["derivative"], self.settings["time_scheme"], pde.name
+        )
+        text = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
+        logger.info(f"UPAO fitted constants of {pde.name} to the training frames: {text}")
+        return fitted.values
+
+    @staticmethod
+    def training_files(trainer: Trainer) -> list[Path]:
+        settings = trainer.datamodule.settings
+        directory = Path(settings["well_base_path"]) / settings["well_dataset_name"] / "data" / "train"
+        return sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
 
     # ------------------------------------------------------------------ the objective on a batch
     def physical(self, fields: torch.Tensor) -> torch.Tensor:

@@ -91,3 +91,13 @@ def test_the_cli_fits_and_reports_the_floor_before_and_after(tmp_path, capsys):
     assert all(fit["floor_fitted"][k] <= fit["floor_initial"][k] * 1.0001 for k in fit["floor_fitted"])
     assert main([*args, "--fit", "viscosity"]) == 2
     assert "has no coefficient" in capsys.readouterr().err
+
+
+def test_evaluate_reports_the_floor_of_the_evaluated_frames(small_datasets, tmp_path, capsys):
+    out = tmp_path / "evaluation"
+    args = ["evaluate", "--data", "tg2d", "--base-path", str(small_datasets), "--rollout-steps", "0", "--quiet"]
+    assert main([*args, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "- UPAO default fd/crank_nicolson:" in text and "- lowest spectral/" in text
+    floor = json.loads(next(out.glob("*.json")).read_text())["residual_floor"]
+    assert set(floor) == {"default", "lowest"} and floor["lowest"]["derivative"] == "spectral"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from well_upao.data.datasets import DATASETS, slot_indices
 from well_upao.data.metadata import dataset_channel_names
+from well_upao.evaluate.floor import best_row, floor_table
 from well_upao.evaluate.matched_solver import match_solvers, solver_ladder
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
 from well_upao.evaluate.predictors import Predictor, checkpoint_file, classical_predictors, load_predictor
@@ -26,6 +27,7 @@ from well_upao.evaluate.run import (
     save,
 )
 from well_upao.models.checkpoint import read_checkpoint
+from well_upao.physics.objective import DEFAULT_DERIVATIVE, DEFAULT_SCHEME
 from well_upao.physics.pdes import PDE_REGISTRY, pde_for_dataset
 
 
@@ -98,6 +100,27 @@ def add_matched_solvers(
     evaluation.scores += match_solvers(measured.scores, reference).rows()
 
 
+def residual_floor_summary(request: EvaluationRequest) -> dict:
+    """The residual floor of the evaluated frames at the evaluated stride (``well_upao.evaluate.floor``): the
+    dataset's default derivative and time scheme, and the lowest combination (a few trajectories and frames)."""
+    directory = Path(request.base) / request.dataset / "data" / request.split
+    files = sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
+    try:
+        rows = floor_table(files, [request.stride], max_trajectories=2, max_frames=8)
+    except (ValueError, KeyError):
+        return {}  # too few frames at this stride, or parameters the PDE needs are not in the files
+    spec = DATASETS.get(request.dataset)
+    defaults = dict(spec.defaults) if spec is not None else {}
+    derivative = defaults.get("derivative", DEFAULT_DERIVATIVE)
+    scheme = defaults.get("time_scheme", DEFAULT_SCHEME)
+    default = next((row for row in rows if (row.derivative, row.scheme) == (derivative, scheme)), None)
+    best = best_row(rows, request.stride)
+    summary = {"lowest": {"derivative": best.derivative, "scheme": best.scheme, "residuals": best.residuals}}
+    if default is not None:
+        summary["default"] = {"derivative": derivative, "scheme": scheme, "residuals": default.residuals}
+    return summary
+
+
 def run_evaluation(
     request: EvaluationRequest,
     checkpoints: Sequence[tuple[str | None, Path]] = (),
@@ -132,9 +155,12 @@ def run_evaluation(
     )
     if r.match_solver is not None and pde is not None:
         add_matched_solvers(evaluation, r, pde, context, tuple(split[0]["input_fields"].shape[1:-1]))
+    if registered:
+        evaluation.residual_floor = residual_floor_summary(r)
+    table = markdown_table(evaluation)
     if r.out is None:
-        return EvaluationReport(evaluation, markdown_table(evaluation), None)
+        return EvaluationReport(evaluation, table, None)
     json_path = save(evaluation, r.out)
     figures = [plot_rollout(evaluation, r.out), *plot_fields(evaluation, first, pde, r.out)]
     figures += [path for path in [plot_cost_accuracy(evaluation, r.out)] if path is not None]
-    return EvaluationReport(evaluation, markdown_table(evaluation), json_path, figures)
+    return EvaluationReport(evaluation, table, json_path, figures)

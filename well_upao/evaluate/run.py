@@ -69,6 +69,8 @@ class Evaluation:
     solver_ladder: list[Scores] = field(default_factory=list)
     #: where the data came from when we know: ``replica (<grid>, well-upao generate-replica v<n>)``
     data_source: str = ""
+    #: the residual floor of the evaluated frames (``well_upao.evaluate.pipeline.residual_floor_summary``)
+    residual_floor: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -210,7 +212,23 @@ def markdown_table(evaluation: Evaluation) -> str:
             + "".join(f"| {s.one_step_vrmse_paper[c]:.4g} " for c in e.channels)
             + f"| {rollout_value} | {s.seconds_per_prediction * 1e3:.2f} |"
         )
-    return header + "\n" + "\n".join(rows)
+    return header + "\n" + "\n".join(rows) + floor_text(e.residual_floor)
+
+
+def floor_text(floor: dict) -> str:
+    """Two lines under the table: the residual floor with the default and with the lowest discretisation."""
+    if not floor:
+        return ""
+
+    def describe(entry: dict) -> str:
+        values = ", ".join(f"{k} {v:.2e}" for k, v in entry["residuals"].items())
+        return f"{entry['derivative']}/{entry['scheme']}: {values}"
+
+    lines = ["", "", "Residual floor of these frames (||R_k|| / ||scale_k||; `well-upao residual-floor`):"]
+    if "default" in floor:
+        lines.append(f"- UPAO default {describe(floor['default'])}")
+    lines.append(f"- lowest {describe(floor['lowest'])}")
+    return "\n".join(lines)
 
 
 def save(evaluation: Evaluation, out: Path) -> Path:

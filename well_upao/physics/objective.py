@@ -35,6 +35,8 @@ from well_upao.physics.residual import SCHEMES, pde_residuals, residuals_and_sca
 from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior_mean_square
 
 STRATEGIES = ("norm", "rescaled_norm", "no_norm")
+#: the residual's discretisation where neither a run nor its dataset chooses one
+DEFAULT_SCHEME, DEFAULT_DERIVATIVE = "crank_nicolson", "fd"
 
 
 @functools.lru_cache(maxsize=32)
@@ -65,8 +67,8 @@ class UpaoObjective:
     pde: PDE
     lambda_bc: float = 1e4
     normalization: str = "norm"
-    scheme: str = "crank_nicolson"
-    derivative: str = "fd"
+    scheme: str = DEFAULT_SCHEME
+    derivative: str = DEFAULT_DERIVATIVE
     floor_rel: float = 1e-4
     floor_abs: float = 1e-30
     band_width: int = 1

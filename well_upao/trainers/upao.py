@@ -25,14 +25,22 @@ from well_upao.evaluate.metrics import vrmse_paper
 from well_upao.evaluate.predictors import BackboneModel
 from well_upao.evaluate.protocol import one_step_all
 from well_upao.harness.samples import batch_dt, batch_grid, named_scalars
-from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
+from well_upao.physics.objective import (
+    DEFAULT_DERIVATIVE,
+    DEFAULT_SCHEME,
+    UpaoObjective,
+    UpaoTerms,
+    band_values,
+)
 from well_upao.physics.pdes import pde_for_dataset
 from well_upao.trainers.loop import Trainer, TrainingLoss
 
 logger = logging.getLogger(__name__)
 
 #: settings used where neither the run's config nor the dataset's registry entry gives one
-UPAO_DEFAULTS: dict[str, Any] = dict(lambda_bc=1e4, normalization="norm", time_scheme="crank_nicolson", derivative="fd")
+UPAO_DEFAULTS: dict[str, Any] = dict(
+    lambda_bc=1e4, normalization="norm", time_scheme=DEFAULT_SCHEME, derivative=DEFAULT_DERIVATIVE
+)
 
 
 class UpaoLoss(TrainingLoss):

@@ -20,6 +20,12 @@ and the solver matched to the UPAO (``extrap2``) row in runtime and in accuracy 
 report ``reports/regimes.md``.
 
     python benchmarks/reproduce.py --study regimes --budget-minutes 90 --out regimes --report reports/regimes.md
+
+``--study auto`` (issue 16) compares UPAO + NSLoRA with the default residual discretisation against
+``trainer.derivative=auto trainer.time_scheme=auto`` (the lowest residual floor of the training frames), two seeds
+each, on the four exact 2D sets and the three replicas. The Well's datasets (``gray_scott_reaction_diffusion``,
+``shear_flow``, ``rayleigh_benard``) are made with ``well-upao generate-replica`` (``--replica-n-traj`` per parameter
+set) and get the Well's leaderboard and the paper's numbers beside them.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from well_upao.evaluate.leaderboard import MODELS, PAPER_MAIN_TABLE, WELL_VALIDATION
 
 #: minutes of CPU instead of 30 GPU epochs: 10x the paper's finetuning lr for our backbone (the baselines keep
 #: their own, higher, rates), and NSLoRA's Newton-Schulz forward from the first step: a row gets one or two
@@ -77,12 +85,33 @@ REGIME_ROWS = [
         (f"supervised LoRA, base {base}", ["model=na_lora", "trainer=shifted", f"model.base={base}", *SHORT_RUN]),
     )
 ]
+#: the auto study: the default residual discretisation vs the lowest floor of the training frames, two seeds
+AUTO_SEEDS = (0, 1)
+AUTO_ROWS = [
+    (
+        f"UPAO + NSLoRA, {label}, seed {seed}",
+        [
+            "model=na_nslora",
+            "trainer=upao",
+            "model.base=extrap2",
+            f"data.shuffle_seed={seed}",
+            *settings,
+            *SHORT_RUN,
+            *SHORT_SWITCH,
+        ],
+    )
+    for label, settings in (("default", []), ("auto", ["trainer.derivative=auto", "trainer.time_scheme=auto"]))
+    for seed in AUTO_SEEDS
+]
+#: the Well's datasets we re-make with generate-replica
+REPLICA_DATASETS = ("gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard")
 #: the row the regimes study matches the solver to
 REGIME_MATCHED = "UPAO + NSLoRA, base extrap2"
 STUDY_DEFAULTS = {
     "main": dict(datasets=None, strides=[1, 5]),
     "normalization": dict(datasets=None, strides=[1, 5]),
     "regimes": dict(datasets=["wave2d", "advdiff2d", "burgers2d"], strides=[1, 5, 10]),
+    "auto": dict(datasets=["tg2d", "wave2d", "advdiff2d", "burgers2d", *REPLICA_DATASETS], strides=[1]),
 }
 #: history frames every sample needs (the backbone's T_in)
 HISTORY = 8
@@ -147,13 +176,16 @@ def main() -> None:
     parser.add_argument("--strides", nargs="+", type=int, help="default: 1 5 (regimes: 1 5 10)")
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument("--n-traj", type=int, default=12)
+    parser.add_argument(
+        "--replica-n-traj", type=int, default=5, help="trajectories per parameter set of the Well replicas (5)"
+    )
     parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
     parser.add_argument(
         "--study",
-        choices=["main", "normalization", "regimes"],
+        choices=["main", "normalization", "regimes", "auto"],
         default="main",
         help="main: the paper's main table; normalization: the three UPAO normalisations; regimes: prediction "
-        "bases x strides beside extrapolation and matched solvers",
+        "bases x strides beside extrapolation and matched solvers; auto: default vs auto residual discretisation",
     )
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
@@ -172,7 +204,9 @@ def main() -> None:
     args.datasets = args.datasets or defaults["datasets"] or list(PAPER)
     args.strides = args.strides or defaults["strides"]
 
-    study_rows = {"main": ROWS, "normalization": NORMALIZATION_ROWS, "regimes": REGIME_ROWS}[args.study]
+    study_rows = {"main": ROWS, "normalization": NORMALIZATION_ROWS, "regimes": REGIME_ROWS, "auto": AUTO_ROWS}[
+        args.study
+    ]
     rows = [r for r in study_rows if not args.rows or r[0] in args.rows]
     out = args.out.resolve()
     base, experiments = out / "datasets", out / "experiments"
@@ -182,7 +216,10 @@ def main() -> None:
     commands: dict[tuple, str] = {}
     results: dict[tuple, dict] = {}
     for dataset in args.datasets:
-        if not (base / dataset).exists():
+        if not (base / dataset).exists() and dataset in REPLICA_DATASETS:
+            command = [well_upao, "generate-replica", "--dataset", dataset, "--out", str(base), "--quiet"]
+            subprocess.run([*command, "--n-traj", str(args.replica_n_traj)], check=True, env=env)
+        elif not (base / dataset).exists():
             subprocess.run(
                 [
                     well_upao,
@@ -303,6 +340,41 @@ def regimes_summary(args, results) -> list[str]:
     return [*lines, ""]
 
 
+def auto_summary(args, results) -> list[str]:
+    """Per dataset: mean paper VRMSE over the seeds of the default and the auto rows, and what auto chose."""
+    lines = [
+        "## Summary",
+        "",
+        "Mean one-step VRMSE (paper's definition) over the seeds; `auto` chooses per run from the training frames "
+        "(its choice is in the run's log: `UPAO auto: ... chose`).",
+        "",
+        "| dataset | stride | default (fd / crank_nicolson) | auto | auto chose | auto better |",
+        "|---|---|---|---|---|---|",
+    ]
+    for dataset in args.datasets:
+        for stride in args.strides:
+            means = {}
+            for label in ("default", "auto"):
+                values = [
+                    results[(dataset, stride, f"UPAO + NSLoRA, {label}, seed {seed}")]["mean_vrmse_paper"]
+                    for seed in AUTO_SEEDS
+                    if (dataset, stride, f"UPAO + NSLoRA, {label}, seed {seed}") in results
+                ]
+                means[label] = sum(values) / len(values) if values else None
+            if None in means.values():
+                continue
+            log = args.out.resolve() / f"{run_tag(dataset, stride, f'UPAO + NSLoRA, auto, seed {AUTO_SEEDS[0]}')}.log"
+            choice = ""
+            if log.exists():
+                found = re.search(r"chose (\S+)", log.read_text())
+                choice = found.group(1) if found else ""
+            better = "yes" if means["auto"] < means["default"] else "no"
+            lines.append(
+                f"| {dataset} | {stride} | {means['default']:.4g} | {means['auto']:.4g} | {choice} | {better} |"
+            )
+    return [*lines, ""]
+
+
 def write_zero_shot_checkpoint(dataset: str, base: Path, path: Path) -> Path:
     """The shipped backbone as it is, saved as a checkpoint for `dataset` (the no-adaptation reference row)."""
     from well_upao.harness.model_factory import na_transformer
@@ -325,6 +397,7 @@ def write_report(args, rows, commands, results) -> None:
         "main": "# Reproduction of the paper's main table at CPU scale",
         "normalization": "# UPAO normalisation strategies at CPU scale",
         "regimes": "# Where adaptation pays: prediction bases, strides, extrapolation and matched solvers",
+        "auto": "# UPAO with the default residual discretisation vs auto (the lowest residual floor)",
     }
     lines = [
         titles[args.study],
@@ -345,6 +418,8 @@ def write_report(args, rows, commands, results) -> None:
     ]
     if args.study == "regimes":
         lines += regimes_summary(args, results)
+    if args.study == "auto":
+        lines += auto_summary(args, results)
     names = ["persistence", "extrap1", "extrap2", "solver", ZERO_SHOT, *[r[0] for r in rows]]
     for dataset in args.datasets:
         for stride in args.strides:
@@ -362,6 +437,10 @@ def write_report(args, rows, commands, results) -> None:
                 reference = ""
                 if args.study == "main" and name in PAPER_ROW and dataset in PAPER:
                     reference = PAPER[dataset][PAPER_ROW[name]]
+                elif args.study == "main" and name in PAPER_ROW and dataset in PAPER_MAIN_TABLE:
+                    reference = PAPER_MAIN_TABLE[dataset][PAPER_ROW[name]]
+                    if PAPER_ROW[name] < len(MODELS):  # the Well's own leaderboard (validation, Well VRMSE)
+                        reference = f"{reference}; the Well {WELL_VALIDATION[dataset][PAPER_ROW[name]]} (Well def.)"
                 elif args.study == "normalization" and dataset in PAPER_NORMALIZATION:
                     strategies = [r[0] for r in NORMALIZATION_ROWS]
                     if name in strategies:

@@ -165,4 +165,4 @@ def test_evaluate_and_leaderboard_label_replica_results(replicas, tmp_path, caps
     result = next(out.glob("evaluation_*.json"))
     assert main(["leaderboard", str(result)]) == 0
     board = capsys.readouterr().out
-    assert "ours: solver [replica (32x32" in board and "| the Well |" in board
+    assert "ours: solver [data: replica (32x32" in board and "| the Well |" in board

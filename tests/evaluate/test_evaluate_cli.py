@@ -118,14 +118,25 @@ def test_leaderboard_lists_the_wells_numbers_and_ours(tmp_path, capsys):
             {
                 "dataset": "shear_flow",
                 "split": "valid",
-                "scores": [{"name": "mine", "mean_vrmse_well": 0.5, "mean_vrmse_paper": 0.25}],
+                "scores": [
+                    {
+                        "name": "mine",
+                        "mean_vrmse_well": 0.5,
+                        "mean_vrmse_paper": 0.25,
+                        "notes": {"training": "6 epochs, 480 steps"},
+                    }
+                ],
             }
         )
     )
     assert main(["leaderboard", str(evaluation)]) == 0
     table = capsys.readouterr().out
     assert "| shear_flow | the Well | test, one-step (Well VRMSE) | 1.189 | 1.472 | 3.447 | 0.808 |" in table
-    assert "ours: mine | valid: Well VRMSE 0.5, paper VRMSE 0.25" in table
+    assert (
+        "ours: mine [data: the dataset's files; trained 6 epochs, 480 steps] | valid: Well VRMSE 0.5, paper VRMSE 0.25"
+        in table
+    )
+    assert "revised its shear_flow test numbers on 2024-12-09 (the_well commit c923631)" in table
     assert main(["leaderboard", str(tmp_path / "missing.json")]) != 0
 
 

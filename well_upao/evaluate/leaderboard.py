@@ -41,11 +41,13 @@ def load_ours(paths: list[Path]) -> dict[str, list[dict]]:
     ours: dict[str, list[dict]] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
-        source = data.get("data_source") or ""
+        source = data.get("data_source") or "the dataset's files"
         for score in data["scores"]:
+            training = (score.get("notes") or {}).get("training")
+            label = f"{score['name']} [data: {source}" + (f"; trained {training}" if training else "") + "]"
             ours.setdefault(data["dataset"], []).append(
                 {
-                    "name": f"{score['name']} [{source}]" if source else score["name"],
+                    "name": label,
                     "split": data["split"],
                     "well": score["mean_vrmse_well"],
                     "paper": score["mean_vrmse_paper"],
@@ -74,4 +76,10 @@ def leaderboard_markdown(paths: list[Path]) -> str:
                 f"| {name} | ours: {row['name']} | {row['split']}: Well VRMSE {row['well']:.4g}, "
                 f"paper VRMSE {row['paper']:.4g} |" + " |" * (len(MODELS) + 2)
             )
+    lines += [
+        "",
+        "The Well revised its shear_flow test numbers on 2024-12-09 (the_well commit c923631); the rows above are the "
+        "revised ones. Ours are labelled with their data (a well-upao replica and its grid, or the files given) and "
+        "training budget; the Well's and the paper's come from GPU runs on the full-size data.",
+    ]
     return "\n".join(lines)

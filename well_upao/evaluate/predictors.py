@@ -210,14 +210,24 @@ def load_predictor(
 
     Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
     """
-    from well_upao.data.datasets import slot_indices
     from well_upao.models.assembly import load_model
-    from well_upao.models.checkpoint import CheckpointError, read_checkpoint
+    from well_upao.models.checkpoint import read_checkpoint
 
     path = checkpoint_file(path)
     payload = read_checkpoint(path)
     model = load_model(path)
     name = default_row_name(path) if name is None else name
+    predictor = _model_predictor(path, payload, model, name, dataset_name, channel_names, history)
+    train = payload.get("train") or {}
+    if train.get("global_step"):
+        predictor.notes["training"] = f"{train.get('epoch', 0)} epochs, {train['global_step']} steps"
+    return predictor
+
+
+def _model_predictor(path, payload, model, name, dataset_name, channel_names, history) -> Predictor:
+    from well_upao.data.datasets import slot_indices
+    from well_upao.models.checkpoint import CheckpointError
+
     config = payload["model"]["config"]
     if hasattr(model, "forward_sequence"):
         expected = slot_indices(dataset_name, channel_names)

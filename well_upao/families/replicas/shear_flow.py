@@ -11,7 +11,8 @@ initial velocity. The pressure is the zero-mean solution of ``Lap p = -d_i d_j (
 Initial condition (the Well's README): ``n_shear`` tanh shear layers ``tanh(5 (y - y_k) / (n_shear w))`` of
 alternating sign, uniformly spaced in ``y``, make ``u_x`` (range about +-1/2, as the Dedalus example the Well's
 code builds on); ``u_y`` is ``0.1 sin(2 pi n_blobs x) exp(-25 (y - y_k)^2 / w^2)`` at each layer (the README writes
-``sin(n_blobs pi x)``, which is not periodic on ``[0, 1)`` for odd ``n_blobs``); the tracer starts equal to
+``sin(n_blobs pi x)``, which is not periodic on ``[0, 1)`` for odd ``n_blobs``); each layer is summed over its
+periodic images in ``y`` (wide layers would otherwise have a kink at ``y = +-1``); the tracer starts equal to
 ``u_x``. The velocity is made divergence-free (the solver evolves its vorticity); like the Well's files, the stored
 pressure of the first frame is zero (Dedalus initialises it so).
 """
@@ -40,15 +41,25 @@ def shear_grid(nx: int, ny: int | None = None) -> PeriodicGrid:
     return PeriodicGrid((nx, ny or 2 * nx), (1.0, 2.0), (0.0, -1.0))
 
 
+#: periodic images summed on each side, so wide layers (large width) stay smooth across y = +-1
+IMAGES = 4
+
+
 def initial_state(grid: PeriodicGrid, n_shear: int, n_blobs: int, width: float) -> dict[str, torch.Tensor]:
-    """The README's shear layers and blobs (see the module docstring): ``u_x, u_y, tracer``."""
+    """The README's shear layers and blobs (see the module docstring): ``u_x, u_y, tracer``.
+
+    Each layer and blob is summed over its periodic images ``y + 2m``, ``|m| <= IMAGES`` (the alternating signs
+    make the tanh images cancel far away): identical to the README's profile to round-off for narrow layers, and
+    smooth across ``y = +-1`` for the wide ones, where the plain profile has a kink."""
     x, y = grid.mesh()
     centres = [-1 + (k + 0.5) * 2 / n_shear for k in range(n_shear)]
     ux = torch.full_like(x, 0.5)
     uy = torch.zeros_like(x)
     for k, centre in enumerate(centres):
-        ux = ux + 0.5 * (-1) ** (k + 1) * torch.tanh(5 * (y - centre) / (n_shear * width))
-        uy = uy + 0.1 * torch.sin(2 * math.pi * n_blobs * x) * torch.exp(-25 * (y - centre) ** 2 / width**2)
+        for image in range(-IMAGES, IMAGES + 1):
+            offset = y - centre - 2.0 * image
+            ux = ux + 0.5 * (-1) ** (k + 1) * torch.tanh(5 * offset / (n_shear * width))
+            uy = uy + 0.1 * torch.sin(2 * math.pi * n_blobs * x) * torch.exp(-25 * offset**2 / width**2)
     return {"u_x": ux, "u_y": uy, "tracer": ux.clone()}
 
 

@@ -72,5 +72,5 @@ def test_the_verdict_compares_with_extrapolation_and_the_cost_matched_solver():
 
     line = verdict([row(UPAO_ROW, 0.2, 30), row("extrap2", 0.3), row("solver, cost-matched to x (4 RK4 steps)", 1e-5)])
     assert line.startswith("UPAO + NSLoRA (mean paper VRMSE 0.2) beat extrap2 (0.3) and did not beat")
-    assert "1e-05" in line and "1.0 vs 30.0 ms" in line
+    assert line.endswith("did not beat the cost-matched solver (1e-05 at 1.0 ms per prediction; the model 30.0 ms).")
     assert "did not beat extrap2" in verdict([row(UPAO_ROW, 0.5), row("extrap2", 0.3)])

@@ -26,7 +26,7 @@ def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, data_kw
         str(base), dataset, batch_size=2, n_steps_output=1, data_workers=0, max_rollout_steps=3, **data_kwargs
     )
     torch.manual_seed(0)
-    model = na_transformer(
+    model = kwargs.pop("model", None) or na_transformer(
         preset="tiny",
         layers=1,
         dataset_name=dataset,
@@ -274,3 +274,54 @@ def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path
     assert all(0.2 < fitted[k] / v < 5 for k, v in {"delta_A": 2e-5, "delta_B": 1e-5}.items()), fitted
     with pytest.raises(ValueError, match="no constants to fit"):
         make_trainer(small_datasets, tmp_path / "tg", dataset="tg2d", pde_constants="fitted")
+
+
+def test_the_wells_one_frame_models_adapt_without_interior_labels(small_datasets, tmp_path):
+    """trainer=upao with the Well's FNO: the residual joins the last input and the prediction; poisoning every
+    interior target value changes neither the loss nor a gradient."""
+    from the_well.benchmark.models import FNO
+
+    model = FNO(dim_in=8 * 2, dim_out=2, n_spatial_dims=2, spatial_resolution=(16, 16), modes1=4, modes2=4,
+                hidden_channels=8)  # fmt: skip
+    trainer = make_trainer(small_datasets, tmp_path, model=model)
+    assert trainer.loss.one_frame and trainer.formatter_name == "channels_first_default"
+    batch = next(iter(trainer.datamodule.train_dataloader()))
+    clean_terms, clean = gradients(trainer, batch)
+    assert clean and all(torch.isfinite(g).all() for g in clean)
+    poisoned = dict(batch)
+    target = batch["output_fields"].clone()
+    target[:, :, 1:-1, 1:-1] = float("nan")
+    poisoned["output_fields"] = target
+    terms, dirty = gradients(trainer, poisoned)
+    assert torch.equal(terms.total, clean_terms.total)
+    assert all(torch.equal(a, b) for a, b in zip(clean, dirty, strict=True))
+    loss, logs = trainer.validation_loop(trainer.datamodule.val_dataloader(), full=False)
+    assert loss == pytest.approx(logs["valid_upao_loss"]) and "valid_paper_VRMSE" in logs
+
+
+def test_tfno_adapts_with_upao_through_the_harness_and_starts_from_another_dataset(small_datasets, tmp_path):
+    """`experiment=tfno trainer=upao data=burgers2d` (issue 17's command), then the same model on tg2d (3
+    channels) started from the burgers2d run (2 channels) with trainer.init_from."""
+    small = ["model.hidden_channels=8", "model.modes1=4", "model.modes2=4"]
+    (tmp_path / "source").mkdir()
+    source = harness.run_harness(
+        tmp_path / "source", small_datasets, "experiment=tfno", "trainer=upao", "data=burgers2d", *small, *harness.FAST
+    )
+    assert source.returncode == 0, source.stderr[-3000:]
+    assert "a one-frame model: its residual joins the last input frame" in source.stderr + source.stdout
+    best = harness.run_folders(tmp_path / "source")[0] / "checkpoints" / "best.pt"
+    assert read_checkpoint(best)["model"]["formatter"] == "channels_first_default"
+    (tmp_path / "target").mkdir()
+    start = f"trainer.init_from={best}"
+    target = harness.run_harness(
+        tmp_path / "target",
+        small_datasets,
+        "experiment=tfno",
+        "trainer=upao",
+        "data=tg2d",
+        start,
+        *small,
+        *harness.FAST,
+    )
+    assert target.returncode == 0, target.stderr[-3000:]
+    assert "(burgers2d, 2 channels -> 3)" in target.stderr + target.stdout

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from einops import rearrange
 
 from well_upao.data.slots import SLOT_INDEX, SLOT_NAMES
 from well_upao.physics.pdes import PDE
@@ -166,11 +165,9 @@ class HarnessModel(Predictor):
 
     @torch.no_grad()
     def _predict(self, window, context):
-        window = window[:, -self.history :]
-        if self.formatter == "channels_first_default":
-            out = self.model(rearrange(window, "b t ... c -> b (t c) ..."))
-            return rearrange(out, "b c ... -> b ... c")
-        return self.model(rearrange(window, "b t ... c -> b ... (t c)"))
+        from well_upao.harness.samples import one_frame_prediction
+
+        return one_frame_prediction(self.model, window[:, -self.history :], self.formatter)
 
 
 def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:

@@ -1,4 +1,5 @@
-"""What a sample of ``the_well.data.WellDataset`` tells about its physics: time step, grid, boundaries, scalars.
+"""What a sample of ``the_well.data.WellDataset`` tells about its physics (time step, grid, boundaries, scalars),
+and how its frames meet the models (the 18 slots; a one-frame harness model's layout).
 
 A sample (or a batch of them, with a leading batch axis) holds ``input_time_grid`` and ``output_time_grid``
 (min-subtracted, so differences are the true spacing, whatever the time stride), ``space_grid`` (coordinates,
@@ -11,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import torch
+from einops import rearrange
 from the_well.data.datasets import BoundaryCondition
 
+from well_upao.data.slots import N_SLOTS
 from well_upao.physics.stencils import Grid
 
 PERIODIC = BoundaryCondition.PERIODIC.value
@@ -46,3 +49,27 @@ def named_scalars(scalars: torch.Tensor | None, names: Sequence[str]) -> dict[st
     if scalars is None or not names:
         return {}
     return {name: scalars[:, i] for i, name in enumerate(names)}
+
+
+def into_slots(fields: torch.Tensor, channel_slots: Sequence[int]) -> torch.Tensor:
+    """Dataset channels ``(..., C)`` -> the 18 slots ``(..., 18)`` (zeros in the slots the dataset lacks)."""
+    out = fields.new_zeros(*fields.shape[:-1], N_SLOTS)
+    out[..., list(channel_slots)] = fields
+    return out
+
+
+def slots_mask(channel_slots: Sequence[int], device=None) -> torch.Tensor:
+    """``(18,)`` float mask of the slots a dataset fills."""
+    mask = torch.zeros(N_SLOTS, device=device)
+    mask[list(channel_slots)] = 1
+    return mask
+
+
+def one_frame_prediction(model: torch.nn.Module, history: torch.Tensor, formatter: str) -> torch.Tensor:
+    """The next frame ``(B, *space, C)`` from a one-frame harness model (the Well's FNO, TFNO, U-Nets) given the
+    history ``(B, T, *space, C)``: the Well's layout for ``formatter`` (channels-first ``(B, T*C, *space)`` in and
+    ``(B, C, *space)`` out; channels-last ``(B, *space, T*C)`` in and ``(B, *space, C)`` out)."""
+    if formatter == "channels_first_default":
+        out = model(rearrange(history, "b t ... c -> b (t c) ..."))
+        return rearrange(out, "b c ... -> b ... c")
+    return model(rearrange(history, "b t ... c -> b ... (t c)"))

@@ -110,9 +110,12 @@ class UpaoObjective:
         scalars: Mapping[str, torch.Tensor],
         grid: Grid,
         mask: torch.Tensor,
+        window: torch.Tensor | None = None,
     ) -> UpaoTerms:
         """``prediction``/``inputs``: ``(B, T, *space, 18)`` physical; ``next_band``: ``(B, n_band, 18)``;
-        ``dt``: ``(B,)``; ``scalars``: the sample's named parameters ``(B,)``; ``mask``: ``(18,)`` active slots."""
+        ``dt``: ``(B,)``; ``scalars``: the sample's named parameters ``(B,)``; ``mask``: ``(18,)`` active slots.
+        ``window``: the observed history ``s_k`` is computed on (default ``inputs``; a one-frame model predicts only
+        the frame after the last input, so it passes ``inputs = history[:, -1:]`` and ``window = history``)."""
         dims = grid.dims
         batch, steps = inputs.shape[:2]
         ops = Stencils(grid)
@@ -132,7 +135,7 @@ class UpaoObjective:
         new = slot_fields(prediction, self.pde.variables)
         mean_squares = self.residual_mean_squares(old, new, dt, params, ops, dims)
 
-        s2 = self.input_window_scales(inputs, dt, params, ops, dims)
+        s2 = self.input_window_scales(inputs if window is None else window, dt, params, ops, dims)
         normalized = torch.stack([mean_squares[k] / s2[k][:, None] for k in mean_squares]).mean(0)
         l_pde = torch.sqrt(normalized + 1e-30)  # (B, T)
         if self.normalization == "rescaled_norm":

@@ -140,7 +140,8 @@ class Trainer(WellTrainer):
     ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
     budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
-    ``max_steps`` (stop after that many optimizer steps), ``checkpoint_steps`` / ``checkpoint_minutes`` (also
+    ``max_steps`` (stop after that many optimizer steps), ``init_from`` (another run's checkpoint to start from,
+    see :meth:`initialize_from`), ``checkpoint_steps`` / ``checkpoint_minutes`` (also
     save ``recent.pt`` inside epochs, every that many steps / minutes: rerunning resumes mid-epoch),
     ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for
     ``switch_patience`` validations, then NS; ``from_start``) for models
@@ -163,6 +164,7 @@ class Trainer(WellTrainer):
         progress: bool = True,
         nslora_schedule: str | None = None,
         switch_patience: int | None = None,
+        init_from: str | None = None,
         **kwargs,
     ):
         self.checkpoint_steps = int(checkpoint_steps) if checkpoint_steps else None
@@ -184,7 +186,10 @@ class Trainer(WellTrainer):
         self.step_scheduler: LambdaLR | None = None
         self._scheduler_state: dict | None = None
         self.global_step = 0
+        resuming = bool(kwargs.get("checkpoint_path"))
         super().__init__(*args, **kwargs)
+        if init_from and not resuming:
+            self.initialize_from(init_from)
         self.nslora_schedule, self.switch_patience = resolve_nslora_schedule(
             nslora_schedule, switch_patience, getattr(self.bare_model, "schedule_alias", None)
         )
@@ -207,12 +212,12 @@ class Trainer(WellTrainer):
         return torch.cat([batch["input_fields"], batch["output_fields"]], dim=1).to(self.device)
 
     def require_backbone(self) -> None:
-        """Our shifted/UPAO losses need a well-upao backbone (18 slots, ``forward_sequence``)."""
+        """The shifted loss needs a well-upao backbone (18 slots, ``forward_sequence``)."""
         if not hasattr(self.bare_model, "forward_sequence"):
             raise TypeError(
                 f"{type(self.loss).__name__} needs a well-upao backbone (model=na, na_lora or na_nslora); "
                 f"got {type(self.bare_model).__name__}. Train neural-operator baselines with trainer=supervised "
-                "(or experiment=fno / tfno / unet_classic / unet_convnext)."
+                "or trainer=upao (or experiment=fno / tfno / unet_classic / unet_convnext)."
             )
 
     def slot_mask(self) -> torch.Tensor:
@@ -427,6 +432,38 @@ class Trainer(WellTrainer):
             if selection is not None:
                 loss = selection
         return loss, logs
+
+    def initialize_from(self, path: str) -> None:
+        """``trainer.init_from``: start from another run's weights. One-frame models of another dataset get their
+        channel-facing layers re-shaped (``well_upao.models.transfer``); our backbone loads them as they are (its
+        18 slots are the same for every dataset)."""
+        from well_upao.models.checkpoint import clean_state_dict, read_checkpoint
+        from well_upao.models.transfer import adapt_state_dict
+
+        payload = read_checkpoint(path)
+        state = clean_state_dict(payload["state_dict"])
+        model = self.bare_model
+        if hasattr(model, "forward_sequence"):
+            model.load_state_dict(state)
+            logger.info(f"started from {path} ({len(state)} tensors)")
+            return
+        meta = self.dset_metadata
+        source = payload["model"].get("harness_args") or {}
+        if not source.get("dim_out"):
+            raise ValueError(f"{path} does not say how many channels its model had (not a harness model checkpoint)")
+        history = self.datamodule.train_dataset.n_steps_input
+        c_src, constants = int(source["dim_out"]), meta.n_constant_fields
+        if int(source["dim_in"]) != history * c_src + constants:
+            raise ValueError(
+                f"{path} read {source['dim_in']} input channels, not {history} steps of its {c_src} channels "
+                f"+ {constants} constants: train with the same history (data.n_steps_input)"
+            )
+        adapted, changed = adapt_state_dict(state, model.state_dict(), c_src, meta.n_fields, history, constants)
+        model.load_state_dict(adapted)
+        logger.info(
+            f"started from {path} ({payload['model'].get('dataset')}, {c_src} channels -> {meta.n_fields}); "
+            f"re-shaped along the channel axis: {', '.join(changed) or 'nothing'}"
+        )
 
     # ------------------------------------------------------------------ checkpoints
     def model_description(self) -> dict[str, Any]:

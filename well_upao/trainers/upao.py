@@ -20,11 +20,20 @@ from typing import Any
 
 import torch
 
-from well_upao.data.datasets import DATASETS
+from well_upao.data.datasets import DATASETS, slot_indices
 from well_upao.evaluate.metrics import vrmse_paper
-from well_upao.evaluate.predictors import BackboneModel
+from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.evaluate.protocol import one_step_all
-from well_upao.harness.samples import batch_dt, batch_grid, named_scalars
+from well_upao.harness.samples import (
+    batch_dt,
+    batch_grid,
+    into_slots,
+    named_scalars,
+    one_frame_prediction,
+    slots_mask,
+)
+from well_upao.harness.well_trainer import trainer_argument
+from well_upao.models.checkpoint import unwrap
 from well_upao.physics.objective import (
     DEFAULT_DERIVATIVE,
     DEFAULT_SCHEME,
@@ -56,8 +65,6 @@ class UpaoLoss(TrainingLoss):
     validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
     ``imports``.
     """
-
-    needs_backbone = True
 
     def __init__(
         self,
@@ -105,7 +112,14 @@ class UpaoLoss(TrainingLoss):
             floor_rel=self.floor_rel,
             constants=self.pde_constants,
         )
-        self.objective.check_slots(trainer.bare_model.channel_slots)
+        model = trainer.bare_model
+        self.one_frame = not hasattr(model, "forward_sequence")
+        if self.one_frame:  # one of the Well's models: its channels are the dataset's, in the Well's layout
+            names = [n for group in trainer.dset_metadata.field_names.values() for n in group]
+            self.channel_slots = slot_indices(dataset, names)
+        else:
+            self.channel_slots = list(model.channel_slots)
+        self.objective.check_slots(self.channel_slots)
         self.scalar_names = list(trainer.dset_metadata.constant_scalar_names)
         self.history = trainer.datamodule.train_dataset.n_steps_input
         s = self.settings
@@ -178,7 +192,7 @@ class UpaoLoss(TrainingLoss):
     def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
         """UPAO loss of a batch. Reads the history, the next frame's *band* only, and the sample's metadata."""
         trainer = self.trainer
-        model, device = trainer.bare_model, trainer.device
+        device = trainer.device
         dims = trainer.dset_metadata.n_spatial_dims
         inputs = batch["input_fields"].to(device)
         if normalized:
@@ -187,9 +201,15 @@ class UpaoLoss(TrainingLoss):
         next_band = band_values(batch["output_fields"][:, 0].to(device), dims, self.objective.band_width)
         if normalized:
             next_band = self.physical(next_band)
-        inputs = model.to_slots(inputs)
-        next_band = model.to_slots(next_band)
-        prediction = trainer.model(inputs, sequence=True)
+        history = into_slots(inputs, self.channel_slots)
+        next_band = into_slots(next_band, self.channel_slots)
+        if self.one_frame:  # the frame after the last input only: its residual against that input
+            prediction = into_slots(
+                one_frame_prediction(trainer.model, inputs, trainer.formatter_name), self.channel_slots
+            )
+            prediction, window, inputs = prediction[:, None], history, history[:, -1:]
+        else:
+            prediction, window, inputs = trainer.model(history, sequence=True), None, history
         scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
         return self.objective(
             prediction,
@@ -198,7 +218,8 @@ class UpaoLoss(TrainingLoss):
             batch_dt(batch).to(device, torch.float32),
             {name: value.to(device, torch.float32) for name, value in scalars.items()},
             batch_grid(batch, self.objective.derivative),
-            trainer.slot_mask(),
+            slots_mask(self.channel_slots, device),
+            window=window,
         )
 
     def __call__(self, batch):
@@ -235,7 +256,10 @@ class UpaoLoss(TrainingLoss):
         trainer.model.eval()
         dataset = trainer.datamodule.rollout_val_dataset
         count = len(dataset) if full else min(self.vrmse_trajectories, len(dataset))
-        predictor = BackboneModel("model", trainer.bare_model)
+        if self.one_frame:
+            predictor = HarnessModel("model", trainer.bare_model, trainer.formatter_name, self.history)
+        else:
+            predictor = BackboneModel("model", trainer.bare_model)
         per_channel = []
         for index in range(count):
             sample = dataset[index]
@@ -262,8 +286,18 @@ class UpaoLoss(TrainingLoss):
 
 
 class UpaoTrainer(Trainer):
-    """``trainer=upao``: the loop with :class:`UpaoLoss`; the arguments named like :class:`UpaoLoss`'s go to it."""
+    """``trainer=upao``: the loop with :class:`UpaoLoss`; the arguments named like :class:`UpaoLoss`'s go to it.
+    The Well's one-frame models (``experiment=fno`` / ``tfno`` / ``unet_classic`` / ``unet_convnext``) train with
+    the residual between the last input frame and their prediction and the band loss on the predicted frame, in
+    the channels-first layout they take."""
 
     def __init__(self, *args, **kwargs):
         settings = {name: kwargs.pop(name) for name in inspect.signature(UpaoLoss).parameters if name in kwargs}
+        one_frame = not hasattr(unwrap(trainer_argument("model", args, kwargs)), "forward_sequence")
         super().__init__(*args, loss=UpaoLoss(**settings), **kwargs)
+        if one_frame:
+            self.use_formatter("channels_first_default")
+            logger.info(
+                f"trainer=upao got {type(self.bare_model).__name__}, a one-frame model: its residual joins the last "
+                "input frame and its prediction; channels-first inputs"
+            )

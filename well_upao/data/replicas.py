@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.generate import SPLITS, GenerationError
 from well_upao.data.stats import FieldStatistics
-from well_upao.data.well_format import AXIS_NAMES, FIELD_GROUPS
+from well_upao.data.well_format import FIELD_GROUPS, write_grid_groups
 from well_upao.families.replicas.families import REPLICA_VERSION, REPLICAS, ReplicaFamily, ReplicaSize
 
 #: shares of each parameter set's trajectories (the Well's 80/10/10)
@@ -167,7 +167,6 @@ def write_replica_file(
     initial: list[dict[str, float]],
 ) -> None:
     """One file of one parameter set and split, in the Well's layout (see the module docstring)."""
-    spatial = list(AXIS_NAMES[: family.n_spatial_dims])
     with h5py.File(path, "w") as f:
         f.attrs["dataset_name"] = family.name
         f.attrs["grid_type"] = "cartesian"
@@ -188,26 +187,8 @@ def write_replica_file(
                 "initial_conditions": initial,
             }
         )
-        dims = f.create_group("dimensions")
-        dims.attrs["spatial_dims"] = spatial
-        time = dims.create_dataset("time", data=times)
-        time.attrs["sample_varying"] = False
-        time.attrs["time_varying"] = True
-        for name, coords in zip(spatial, family.axes(size.shape), strict=True):
-            ds = dims.create_dataset(name, data=np.asarray(coords, dtype=np.float32))
-            ds.attrs["sample_varying"] = False
-            ds.attrs["time_varying"] = False
-        bcs = f.create_group("boundary_conditions")
-        for axis, (name, bc_type) in enumerate(zip(spatial, family.boundary_types, strict=True)):
-            group = bcs.create_group(f"{name}_{bc_type.lower()}")
-            group.attrs["bc_type"] = bc_type
-            group.attrs["associated_dims"] = [name]
-            group.attrs["associated_fields"] = []
-            group.attrs["sample_varying"] = False
-            group.attrs["time_varying"] = False
-            mask = np.zeros(size.shape[axis], dtype=bool)
-            mask[[0, -1]] = True
-            group.create_dataset("mask", data=mask)
+        coordinates = [np.asarray(c, dtype=np.float32) for c in family.axes(size.shape)]  # the Well's dtype
+        write_grid_groups(f, times, coordinates, family.boundary_types)
         group = f.create_group("scalars")
         group.attrs["field_names"] = list(family.scalar_names)
         for name in family.scalar_names:

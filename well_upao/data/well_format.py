@@ -114,7 +114,6 @@ class WellFileWriter:
         pde, grid = self.pde, self.grid
         n = len(self.trajectory_indices)
         axes = pde.grid_axes(grid.resolution)
-        spatial_dims = list(AXIS_NAMES[: pde.n_spatial_dims])
 
         f.attrs["dataset_name"] = pde.name
         f.attrs["grid_type"] = "cartesian"
@@ -122,27 +121,7 @@ class WellFileWriter:
         f.attrs["n_trajectories"] = n
         f.attrs["simulation_parameters"] = list(pde.scalar_names)
 
-        dims = f.create_group("dimensions")
-        dims.attrs["spatial_dims"] = spatial_dims
-        time = dims.create_dataset("time", data=grid.times())
-        time.attrs["sample_varying"] = False
-        time.attrs["time_varying"] = True
-        for name, coords in zip(spatial_dims, axes, strict=True):
-            ds = dims.create_dataset(name, data=coords)
-            ds.attrs["sample_varying"] = False
-            ds.attrs["time_varying"] = False
-
-        bcs = f.create_group("boundary_conditions")
-        for name, bc_type in zip(spatial_dims, pde.boundary_types, strict=True):
-            group = bcs.create_group(f"{name}_{bc_type.lower()}")
-            group.attrs["bc_type"] = bc_type
-            group.attrs["associated_dims"] = [name]
-            group.attrs["associated_fields"] = []
-            group.attrs["sample_varying"] = False
-            group.attrs["time_varying"] = False
-            mask = np.zeros(grid.resolution, dtype=bool)
-            mask[[0, -1]] = True
-            group.create_dataset("mask", data=mask)
+        write_grid_groups(f, grid.times(), axes, pde.boundary_types)
 
         scalars = f.create_group("scalars")
         scalars.attrs["field_names"] = list(pde.scalar_names)
@@ -205,6 +184,34 @@ class WellFileWriter:
         if self.sync_bytes is not None and self._unsynced_bytes >= self.sync_bytes:
             self._on_descriptor(lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED))
             self._unsynced_bytes = 0
+
+
+def write_grid_groups(
+    f: h5py.File, times: np.ndarray, coordinates: Sequence[np.ndarray], boundary_types: Sequence[str]
+) -> None:
+    """``/dimensions`` (``time`` and one coordinate array per axis, named x, y, z, stored in their own dtype) and
+    ``/boundary_conditions`` (a group ``<axis>_<type>`` per axis, its mask True on the first and last point)."""
+    spatial_dims = list(AXIS_NAMES[: len(coordinates)])
+    dims = f.create_group("dimensions")
+    dims.attrs["spatial_dims"] = spatial_dims
+    time = dims.create_dataset("time", data=times)
+    time.attrs["sample_varying"] = False
+    time.attrs["time_varying"] = True
+    for name, coords in zip(spatial_dims, coordinates, strict=True):
+        ds = dims.create_dataset(name, data=coords)
+        ds.attrs["sample_varying"] = False
+        ds.attrs["time_varying"] = False
+    bcs = f.create_group("boundary_conditions")
+    for name, coords, bc_type in zip(spatial_dims, coordinates, boundary_types, strict=True):
+        group = bcs.create_group(f"{name}_{bc_type.lower()}")
+        group.attrs["bc_type"] = bc_type
+        group.attrs["associated_dims"] = [name]
+        group.attrs["associated_fields"] = []
+        group.attrs["sample_varying"] = False
+        group.attrs["time_varying"] = False
+        mask = np.zeros(len(coords), dtype=bool)
+        mask[[0, -1]] = True
+        group.create_dataset("mask", data=mask)
 
 
 def read_trajectory_parameters(file: h5py.File, pde: TrajectoryFamily, slot: int) -> TrajectoryParameters:

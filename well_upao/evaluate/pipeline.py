@@ -71,6 +71,23 @@ def run_settings(checkpoint: Path) -> dict:
     return {key: value for key, value in found.items() if value is not None}
 
 
+def evaluate_request(request: EvaluationRequest, predictors: list[Predictor], keep_first: bool = True):
+    """``evaluate`` the predictors on the request's split, stride, history and rollout length."""
+    r = request
+    return evaluate(
+        predictors,
+        r.base,
+        r.dataset,
+        r.split,
+        r.history,
+        r.stride,
+        r.rollout_steps,
+        r.max_trajectories,
+        progress=r.progress,
+        keep_first=keep_first,
+    )
+
+
 def add_matched_solvers(
     evaluation: Evaluation, request: EvaluationRequest, pde, context, shape: tuple[int, ...]
 ) -> None:
@@ -83,19 +100,7 @@ def add_matched_solvers(
     ladder = solver_ladder(pde, context, shape)
     if not ladder:
         return
-    r = request
-    measured, _ = evaluate(
-        ladder,
-        r.base,
-        r.dataset,
-        r.split,
-        r.history,
-        r.stride,
-        r.rollout_steps,
-        r.max_trajectories,
-        progress=r.progress,
-        keep_first=False,
-    )
+    measured, _ = evaluate_request(request, ladder, keep_first=False)
     evaluation.solver_ladder = measured.scores
     evaluation.scores += match_solvers(measured.scores, reference).rows()
 
@@ -142,17 +147,7 @@ def run_evaluation(
     for label, path in checkpoints:
         predictors.append(load_predictor(path, r.dataset, channels, r.history, name=label))
     predictors += list(models)
-    evaluation, first = evaluate(
-        predictors,
-        r.base,
-        r.dataset,
-        r.split,
-        r.history,
-        r.stride,
-        r.rollout_steps,
-        r.max_trajectories,
-        progress=r.progress,
-    )
+    evaluation, first = evaluate_request(r, predictors)
     if r.match_solver is not None and pde is not None:
         add_matched_solvers(evaluation, r, pde, context, tuple(split[0]["input_fields"].shape[1:-1]))
     if registered:

@@ -23,6 +23,7 @@ LAYERS = {
     "distributed": 0,
     "configs": 0,
     "weights": 0,
+    "tensor_cache": 0,
     "families": 1,
     "datasets_exact": 1,
     "data": 2,

@@ -325,3 +325,25 @@ def test_tfno_adapts_with_upao_through_the_harness_and_starts_from_another_datas
     )
     assert target.returncode == 0, target.stderr[-3000:]
     assert "(burgers2d, 2 channels -> 3)" in target.stderr + target.stdout
+
+
+def test_a_run_that_only_gets_worse_returns_its_starting_point(small_datasets, tmp_path):
+    """validate_start: the untrained model (here the quadratic extrapolation itself, its correction at zero) is the
+    selection's first candidate; training that climbs its own loss cannot make best.pt worse than it."""
+    trainer = make_trainer(
+        small_datasets, tmp_path, dataset="tg2d", model_kwargs={"base": "extrap2"}, validate_start=True
+    )
+    ascend = trainer.loss.__call__
+
+    class Ascending(type(trainer.loss)):  # training climbs the loss the selection measures
+        def __call__(self, batch):
+            loss, logs = ascend(batch)
+            return -loss, logs
+
+    trainer.loss.__class__ = Ascending
+    trainer.train()
+    best = read_checkpoint(tmp_path / "checkpoints" / "best.pt")
+    assert best["epoch"] == 0
+    assert torch.equal(best["state_dict"]["correction_gain"], torch.zeros_like(best["state_dict"]["correction_gain"]))
+    recent = read_checkpoint(tmp_path / "checkpoints" / "recent.pt")
+    assert recent["epoch"] == 1 and recent["validation_loss"] > best["validation_loss"]

@@ -22,12 +22,13 @@ SDPA). On CUDA with ``natten`` installed, 1-3 axes dispatch to NATTEN's fused ke
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+
+from well_upao.tensor_cache import cached_tensors
 
 #: grids with at most this many tokens use one dense masked SDPA
 DENSE_TOKEN_LIMIT = 1024
@@ -58,7 +59,7 @@ def check_window(lengths: Sequence[int], kernel: Sequence[int], dilation: Sequen
             )
 
 
-@functools.lru_cache(maxsize=256)
+@cached_tensors(maxsize=256)
 def axis_window_mask(length: int, kernel: int, dilation: int, causal: bool) -> torch.Tensor:
     """``mask[i, j]`` is True when key ``j`` is in query ``i``'s window on one axis (``L x L`` bool)."""
     i = torch.arange(length)
@@ -76,7 +77,7 @@ def axis_window_mask(length: int, kernel: int, dilation: int, causal: bool) -> t
     return same_class & (key_j >= start[:, None]) & (key_j < stop[:, None])
 
 
-@functools.lru_cache(maxsize=64)
+@cached_tensors(maxsize=64)
 def _tiling(
     lengths: tuple[int, ...], kernel: tuple[int, ...], dilation: tuple[int, ...], causal: tuple[bool, ...], tile: int
 ):

@@ -23,7 +23,6 @@ from the *band only* of the next frame (``band_values``): interior ground truth 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,13 +32,14 @@ from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.physics.pdes import PDE
 from well_upao.physics.residual import SCHEMES, pde_residuals, residuals_and_scales, slot_fields
 from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior_mean_square
+from well_upao.tensor_cache import cached_tensors
 
 STRATEGIES = ("norm", "rescaled_norm", "no_norm")
 #: the residual's discretisation where neither a run nor its dataset chooses one
 DEFAULT_SCHEME, DEFAULT_DERIVATIVE = "crank_nicolson", "fd"
 
 
-@functools.lru_cache(maxsize=32)
+@cached_tensors(maxsize=32)
 def band_index(shape: tuple[int, ...], width: int = 1) -> torch.Tensor:
     """Flat indices of the band ``S_b`` in a C-ordered grid of ``shape``."""
     return torch.nonzero(boundary_band_mask(shape, width).flatten()).flatten()

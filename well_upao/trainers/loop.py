@@ -141,7 +141,8 @@ class Trainer(WellTrainer):
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
     budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
     ``max_steps`` (stop after that many optimizer steps), ``init_from`` (another run's checkpoint to start from,
-    see :meth:`initialize_from`), ``checkpoint_steps`` / ``checkpoint_minutes`` (also
+    see :meth:`initialize_from`), ``validate_start`` (the untrained model is the first candidate of the selection,
+    :meth:`validate_untrained`), ``checkpoint_steps`` / ``checkpoint_minutes`` (also
     save ``recent.pt`` inside epochs, every that many steps / minutes: rerunning resumes mid-epoch),
     ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for
     ``switch_patience`` validations, then NS; ``from_start``) for models
@@ -165,6 +166,7 @@ class Trainer(WellTrainer):
         nslora_schedule: str | None = None,
         switch_patience: int | None = None,
         init_from: str | None = None,
+        validate_start: bool = False,
         **kwargs,
     ):
         self.checkpoint_steps = int(checkpoint_steps) if checkpoint_steps else None
@@ -186,6 +188,7 @@ class Trainer(WellTrainer):
         self.step_scheduler: LambdaLR | None = None
         self._scheduler_state: dict | None = None
         self.global_step = 0
+        self.validate_start = bool(validate_start)
         resuming = bool(kwargs.get("checkpoint_path"))
         super().__init__(*args, **kwargs)
         if init_from and not resuming:
@@ -379,6 +382,8 @@ class Trainer(WellTrainer):
         train_loader = self.datamodule.train_dataloader()
         val_loss = self.last_val_loss = self.starting_val_loss
         epoch = self.starting_epoch
+        if self.validate_start and self.global_step == 0 and self.best_val_loss is None:
+            self.validate_untrained()
         for epoch in range(self.starting_epoch, self.max_epoch + 1):
             if hasattr(train_loader, "set_epoch"):  # a mixture draws its batches per epoch
                 train_loader.set_epoch(epoch)
@@ -421,6 +426,15 @@ class Trainer(WellTrainer):
         if test_loss is not None:
             self.record(test_logs | {"test": test_loss, "epoch": epoch})
             logger.info(f"test criterion {test_loss:.4e}")
+
+    def validate_untrained(self) -> None:
+        """``trainer.validate_start``: the model as it starts (the pretrained backbone, or the prediction base
+        itself while a zero-started correction is untrained) is the first candidate of the selection, so a run
+        whose training never improves the criterion returns its starting point (``best.pt`` of epoch 0)."""
+        val_loss, _ = self.validation(self, "valid", False, 0)
+        self.best_val_loss = self.last_val_loss = val_loss
+        self.save_model(0, val_loss, os.path.join(self.checkpoint_folder, "best.pt"))
+        logger.info(f"epoch 0 (before training): validation criterion {val_loss:.4e}")
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
         """The Well's validation of a loader; on the validation split also the loss's own (which, when it has a

@@ -26,6 +26,13 @@ report ``reports/regimes.md``.
 each, on the four exact 2D sets and the three replicas. The Well's datasets (``gray_scott_reaction_diffusion``,
 ``shear_flow``, ``rayleigh_benard``) are made with ``well-upao generate-replica`` (``--replica-n-traj`` per parameter
 set) and get the Well's leaderboard and the paper's numbers beside them.
+
+``--study ablations`` (issue 17) runs the paper's ablations under our default normalisation (``norm``): UPAO + NSLoRA
+with lambda_BC = 1e2 ... 1e5, full finetuning of the shipped backbone, full training from random weights, and plain
+LoRA vs NSLoRA after the paper's LoRA warm-up (``switch_patience=1`` so that the switch fires within a row: both
+start from the same seed and share the LoRA phase until the switch), beside the paper's ablation tables.
+
+    python benchmarks/reproduce.py --study ablations --budget-minutes 72 --out ablations --report reports/ablations.md
 """
 
 from __future__ import annotations
@@ -103,6 +110,75 @@ AUTO_ROWS = [
     for label, settings in (("default", []), ("auto", ["trainer.derivative=auto", "trainer.time_scheme=auto"]))
     for seed in AUTO_SEEDS
 ]
+#: the ablations study (paper: boundary weight, LoRA vs full finetuning, pretraining, NSLoRA vs LoRA), under `norm`
+PRETRAINED = ["trainer=upao", "model.pretrained=shipped", *SHORT_RUN]
+LAMBDA_BC = ("1e2", "1e3", "1e4", "1e5")
+#: the paper's warm-up where its switch fires within a row: one stalled validation, then the NS forward
+WARMUP_SWITCH = ["trainer.nslora_schedule=warmup", "trainer.switch_patience=1"]
+ABLATION_ROWS = [
+    *[
+        (
+            f"UPAO + NSLoRA, lambda_BC {value}",
+            ["model=na_nslora", *PRETRAINED, f"trainer.lambda_bc={value}", *SHORT_SWITCH],
+        )
+        for value in LAMBDA_BC
+    ],
+    ("UPAO full finetuning", ["model=na", *PRETRAINED]),
+    ("UPAO from scratch (full, random init)", ["model=na", "trainer=upao", "model.pretrained=null", *SHORT_RUN]),
+    ("UPAO + LoRA, warm-up run", ["model=na_lora", *PRETRAINED]),
+    ("UPAO + NSLoRA, after the same warm-up", ["model=na_nslora", *PRETRAINED, *WARMUP_SWITCH]),
+]
+#: the paper's ablation tables (VRMSE, its definition, stride 1, 256^2) by row: "boundary weight sensitivity",
+#: "LoRA versus full finetuning", "effect of pretraining", "NSLoRA vs standard LoRA" (--- where not run)
+PAPER_ABLATIONS = {
+    **{
+        f"UPAO + NSLoRA, lambda_BC {value}": {
+            "tg2d": tg,
+            "wave2d": wave,
+            "advdiff2d": advdiff,
+            "burgers2d": burgers,
+        }
+        for value, tg, wave, advdiff, burgers in zip(
+            LAMBDA_BC,
+            (0.0232, 0.0170, 0.0070, 0.0098),
+            (0.0676, 0.0489, 0.0275, 0.0243),
+            (0.0123, 0.0046, 0.0049, None),
+            (0.0092, 0.0041, 0.0034, 0.0043),
+            strict=True,
+        )
+    },
+    "UPAO full finetuning": {"tg2d": 0.0057, "wave2d": 0.0252, "advdiff2d": 0.0053, "burgers2d": 0.0024},
+    "UPAO from scratch (full, random init)": {
+        "tg2d": 0.3920,
+        "wave2d": 0.7903,
+        "advdiff2d": 0.0673,
+        "burgers2d": 0.0716,
+        "rayleigh_benard": 0.2215,
+        "shear_flow": 0.5839,
+        "gray_scott_reaction_diffusion": 0.3366,
+        "active_matter": 0.4588,
+    },
+    "UPAO + LoRA, warm-up run": {
+        "tg2d": 0.0062,
+        "wave2d": 0.0224,
+        "advdiff2d": 0.0042,
+        "burgers2d": 0.0023,
+        "gray_scott_reaction_diffusion": 0.1101,
+        "active_matter": 0.1249,
+        "rayleigh_benard": 0.1870,
+        "shear_flow": 0.1141,
+    },
+    "UPAO + NSLoRA, after the same warm-up": {
+        "tg2d": 0.0060,
+        "wave2d": 0.0218,
+        "advdiff2d": 0.0038,
+        "burgers2d": 0.0021,
+        "gray_scott_reaction_diffusion": 0.1099,
+        "active_matter": 0.1215,
+        "rayleigh_benard": 0.1812,
+        "shear_flow": 0.1112,
+    },
+}
 #: the Well's datasets we re-make with generate-replica
 REPLICA_DATASETS = ("gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard")
 #: the row the regimes study matches the solver to
@@ -112,6 +188,7 @@ STUDY_DEFAULTS = {
     "normalization": dict(datasets=None, strides=[1, 5]),
     "regimes": dict(datasets=["wave2d", "advdiff2d", "burgers2d"], strides=[1, 5, 10]),
     "auto": dict(datasets=["tg2d", "wave2d", "advdiff2d", "burgers2d", *REPLICA_DATASETS], strides=[1]),
+    "ablations": dict(datasets=None, strides=[1]),
 }
 #: history frames every sample needs (the backbone's T_in)
 HISTORY = 8
@@ -182,10 +259,11 @@ def main() -> None:
     parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
     parser.add_argument(
         "--study",
-        choices=["main", "normalization", "regimes", "auto"],
+        choices=["main", "normalization", "regimes", "auto", "ablations"],
         default="main",
         help="main: the paper's main table; normalization: the three UPAO normalisations; regimes: prediction "
-        "bases x strides beside extrapolation and matched solvers; auto: default vs auto residual discretisation",
+        "bases x strides beside extrapolation and matched solvers; auto: default vs auto residual discretisation; "
+        "ablations: lambda_BC, LoRA vs full finetuning, scratch vs pretrained, NSLoRA vs LoRA after a warm-up",
     )
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
@@ -204,9 +282,13 @@ def main() -> None:
     args.datasets = args.datasets or defaults["datasets"] or list(PAPER)
     args.strides = args.strides or defaults["strides"]
 
-    study_rows = {"main": ROWS, "normalization": NORMALIZATION_ROWS, "regimes": REGIME_ROWS, "auto": AUTO_ROWS}[
-        args.study
-    ]
+    study_rows = {
+        "main": ROWS,
+        "normalization": NORMALIZATION_ROWS,
+        "regimes": REGIME_ROWS,
+        "auto": AUTO_ROWS,
+        "ablations": ABLATION_ROWS,
+    }[args.study]
     rows = [r for r in study_rows if not args.rows or r[0] in args.rows]
     out = args.out.resolve()
     base, experiments = out / "datasets", out / "experiments"
@@ -375,6 +457,28 @@ def auto_summary(args, results) -> list[str]:
     return [*lines, ""]
 
 
+def ablations_summary(args) -> list[str]:
+    """Whether the NSLoRA row's LoRA -> NS switch fired within its budget (else it measured plain LoRA)."""
+    name = ABLATION_ROWS[-1][0]
+    lines = [
+        "## The LoRA -> NSLoRA switch",
+        "",
+        f'"{name}" differs from the LoRA row only after its switch; where the switch did not fire within the '
+        "row's budget, the two rows measured the same method.",
+        "",
+        "| dataset | stride | switch |",
+        "|---|---|---|",
+    ]
+    for dataset in args.datasets:
+        for stride in args.strides:
+            log = args.out.resolve() / f"{run_tag(dataset, stride, name)}.log"
+            if not log.exists():
+                continue
+            found = re.search(r"epoch (\d+): switching adapters LoRA -> NSLoRA", log.read_text())
+            lines.append(f"| {dataset} | {stride} | {f'after epoch {found.group(1)}' if found else 'did not fire'} |")
+    return [*lines, ""]
+
+
 def write_zero_shot_checkpoint(dataset: str, base: Path, path: Path) -> Path:
     """The shipped backbone as it is, saved as a checkpoint for `dataset` (the no-adaptation reference row)."""
     from well_upao.harness.model_factory import na_transformer
@@ -398,6 +502,7 @@ def write_report(args, rows, commands, results) -> None:
         "normalization": "# UPAO normalisation strategies at CPU scale",
         "regimes": "# Where adaptation pays: prediction bases, strides, extrapolation and matched solvers",
         "auto": "# UPAO with the default residual discretisation vs auto (the lowest residual floor)",
+        "ablations": "# UPAO ablations at CPU scale: boundary weight, LoRA vs full finetuning, pretraining, NSLoRA",
     }
     lines = [
         titles[args.study],
@@ -420,6 +525,8 @@ def write_report(args, rows, commands, results) -> None:
         lines += regimes_summary(args, results)
     if args.study == "auto":
         lines += auto_summary(args, results)
+    if args.study == "ablations":
+        lines += ablations_summary(args)
     names = ["persistence", "extrap1", "extrap2", "solver", ZERO_SHOT, *[r[0] for r in rows]]
     for dataset in args.datasets:
         for stride in args.strides:
@@ -441,6 +548,9 @@ def write_report(args, rows, commands, results) -> None:
                     reference = PAPER_MAIN_TABLE[dataset][PAPER_ROW[name]]
                     if PAPER_ROW[name] < len(MODELS):  # the Well's own leaderboard (validation, Well VRMSE)
                         reference = f"{reference}; the Well {WELL_VALIDATION[dataset][PAPER_ROW[name]]} (Well def.)"
+                elif args.study == "ablations" and name in PAPER_ABLATIONS:
+                    value = PAPER_ABLATIONS[name].get(dataset, "")
+                    reference = "---" if value is None else value
                 elif args.study == "normalization" and dataset in PAPER_NORMALIZATION:
                     strategies = [r[0] for r in NORMALIZATION_ROWS]
                     if name in strategies:

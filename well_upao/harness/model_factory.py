@@ -58,3 +58,62 @@ def na_transformer(
 #: the model's ``_target_`` (``<dataset>-<model>-<trainer>-NATransformer-<lr>``), so the factory carries the name of
 #: the class it builds and run folders keep their names.
 NATransformer = na_transformer
+
+
+def _channel_slots(dataset_name: str | None, well_base_path: str | None, fields: Sequence[str] | None) -> list[int]:
+    if dataset_name is None or well_base_path is None:
+        raise ValueError("the model needs dataset_name and well_base_path to read the dataset's channels")
+    names = dataset_channel_names(well_base_path, dataset_name, list(fields) if fields else None)
+    return list(slot_indices(dataset_name, names))
+
+
+def pde_transformer(
+    *,
+    n_spatial_dims: int,
+    spatial_resolution: Sequence[int],
+    dim_in: int,
+    dim_out: int,
+    history: int,
+    dataset_name: str | None = None,
+    well_base_path: str | None = None,
+    fields: Sequence[str] | None = None,
+    channel_types: Sequence[int] | None = None,
+    **settings: Any,
+):
+    """``model=pde_transformer``: PDE-Transformer (separate channels, extra ``well-upao[fm]``) for the harness's
+    sizes; each channel's type is its slot of our table unless ``channel_types`` (a released checkpoint's ids)."""
+    from well_upao.models.foundation import PDETransformerOneStep
+
+    del spatial_resolution, dim_in  # the model reads any grid that is a multiple of its patch hierarchy
+    types = list(channel_types) if channel_types else _channel_slots(dataset_name, well_base_path, fields)
+    return PDETransformerOneStep(
+        history=history, n_fields=dim_out, channel_types=types, n_spatial_dims=n_spatial_dims, **settings
+    )
+
+
+def poseidon(
+    *,
+    n_spatial_dims: int,
+    spatial_resolution: Sequence[int],
+    dim_in: int,
+    dim_out: int,
+    history: int,
+    **settings: Any,
+):
+    """``model=poseidon``: Poseidon's scOT (extra ``well-upao[fm]``) on the last input frame and the constant
+    fields (``dim_in - history * dim_out`` of them)."""
+    from well_upao.models.foundation import PoseidonOneStep
+
+    return PoseidonOneStep(
+        history=history,
+        n_fields=dim_out,
+        n_constant_fields=dim_in - history * dim_out,
+        spatial_resolution=tuple(spatial_resolution),
+        n_spatial_dims=n_spatial_dims,
+        **settings,
+    )
+
+
+#: Hydra targets named after the classes they build (the Well names run folders after the target's last part)
+PDETransformer = pde_transformer
+Poseidon = poseidon

@@ -1,0 +1,141 @@
+"""The foundation-model baselines (extra ``well-upao[fm]``): PDE-Transformer and Poseidon as one-frame harness models.
+
+All but the first are skipped when ``pdetransformer`` is not installed; ``.ci/run`` installs the extra, so CI
+runs them."""
+
+from __future__ import annotations
+
+import harness_command as harness
+import pytest
+import torch
+from the_well.data.data_formatter import DefaultChannelsFirstFormatter
+
+from well_upao.models.foundation import pdetransformer_available
+
+needs_extra = pytest.mark.skipif(not pdetransformer_available(), reason="needs the extra well-upao[fm]")
+
+
+def test_without_the_extra_the_error_names_the_install_command(monkeypatch):
+    from well_upao.models import foundation
+
+    monkeypatch.setattr(foundation, "pdetransformer_available", lambda: False)
+    with pytest.raises(foundation.FoundationModelUnavailable, match=r"pip install 'well-upao\[fm\]'"):
+        foundation.PDETransformerOneStep(history=2, n_fields=1, channel_types=[0], size="tiny")
+
+
+def _foundation():
+    from well_upao.models import foundation
+
+    return foundation
+
+
+def _randomize_output_layers(model: torch.nn.Module) -> None:
+    """The released initialisation zeroes the output layers (the model starts at 0); give them weights so that
+    the tests see how the output depends on the input."""
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "final_layer" in name or "adaLN" in name or "adain" in name:
+                parameter.copy_(0.05 * torch.randn(parameter.shape, generator=generator))
+
+
+def _well_input(frames: torch.Tensor, constants: torch.Tensor | None = None) -> torch.Tensor:
+    """The harness's channels-first input of a history ``(B, T, H, W, C)``, made by The Well's own formatter."""
+    batch = {"input_fields": frames, "output_fields": frames[:, -1:]}
+    if constants is not None:
+        batch["constant_fields"] = constants
+    (x,), _ = DefaultChannelsFirstFormatter(metadata=None).process_input(batch)  # it reads no metadata
+    return x
+
+
+@needs_extra
+def test_pde_transformer_reads_each_channel_history_in_the_wells_layout():
+    """Channel c of the prediction changes when the history of channel c changes, through the Well's formatter's
+    time-major layout; the constant fields (no stream for them) change nothing; a grid the patch hierarchy cannot
+    split is refused with the multiple it needs."""
+    torch.manual_seed(0)
+    model = _foundation().PDETransformerOneStep(history=3, n_fields=2, channel_types=[4, 5], size="tiny").eval()
+    _randomize_output_layers(model)
+    frames = torch.randn(1, 3, 16, 16, 2)
+    constants = torch.randn(1, 16, 16, 1)
+    with torch.no_grad():
+        out = model(_well_input(frames, constants))
+        assert out.shape == (1, 2, 16, 16)
+        assert torch.equal(out, model(_well_input(frames, constants + 1.0)))
+        split = _foundation()._split_history(_well_input(frames, constants), 3, 2)
+        assert torch.equal(split, frames.permute(0, 1, 4, 2, 3))
+        swapped = model.__class__(history=3, n_fields=2, channel_types=[5, 4], size="tiny").eval()
+        swapped.load_state_dict(model.state_dict())
+        assert not torch.allclose(out, swapped(_well_input(frames, constants)))  # channel types are read
+    with pytest.raises(ValueError, match="multiples of 8"):  # patch 4 x one down-sampling (tiny)
+        model(torch.randn(1, 7, 20, 16))
+
+
+@needs_extra
+def test_poseidon_reads_only_the_last_frame_and_the_constants():
+    torch.manual_seed(0)
+    model = (
+        _foundation()
+        .PoseidonOneStep(history=3, n_fields=2, n_constant_fields=1, spatial_resolution=(16, 16), size="tiny")
+        .eval()
+    )
+    frames = torch.randn(1, 3, 16, 16, 2)
+    constants = torch.randn(1, 16, 16, 1)
+    with torch.no_grad():
+        out = model(_well_input(frames, constants))
+        assert out.shape == (1, 2, 16, 16)
+        earlier = frames.clone()
+        earlier[:, :2] += 1.0
+        assert torch.equal(out, model(_well_input(earlier, constants)))
+        last = frames.clone()
+        last[:, -1] += 1.0
+        assert not torch.allclose(out, model(_well_input(last, constants)))
+        assert not torch.allclose(out, model(_well_input(frames, constants + 1.0)))
+    with pytest.raises(ValueError, match="square"):
+        _foundation().PoseidonOneStep(history=3, n_fields=2, n_constant_fields=0, spatial_resolution=(16, 32))
+
+
+@needs_extra
+def test_released_checkpoints_load_from_a_local_directory(tmp_path):
+    """A checkpoint saved by the package's own classes (as released ones are) loads offline from its directory and
+    predicts what the package's model predicts; one with other channel counts is refused by name."""
+    foundation = _foundation()
+    scot = foundation.pdetransformer_module("core.mixed_channels.scot")
+    config = scot.ScOTConfig(
+        **{**foundation.POSEIDON_TINY, "image_size": 16, "patch_size": 4, "num_channels": 2, "num_out_channels": 2}
+    )
+    torch.manual_seed(0)
+    released = scot.ScOT(config).eval()
+    released.save_pretrained(tmp_path / "poseidon")
+    model = foundation.PoseidonOneStep(
+        history=2, n_fields=2, n_constant_fields=0, spatial_resolution=(16, 16), weights=str(tmp_path / "poseidon")
+    ).eval()
+    assert model.weights_origin == "released"
+    frames = torch.randn(1, 2, 16, 16, 2)
+    with torch.no_grad():
+        expected = released(pixel_values=frames[:, -1].permute(0, 3, 1, 2), time=torch.ones(1)).output
+        torch.testing.assert_close(model(_well_input(frames)), expected)  # the memory layout differs: rounding
+    with pytest.raises(ValueError, match="reads 2 and writes 2 channels"):
+        foundation.PoseidonOneStep(
+            history=2, n_fields=3, n_constant_fields=0, spatial_resolution=(16, 16), weights=str(tmp_path / "poseidon")
+        )
+
+
+@needs_extra
+def test_pde_transformer_trains_with_upao_through_the_harness(small_datasets, tmp_path):
+    """`model=pde_transformer trainer=upao data=burgers2d` (issue 17's command, tiny size): no interior labels, the
+    one-frame path; and Poseidon supervised on tg2d (`model=poseidon`)."""
+    upao = harness.run_harness(
+        tmp_path, small_datasets, "model=pde_transformer", "model.size=tiny", "trainer=upao", "data=burgers2d",
+        *harness.FAST,
+    )  # fmt: skip
+    assert upao.returncode == 0, upao.stderr[-3000:]
+    assert "a one-frame model: its residual joins the last input frame" in upao.stderr + upao.stdout
+    runs = harness.run_folders(tmp_path)
+    assert len(runs) == 1 and "PDETransformer" in runs[0].parent.name
+    assert (runs[0] / "checkpoints" / "best.pt").exists()
+    supervised = harness.run_harness(
+        tmp_path, small_datasets, "model=poseidon", "model.size=tiny", "trainer=supervised", "data=tg2d", *harness.FAST
+    )
+    assert supervised.returncode == 0, supervised.stderr[-3000:]
+    assert any("Poseidon" in run.parent.name for run in harness.run_folders(tmp_path))

@@ -350,6 +350,7 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
               well-upao evaluate experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0 --stride 10
               well-upao evaluate "UPAO, norm=runs/a/0" "UPAO, no_norm=runs/b/0"   (LABEL=PATH names a row)
               well-upao evaluate upao=runs/a/0 --match-solver upao   (solver rows at upao's cost and accuracy)
+              well-upao evaluate --data wave2d --zero-shot-from "from burgers2d=runs/bg/0"   (cross-dataset)
             """
         ),
     )
@@ -376,6 +377,14 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
         metavar="ROW",
         help="add solver rows matched to ROW (a row's name, e.g. a LABEL) in runtime and in accuracy: fixed-step "
         "RK4 on the full and coarsened grids, picked by ms / prediction and VRMSE measured in this run",
+    )
+    parser.add_argument(
+        "--zero-shot-from",
+        metavar="LABEL=PATH",
+        action="append",
+        default=[],
+        help="a one-frame model trained on another dataset (C_src >= C_tgt channels): evaluated on every C_tgt-subset "
+        "of its channels, the best kept as row LABEL (the paper's zero-shot transfer); repeatable",
     )
     parser.add_argument("--out", type=Path, default=Path("evaluation"), help="folder for JSON and PNG (./evaluation)")
     parser.add_argument("--quiet", action="store_true")
@@ -410,8 +419,14 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         out=args.out,
         progress=not args.quiet,
     )
+    transfers = []
+    for spec in args.zero_shot_from:
+        label, separator, path = spec.partition("=")
+        if not (separator and label and path):
+            raise CommandError(f"--zero-shot-from takes LABEL=PATH, got {spec!r}")
+        transfers.append((label, Path(path)))
     try:
-        report = run_evaluation(request, checkpoints)
+        report = run_evaluation(request, checkpoints, transfers=transfers)
     except (EvaluationError, ProtocolError, CheckpointError, FileNotFoundError, KeyError) as error:
         raise CommandError(str(error).strip("'\"")) from error
     print(report.table)

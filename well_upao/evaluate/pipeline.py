@@ -16,7 +16,13 @@ from well_upao.data.metadata import dataset_channel_names
 from well_upao.evaluate.floor import best_row, floor_table
 from well_upao.evaluate.matched_solver import match_solvers, solver_ladder
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
-from well_upao.evaluate.predictors import Predictor, checkpoint_file, classical_predictors, load_predictor
+from well_upao.evaluate.predictors import (
+    Predictor,
+    checkpoint_file,
+    classical_predictors,
+    load_predictor,
+    transfer_predictors,
+)
 from well_upao.evaluate.run import (
     Evaluation,
     EvaluationError,
@@ -126,13 +132,32 @@ def residual_floor_summary(request: EvaluationRequest) -> dict:
     return summary
 
 
+def keep_best_assignment(evaluation: Evaluation, first: dict, label: str) -> None:
+    """Of the rows ``<label> [source channels ...]`` keep the one with the lowest mean paper VRMSE, named ``label``
+    (its channels in ``notes``); the paper reports the best ``C_tgt``-subset for zero-shot transfer."""
+    candidates = [s for s in evaluation.scores if s.name.startswith(f"{label} [source channels ")]
+    if not candidates:
+        return
+    best = min(candidates, key=lambda s: s.mean_paper)
+    for score in candidates:
+        predictions = first.pop(score.name, None)
+        if score is best and predictions is not None:
+            first[label] = predictions
+    evaluation.scores = [s for s in evaluation.scores if s is best or s not in candidates]
+    best.notes["assignments tried"] = len(candidates)
+    best.name = label
+
+
 def run_evaluation(
     request: EvaluationRequest,
     checkpoints: Sequence[tuple[str | None, Path]] = (),
     models: Sequence[Predictor] = (),
+    transfers: Sequence[tuple[str, Path]] = (),
 ) -> EvaluationReport:
     """Evaluate the baselines, the (label, checkpoint or run folder) pairs and models already in memory
-    (``models``); write JSON and figures to ``request.out``. A ``None`` label names a row after its run folder."""
+    (``models``); write JSON and figures to ``request.out``. A ``None`` label names a row after its run folder.
+    ``transfers``: (label, checkpoint) of one-frame models of another dataset, evaluated zero-shot on every subset
+    of their channels; the best one is kept (:func:`keep_best_assignment`)."""
     r = request
     if r.history < 1 or r.stride < 1 or r.rollout_steps < 0:
         raise EvaluationError("history and stride must be >= 1, rollout steps >= 0")
@@ -147,7 +172,11 @@ def run_evaluation(
     for label, path in checkpoints:
         predictors.append(load_predictor(path, r.dataset, channels, r.history, name=label))
     predictors += list(models)
+    for label, path in transfers:
+        predictors += transfer_predictors(path, r.dataset, channels, r.history, label)
     evaluation, first = evaluate_request(r, predictors)
+    for label, _ in transfers:
+        keep_best_assignment(evaluation, first, label)
     if r.match_solver is not None and pde is not None:
         add_matched_solvers(evaluation, r, pde, context, tuple(split[0]["input_fields"].shape[1:-1]))
     if registered:

@@ -248,9 +248,64 @@ def _model_predictor(path, payload, model, name, dataset_name, channel_names, hi
     return HarnessModel(name, model, payload["model"].get("formatter", "channels_first_default"), history)
 
 
+class ChannelSubsetModel(HarnessModel):
+    """A one-frame model trained on a dataset with ``C_src`` channels, evaluated zero-shot on one with ``C_tgt <=
+    C_src``: target channel ``j`` enters as source channel ``assignment[j]`` (the other source channels are zero)
+    and is read back from that output channel. Equivalent to the paper's channel re-shaping of the input and output
+    projections (zero input columns, selected output rows) for one ``C_tgt``-subset of the source channels."""
+
+    def __init__(self, name: str, model: torch.nn.Module, formatter: str, history: int, c_src: int, assignment):
+        super().__init__(name, model, formatter, history)
+        self.c_src, self.assignment = int(c_src), tuple(int(a) for a in assignment)
+        self.notes["source channels"] = ",".join(map(str, self.assignment))
+
+    @torch.no_grad()
+    def _predict(self, window, context):
+        source = window.new_zeros((*window.shape[:-1], self.c_src))
+        source[..., list(self.assignment)] = window
+        return super()._predict(source, context)[..., list(self.assignment)]
+
+
+def transfer_predictors(
+    path: str | Path, dataset_name: str, channel_names: list[str], history: int, name: str
+) -> list[Predictor]:
+    """Zero-shot rows of a one-frame model of another dataset on ``dataset_name``: one per ``C_tgt``-subset of its
+    ``C_src`` channels (kept in order), named ``<name> [source channels i,j]`` (``keep_best_assignment`` keeps the
+    best). ``C_src < C_tgt`` has no zero-shot row (the paper's "---")."""
+    from itertools import combinations
+
+    from well_upao.models.assembly import load_model
+    from well_upao.models.checkpoint import CheckpointError, read_checkpoint
+
+    path = checkpoint_file(path)
+    payload = read_checkpoint(path)
+    model = load_model(path)
+    if hasattr(model, "forward_sequence"):
+        raise CheckpointError(f"{path} is a well-upao backbone: it reads every dataset through its slots, evaluate it")
+    harness = payload["model"].get("harness_args") or {}
+    c_src, c_tgt = int(harness.get("dim_out") or 0), len(channel_names)
+    if c_src < c_tgt:
+        raise CheckpointError(
+            f"{path} writes {c_src} channels, {dataset_name!r} has {c_tgt}: no zero-shot transfer (the paper's ---)"
+        )
+    formatter = payload["model"].get("formatter", "channels_first_default")
+    return [
+        ChannelSubsetModel(f"{name} [source channels {','.join(map(str, s))}]", model, formatter, history, c_src, s)
+        for s in combinations(range(c_src), c_tgt)
+    ]
+
+
 def slot_fields_of(frame: torch.Tensor, channel_slots: list[int]) -> dict[str, torch.Tensor]:
     """``{slot name: (..., *space)}`` of a dataset-channel frame ``(..., *space, C)``."""
     return {SLOT_NAMES[s]: frame[..., i] for i, s in enumerate(channel_slots)}
 
 
-__all__ = ["SLOT_INDEX", "Context", "Predictor", "classical_predictors", "load_predictor", "slot_fields_of"]
+__all__ = [
+    "SLOT_INDEX",
+    "Context",
+    "Predictor",
+    "classical_predictors",
+    "load_predictor",
+    "slot_fields_of",
+    "transfer_predictors",
+]

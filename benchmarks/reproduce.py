@@ -33,6 +33,12 @@ LoRA vs NSLoRA after the paper's LoRA warm-up (``switch_patience=1`` so that the
 start from the same seed and share the LoRA phase until the switch), beside the paper's ablation tables.
 
     python benchmarks/reproduce.py --study ablations --budget-minutes 72 --out ablations --report reports/ablations.md
+
+``--study transfer`` (issue 17) builds the paper's cross-target panels for CNextU-Net and TFNO over burgers2d,
+wave2d and tg2d (``--datasets`` adds replicas): supervised on each source, zero-shot and UPAO from each source on
+each other target, our backbone's zero-shot and UPAO columns, classical rows.
+
+    python benchmarks/reproduce.py --study transfer --budget-minutes 60 --out transfer --report reports/transfer.md
 """
 
 from __future__ import annotations
@@ -189,6 +195,7 @@ STUDY_DEFAULTS = {
     "regimes": dict(datasets=["wave2d", "advdiff2d", "burgers2d"], strides=[1, 5, 10]),
     "auto": dict(datasets=["tg2d", "wave2d", "advdiff2d", "burgers2d", *REPLICA_DATASETS], strides=[1]),
     "ablations": dict(datasets=None, strides=[1]),
+    "transfer": dict(datasets=["burgers2d", "wave2d", "tg2d"], strides=[1]),
 }
 #: history frames every sample needs (the backbone's T_in)
 HISTORY = 8
@@ -244,6 +251,171 @@ def run(command: list[str], log: Path, env: dict) -> float:
     return elapsed
 
 
+def ensure_dataset(args: argparse.Namespace, dataset: str, base: Path, env: dict) -> None:
+    """Generate ``dataset`` under ``base`` unless it is there: a Well replica (``generate-replica``) or an exact set
+    at ``--resolution`` with enough frames for several windows at the largest stride."""
+    if (base / dataset).exists():
+        return
+    well_upao = str(Path(sys.executable).with_name("well-upao"))
+    if dataset in REPLICA_DATASETS:
+        command = [well_upao, "generate-replica", "--dataset", dataset, "--n-traj", str(args.replica_n_traj)]
+    else:
+        steps = max(51, (HISTORY + 1) * max(args.strides) + 11)
+        command = [well_upao, "generate-exact", "--pde", dataset, "--n-traj", str(args.n_traj)]
+        command += ["--resolution", str(args.resolution), "--n-steps", str(steps)]
+    subprocess.run([*command, "--out", str(base), "--quiet"], check=True, env=env)
+
+
+def train_row(args, name: str, overrides: list[str], dataset: str, stride: int, minutes: float, commands, env):
+    """Train one row through the harness (unless ``--evaluate-only``, or ``--resume`` and it finished); its run
+    folder, or None when there is none."""
+    out = args.out.resolve()
+    experiments = out / "experiments"
+    tag = run_tag(dataset, stride, name)
+    command = [
+        sys.executable,
+        "-m",
+        "the_well.benchmark.train",
+        *overrides,
+        f"data={dataset}",
+        f"data.min_dt_stride={stride}",
+        f"data.max_dt_stride={stride}",
+        *([] if any(o.startswith("trainer.epochs=") for o in overrides) else ["trainer.epochs=30"]),
+        f"trainer.max_minutes={minutes:.2f}",
+        "trainer.max_rollout_steps=5",
+        "data.max_rollout_steps=5",
+        "trainer.rollout_val_frequency=1000",
+        "trainer.short_validation_length=8",
+        "trainer.progress=false",
+        "auto_resume=false",
+        f"experiment_dir={experiments / tag}",
+    ]
+    commands[(dataset, stride, name)] = " ".join(command[1:])
+    log = out / f"{tag}.log"
+    finished = args.resume and log.with_suffix(".done").exists()
+    if not (args.evaluate_only or finished):
+        shutil.rmtree(experiments / tag, ignore_errors=True)  # a half-trained earlier attempt
+        run(command, log, env)
+    return next((experiments / tag).glob("*/*"), None)
+
+
+#: the transfer study's models (the paper's cross-target panels) and their harness experiments
+TRANSFER_MODELS = {"CNextU-Net": "experiment=unet_convnext", "TFNO": "experiment=tfno"}
+#: the paper's UPAO finetuning from another dataset's checkpoint: 5 epochs, lambda_BC = 1e4
+TRANSFER_FINETUNE = ["trainer=upao", "trainer.epochs=5", "trainer.lambda_bc=1e4"]
+#: our backbone in the panels: zero-shot (the shipped backbone) and UPAO + NSLoRA on each target
+OURS_UPAO = ["model=na_nslora", "trainer=upao", "model.pretrained=shipped", *SHORT_RUN, *SHORT_SWITCH]
+
+
+def run_transfer_study(args: argparse.Namespace) -> None:
+    """The paper's cross-target panels (appendix "Construction of the cross-target panels") at CPU scale: per model,
+    a supervised run on every source (the diagonal), and on every other target the source's zero-shot transfer
+    (the best subset of its channels, ``evaluate --zero-shot-from``; "---" with fewer source than target channels)
+    and UPAO finetuning from it (``trainer.init_from``, missing channels zero); our backbone's zero-shot and UPAO
+    beside them; classical rows per target."""
+    from well_upao.data.metadata import dataset_channel_names
+
+    out = args.out.resolve()
+    base = out / "datasets"
+    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
+    well_upao = str(Path(sys.executable).with_name("well-upao"))
+    stride, datasets = args.strides[0], args.datasets
+    n = len(datasets)
+    minutes = args.budget_minutes / (len(TRANSFER_MODELS) * n * n + n)  # diagonal + off-diagonal, + ours
+    commands: dict[tuple, str] = {}
+    for dataset in datasets:
+        ensure_dataset(args, dataset, base, env)
+    channels = {d: len(dataset_channel_names(base, d)) for d in datasets}
+    trained: dict[tuple, Path] = {}
+    for model, experiment in TRANSFER_MODELS.items():
+        for source in datasets:
+            folder = train_row(args, f"{model} supervised", [experiment], source, stride, minutes, commands, env)
+            trained[(model, source, source)] = folder
+        for target in datasets:
+            for source in datasets:
+                if source == target or trained.get((model, source, source)) is None:
+                    continue
+                start = trained[(model, source, source)] / "checkpoints" / "best.pt"
+                overrides = [experiment, *TRANSFER_FINETUNE, f"trainer.init_from={start}"]
+                name = f"{model} UPAO from {source}"
+                trained[(model, source, target)] = train_row(
+                    args, name, overrides, target, stride, minutes, commands, env
+                )
+    results: dict[tuple, dict] = {}
+    for target in datasets:
+        ours = train_row(args, "ours UPAO + NSLoRA", OURS_UPAO, target, stride, minutes, commands, env)
+        rows = [(ZERO_SHOT, write_zero_shot_checkpoint(target, base, out / f"zero_shot-{target}.pt"))]
+        rows += [("ours UPAO + NSLoRA", ours)] if ours is not None else []
+        zero_shot = []
+        for (model, source, tgt), folder in trained.items():
+            if tgt != target or folder is None:
+                continue
+            if source == target:
+                rows.append((f"{model} supervised (in-domain)", folder))
+                continue
+            rows.append((f"{model} UPAO from {source}", folder))
+            if channels[source] >= channels[target]:
+                source_run = trained[(model, source, source)]
+                zero_shot += ["--zero-shot-from", f"{model} zero-shot from {source}={source_run}"]
+        eval_out = out / "evaluation" / f"{target}-s{stride}"
+        command = [well_upao, "evaluate", *[f"{label}={path}" for label, path in rows], *zero_shot]
+        command += ["--data", target, "--stride", str(stride), "--out", str(eval_out), "--quiet"]
+        subprocess.run([*command, "--rollout-steps", "5"], check=True, env=env, stdout=subprocess.DEVNULL)
+        collect_scores(eval_out, target, stride, results)
+        write_transfer_report(args, results, commands, channels, minutes)
+
+
+def write_transfer_report(args, results, commands, channels, minutes) -> None:
+    """One panel per model: rows = source, columns = target; a cell is "zero-shot / UPAO" (mean paper VRMSE),
+    the diagonal the supervised in-domain run; our backbone's row and the classical rows below."""
+    stride, datasets = args.strides[0], args.datasets
+
+    def value(target, name):
+        score = results.get((target, stride, name))
+        return f"{score['mean_vrmse_paper']:.3g}" if score else "n/a"
+
+    header = "| source \\ target | " + " | ".join(datasets) + " |"
+    rule = "|---|" + "---|" * len(datasets)
+    lines = [
+        "# Cross-target transfer panels at CPU scale",
+        "",
+        f"Command: `python benchmarks/reproduce.py --study transfer --budget-minutes {args.budget_minutes:g} "
+        f"--datasets {' '.join(datasets)} --strides {stride} --resolution {args.resolution} --n-traj {args.n_traj}`",
+        "",
+        "Mean one-step VRMSE (the paper's definition) on each target's validation split. Off the diagonal a cell is",
+        "*zero-shot / UPAO*: the source's supervised checkpoint evaluated on the target through the best subset of",
+        "its channels (`evaluate --zero-shot-from`; --- where the source has fewer channels than the target), then",
+        "finetuned on the target with UPAO from that checkpoint (`trainer.init_from`, missing channels zero, 5",
+        f"epochs, lambda_BC = 1e4). The diagonal is the supervised in-domain run. Every run had {minutes:.3g} minutes",
+        f"on this CPU. Channels: {', '.join(f'{d} {c}' for d, c in channels.items())}.",
+        "",
+    ]
+    for model in TRANSFER_MODELS:
+        lines += [f"## {model}", "", header, rule]
+        for source in datasets:
+            cells = []
+            for target in datasets:
+                if source == target:
+                    cells.append(f"**{value(target, f'{model} supervised (in-domain)')}**")
+                    continue
+                zero = value(target, f"{model} zero-shot from {source}")
+                zero = "---" if channels[source] < channels[target] else zero
+                cells.append(f"{zero} / {value(target, f'{model} UPAO from {source}')}")
+            lines.append(f"| {source} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Our backbone and the classical rows", "", "| row | " + " | ".join(datasets) + " |", rule]
+    for name in (ZERO_SHOT, "ours UPAO + NSLoRA", "persistence", "extrap2", "solver"):
+        lines.append(f"| {name} | " + " | ".join(value(t, name) for t in datasets) + " |")
+    lines += ["", "## Commands", ""]
+    lines += [f"- {d}, stride {s}, {name}: `{command}`" for (d, s, name), command in commands.items()]
+    reading = ""
+    if args.report.exists() and READING_HEADING in args.report.read_text():
+        reading = READING_HEADING + args.report.read_text().split(READING_HEADING, 1)[1]
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    args.report.write_text("\n".join(lines) + "\n" + (f"\n{reading.rstrip()}\n" if reading else ""))
+    print(f"wrote {args.report}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget-minutes", type=float, default=120.0, help="total training time over all rows")
@@ -259,11 +431,12 @@ def main() -> None:
     parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
     parser.add_argument(
         "--study",
-        choices=["main", "normalization", "regimes", "auto", "ablations"],
+        choices=["main", "normalization", "regimes", "auto", "ablations", "transfer"],
         default="main",
         help="main: the paper's main table; normalization: the three UPAO normalisations; regimes: prediction "
         "bases x strides beside extrapolation and matched solvers; auto: default vs auto residual discretisation; "
-        "ablations: lambda_BC, LoRA vs full finetuning, scratch vs pretrained, NSLoRA vs LoRA after a warm-up",
+        "ablations: lambda_BC, LoRA vs full finetuning, scratch vs pretrained, NSLoRA vs LoRA after a warm-up; "
+        "transfer: the cross-target panels of CNextU-Net and TFNO beside our backbone",
     )
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))
@@ -282,6 +455,9 @@ def main() -> None:
     args.datasets = args.datasets or defaults["datasets"] or list(PAPER)
     args.strides = args.strides or defaults["strides"]
 
+    if args.study == "transfer":
+        run_transfer_study(args)
+        return
     study_rows = {
         "main": ROWS,
         "normalization": NORMALIZATION_ROWS,
@@ -291,65 +467,18 @@ def main() -> None:
     }[args.study]
     rows = [r for r in study_rows if not args.rows or r[0] in args.rows]
     out = args.out.resolve()
-    base, experiments = out / "datasets", out / "experiments"
+    base = out / "datasets"
     well_upao = str(Path(sys.executable).with_name("well-upao"))
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
     minutes = minutes_per_run(args, rows)
     commands: dict[tuple, str] = {}
     results: dict[tuple, dict] = {}
     for dataset in args.datasets:
-        if not (base / dataset).exists() and dataset in REPLICA_DATASETS:
-            command = [well_upao, "generate-replica", "--dataset", dataset, "--out", str(base), "--quiet"]
-            subprocess.run([*command, "--n-traj", str(args.replica_n_traj)], check=True, env=env)
-        elif not (base / dataset).exists():
-            subprocess.run(
-                [
-                    well_upao,
-                    "generate-exact",
-                    "--pde",
-                    dataset,
-                    "--out",
-                    str(base),
-                    "--n-traj",
-                    str(args.n_traj),
-                    "--resolution",
-                    str(args.resolution),
-                    "--n-steps",
-                    str(max(51, (HISTORY + 1) * max(args.strides) + 11)),  # several windows at the largest stride
-                    "--quiet",
-                ],
-                check=True,
-                env=env,
-            )
+        ensure_dataset(args, dataset, base, env)
         for stride in args.strides:
             folders = []
             for name, overrides in rows:
-                tag = run_tag(dataset, stride, name)
-                command = [
-                    sys.executable,
-                    "-m",
-                    "the_well.benchmark.train",
-                    *overrides,
-                    f"data={dataset}",
-                    f"data.min_dt_stride={stride}",
-                    f"data.max_dt_stride={stride}",
-                    "trainer.epochs=30",
-                    f"trainer.max_minutes={minutes:.2f}",
-                    "trainer.max_rollout_steps=5",
-                    "data.max_rollout_steps=5",
-                    "trainer.rollout_val_frequency=1000",
-                    "trainer.short_validation_length=8",
-                    "trainer.progress=false",
-                    "auto_resume=false",
-                    f"experiment_dir={experiments / tag}",
-                ]
-                commands[(dataset, stride, name)] = " ".join(command[1:])
-                log = out / f"{tag}.log"
-                finished = args.resume and log.with_suffix(".done").exists()
-                if not (args.evaluate_only or finished):
-                    shutil.rmtree(experiments / tag, ignore_errors=True)  # a half-trained earlier attempt
-                    run(command, log, env)
-                folder = next((experiments / tag).glob("*/*"), None)
+                folder = train_row(args, name, overrides, dataset, stride, minutes, commands, env)
                 if folder is not None:
                     folders.append((name, folder))
             if args.study == "main":

@@ -24,7 +24,7 @@ from well_upao.physics.residual import SCHEMES
 
 STRIDES = (1, 5)
 DERIVATIVES = ("fd", "fd4", "spectral")
-REPLICA_SETS = {"gray_scott_reaction_diffusion": [2, 5], "shear_flow": [0, 4], "rayleigh_benard": [0, 3]}
+REPLICA_SETS = {"gray_scott_reaction_diffusion": [2, 5], "shear_flow": [0, 4], "rayleigh_benard": [0, 1]}
 
 
 def make_datasets(work: Path) -> list[str]:

@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from well_upao.cli import main
+from well_upao.data.generate import GenerationError
 from well_upao.data.replicas import REPLICA_ATTRIBUTE, ReplicaRequest, generate_replica, replica_info
 from well_upao.data.validate import validate_dataset
 from well_upao.evaluate.floor import read_frames, relative_residuals
@@ -166,3 +167,15 @@ def test_evaluate_and_leaderboard_label_replica_results(replicas, tmp_path, caps
     assert main(["leaderboard", str(result)]) == 0
     board = capsys.readouterr().out
     assert "ours: solver [data: replica (32x32" in board and "| the Well |" in board
+
+
+def test_an_unresolved_rayleigh_benard_run_fails_fast_and_leaves_nothing(tmp_path):
+    """Ra = 1e10 on a 32 x 8 grid: the CFL step collapses as the run blows up; generation stops with an error that
+    says what to do instead of sub-stepping for hours, and the output directory stays empty."""
+    sets = REPLICAS["rayleigh_benard"].parameter_sets(True)
+    request = ReplicaRequest(
+        "rayleigh_benard", tmp_path, shape=(32, 8), n_steps=120, n_traj_per_set=3, full=True, sets=[len(sets) - 1]
+    )
+    with pytest.raises(GenerationError, match=r"(blew|blowing) up .*Ra = 1e\+10, Pr = 10.*--sets"):
+        generate_replica(request, progress=False)
+    assert list(tmp_path.iterdir()) == []

@@ -127,9 +127,15 @@ def generate_replica(request: ReplicaRequest, progress: bool = True) -> ReplicaS
             for scalars, initial, splits in plans:
                 simulated = pool.map(partial(family.simulate, scalars, shape=size.shape, times=times), initial)
                 trajectories = []
-                for fields in simulated:
-                    trajectories.append(fields)
-                    bar.update(1)
+                try:
+                    for fields in simulated:
+                        trajectories.append(fields)
+                        bar.update(1)
+                except FloatingPointError as error:  # nothing is written: the staging directory is removed
+                    raise GenerationError(
+                        f"{error}; choose resolved parameter sets with --sets (see --list-sets) or the Well's grid "
+                        "with --full"
+                    ) from error
                 for split in SPLITS:
                     chosen = splits[split]
                     path = staging / "data" / split / f"{family.file_stem(scalars)}.hdf5"

@@ -44,6 +44,8 @@ NOISE_SEEDS = tuple(range(40, 50))
 CFL = 0.4
 #: cap of the step (free-fall time units): the buoyancy frequency is at most about 1, treated explicitly
 MAX_STEP = 0.05
+#: CFL sub-steps per frame beyond which a run is declared unstable (resolved runs need about 20 per 0.25 frame)
+MAX_SUBSTEPS_PER_FRAME = 2000
 
 
 @dataclass(frozen=True)
@@ -271,9 +273,16 @@ def simulate_rayleigh_benard(
         interval = float(times[index] - times[index - 1])
         limit = max_step if max_step is not None else solver.stable_step(state)
         substeps = max(1, math.ceil(interval / limit - 1e-9))
+        if substeps > MAX_SUBSTEPS_PER_FRAME:  # the CFL step collapses as an under-resolved run blows up
+            raise FloatingPointError(
+                f"Rayleigh-Benard is blowing up before t = {times[index]:g} (Ra = {rayleigh:g}, Pr = {prandtl:g}): "
+                f"the CFL step fell to {limit:.2e}; the grid {grid.n_x} x {grid.n_z} is too coarse for it"
+            )
         for _ in range(substeps):
             state = solver.step(state, interval / substeps)
         if not torch.isfinite(state["theta"]).all():
-            raise FloatingPointError(f"Rayleigh-Benard blew up before t = {times[index]:g} (Ra = {rayleigh:g})")
+            raise FloatingPointError(
+                f"Rayleigh-Benard blew up before t = {times[index]:g} (Ra = {rayleigh:g}, Pr = {prandtl:g})"
+            )
         frames.append(frame(state, False))
     return {name: torch.stack([f[name] for f in frames]) for name in frames[0]}

@@ -85,3 +85,14 @@ def test_fixed_step_solver_converges_at_fourth_order_and_coarsening_keeps_band_l
     ratios = [a / b for a, b in itertools.pairwise(coarse)]
     assert all(12 < r < 22 for r in ratios), ratios
     assert error(16, 2) == pytest.approx(error(16, 1), rel=0.05)
+
+
+def test_rows_are_labelled_by_the_weights_their_run_started_from(tmp_path):
+    from well_upao.evaluate.predictors import initial_weights
+
+    released = tmp_path / "sc-b"
+    released.mkdir()
+    assert initial_weights({"model": {"config": {}, "hydra": {"weights": None}}}) == "random"
+    assert initial_weights({"model": {"config": {}, "hydra": {"weights": str(released)}}}) == f"released {released}"
+    assert initial_weights({"model": {"config": {"pretrained": "/x/na_tiny.pt"}}}) == "pretrained na_tiny.pt"
+    assert initial_weights({"model": {"config": {}}, "train": {"init_from": "/r/best.pt"}}) == "pretrained best.pt"

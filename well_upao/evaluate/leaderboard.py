@@ -43,8 +43,11 @@ def load_ours(paths: list[Path]) -> dict[str, list[dict]]:
         data = json.loads(Path(path).read_text())
         source = data.get("data_source") or "the dataset's files"
         for score in data["scores"]:
-            training = (score.get("notes") or {}).get("training")
-            label = f"{score['name']} [data: {source}" + (f"; trained {training}" if training else "") + "]"
+            notes = score.get("notes") or {}
+            label = f"{score['name']} [data: {source}"
+            label += f"; trained {notes['training']}" if notes.get("training") else ""
+            label += f"; weights: {notes['initial weights']}" if notes.get("initial weights") else ""
+            label += "]"
             ours.setdefault(data["dataset"], []).append(
                 {
                     "name": label,

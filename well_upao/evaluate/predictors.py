@@ -218,7 +218,19 @@ def load_predictor(
     train = payload.get("train") or {}
     if train.get("global_step"):
         predictor.notes["training"] = f"{train.get('epoch', 0)} epochs, {train['global_step']} steps"
+    predictor.notes["initial weights"] = initial_weights(payload)
     return predictor
+
+
+def initial_weights(payload: dict) -> str:
+    """What a checkpoint's run started from, for labelling rows: ``random``, ``released <dir>`` (a foundation
+    model's published checkpoint), ``pretrained <file>`` (our backbone, a state dict, or ``trainer.init_from``)."""
+    model = payload["model"]
+    start = (model.get("config") or {}).get("pretrained") or (model.get("hydra") or {}).get("weights")
+    start = start or ((payload.get("train") or {}).get("init_from"))
+    if not start:
+        return "random"
+    return f"released {start}" if Path(str(start)).is_dir() else f"pretrained {Path(str(start)).name}"
 
 
 def _model_predictor(path, payload, model, name, dataset_name, channel_names, history) -> Predictor:

@@ -189,6 +189,7 @@ class Trainer(WellTrainer):
         self._scheduler_state: dict | None = None
         self.global_step = 0
         self.validate_start = bool(validate_start)
+        self.init_from = init_from
         resuming = bool(kwargs.get("checkpoint_path"))
         super().__init__(*args, **kwargs)
         if init_from and not resuming:
@@ -517,6 +518,7 @@ class Trainer(WellTrainer):
             best_validation_loss=self.best_val_loss,
             extra_train={
                 "global_step": self.global_step,
+                "init_from": self.init_from,
                 "epochs_without_improvement": self.epochs_without_improvement,
                 "resume": self.resume_point,
                 "data": getattr(self.datamodule, "settings", None),

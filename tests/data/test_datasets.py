@@ -3,6 +3,7 @@ old tables (slots, field selections, PDE lookup, generators), the Hydra data con
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 import pytest
@@ -126,3 +127,26 @@ def test_the_first_registration_form_still_works(registry):
     slots.register_dataset_slots("my_rows", {"temperature": "temperature"})  # the same row again: fine
     with pytest.raises(slots.SlotError, match="different slot row"):
         slots.register_dataset_slots("my_rows", {"temperature": "height"})
+
+
+def _auto_wins_on_every_seed(report: str) -> set[str]:
+    """Datasets whose per-seed tables in reports/upao_auto.md show `auto` below `default` for every seed."""
+    wins = set()
+    for section in report.split("\n## ")[1:]:
+        dataset = section.split(",", 1)[0].strip()
+        rows = dict(re.findall(r"^\| UPAO \+ NSLoRA, (\w+, seed \d+) \| ([0-9.e+-]+) \|", section, flags=re.M))
+        seeds = sorted({key.split(", ")[1] for key in rows})
+        if seeds and all(float(rows[f"auto, {s}"]) < float(rows[f"default, {s}"]) for s in seeds):
+            wins.add(dataset)
+    return wins
+
+
+def test_auto_discretisation_is_the_default_exactly_where_it_won():
+    """Issue 16: a dataset's UPAO default changes from fd / crank_nicolson to `auto` only where the measurement in
+    reports/upao_auto.md showed auto better on every seed."""
+    from pathlib import Path
+
+    report = (Path(__file__).resolve().parents[2] / "reports" / "upao_auto.md").read_text()
+    measured = set(re.findall(r"^\| (\w+) \| 1 \| [0-9.e+-]+ \| [0-9.e+-]+ \|", report, flags=re.M))
+    chosen = {name for name in measured if datasets.DATASETS[name].defaults == datasets.AUTO_DISCRETISATION}
+    assert chosen == _auto_wins_on_every_seed(report) and measured >= {"wave2d", "advdiff2d", "burgers2d", "tg2d"}

@@ -124,11 +124,17 @@ def residual_floor_summary(request: EvaluationRequest) -> dict:
     defaults = dict(spec.defaults) if spec is not None else {}
     derivative = defaults.get("derivative", DEFAULT_DERIVATIVE)
     scheme = defaults.get("time_scheme", DEFAULT_SCHEME)
-    default = next((row for row in rows if (row.derivative, row.scheme) == (derivative, scheme)), None)
+    # the dataset's default discretisation; an `auto` part takes the lowest floor, as the UPAO trainer does
+    matching = [row for row in rows if derivative in ("auto", row.derivative) and scheme in ("auto", row.scheme)]
+    default = min(matching, key=lambda row: row.mean, default=None)
     best = best_row(rows, request.stride)
-    summary = {"lowest": {"derivative": best.derivative, "scheme": best.scheme, "residuals": best.residuals}}
+
+    def entry(row) -> dict:
+        return {"derivative": row.derivative, "scheme": row.scheme, "residuals": row.residuals}
+
+    summary = {"lowest": entry(best)}
     if default is not None:
-        summary["default"] = {"derivative": derivative, "scheme": scheme, "residuals": default.residuals}
+        summary["default"] = entry(default) | ({"chosen_by": "auto"} if "auto" in (derivative, scheme) else {})
     return summary
 
 

@@ -226,7 +226,8 @@ def floor_text(floor: dict) -> str:
 
     lines = ["", "", "Residual floor of these frames (||R_k|| / ||scale_k||; `well-upao residual-floor`):"]
     if "default" in floor:
-        lines.append(f"- UPAO default {describe(floor['default'])}")
+        chosen = " (the dataset's default is auto)" if floor["default"].get("chosen_by") == "auto" else ""
+        lines.append(f"- UPAO default {describe(floor['default'])}{chosen}")
     lines.append(f"- lowest {describe(floor['lowest'])}")
     return "\n".join(lines)
 

@@ -158,3 +158,14 @@ def test_rows_are_named_by_label_and_same_named_runs_stay_apart(small_datasets, 
     by_name = {s["name"]: s["mean_vrmse_well"] for s in scores}
     assert by_name[folders[0]] != by_name[folders[1]]  # two different models, two rows
     assert (out / "fields_burgers2d_UPAO_norm.png").exists()
+
+
+def test_an_auto_default_is_resolved_to_the_lowest_floor(small_datasets, tmp_path):
+    """wave2d's registry default is `auto`: the floor section's "default" line is the combination auto picks (here
+    the lowest of all), not a missing row looked up under the name "auto"."""
+    out = tmp_path / "out"
+    args = ["--data", "wave2d", "--base-path", str(small_datasets), "--no-solver", "--rollout-steps", "1"]
+    assert main(["evaluate", *args, "--quiet", "--out", str(out)]) == 0
+    floor = json.loads((out / "evaluation_wave2d_valid_stride1.json").read_text())["residual_floor"]
+    assert floor["default"]["chosen_by"] == "auto"
+    assert floor["default"] | {"chosen_by": None} == floor["lowest"] | {"chosen_by": None}

@@ -368,6 +368,16 @@ def run_transfer_study(args: argparse.Namespace) -> None:
         write_transfer_report(args, results, commands, channels, minutes)
 
 
+def write_keeping_reading(report: Path, lines: list[str]) -> None:
+    """Write the generated ``lines`` to ``report``, keeping its hand-written part (from ``## Reading`` on)."""
+    reading = ""
+    if report.exists() and READING_HEADING in report.read_text():
+        reading = READING_HEADING + report.read_text().split(READING_HEADING, 1)[1]
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text("\n".join(lines) + "\n" + (f"\n{reading.rstrip()}\n" if reading else ""))
+    print(f"wrote {report}")
+
+
 def write_transfer_report(args, results, commands, channels, minutes) -> None:
     """One panel per model: rows = source, columns = target; a cell is "zero-shot / UPAO" (mean paper VRMSE),
     the diagonal the supervised in-domain run; our backbone's row and the classical rows below."""
@@ -411,12 +421,7 @@ def write_transfer_report(args, results, commands, channels, minutes) -> None:
         lines.append(f"| {name} | " + " | ".join(value(t, name) for t in datasets) + " |")
     lines += ["", "## Commands", ""]
     lines += [f"- {d}, stride {s}, {name}: `{command}`" for (d, s, name), command in commands.items()]
-    reading = ""
-    if args.report.exists() and READING_HEADING in args.report.read_text():
-        reading = READING_HEADING + args.report.read_text().split(READING_HEADING, 1)[1]
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text("\n".join(lines) + "\n" + (f"\n{reading.rstrip()}\n" if reading else ""))
-    print(f"wrote {args.report}")
+    write_keeping_reading(args.report, lines)
 
 
 def main() -> None:
@@ -696,12 +701,7 @@ def write_report(args, rows, commands, results) -> None:
     lines += ["## Commands", ""]
     for (dataset, stride, name), command in commands.items():
         lines.append(f"- {dataset}, stride {stride}, {name}: `{command}`")
-    reading = ""  # the hand-written interpretation survives regeneration of the tables
-    if args.report.exists() and READING_HEADING in args.report.read_text():
-        reading = READING_HEADING + args.report.read_text().split(READING_HEADING, 1)[1]
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text("\n".join(lines) + "\n" + (f"\n{reading.rstrip()}\n" if reading else ""))
-    print(f"wrote {args.report}")
+    write_keeping_reading(args.report, lines)
 
 
 if __name__ == "__main__":

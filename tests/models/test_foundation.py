@@ -139,3 +139,78 @@ def test_pde_transformer_trains_with_upao_through_the_harness(small_datasets, tm
     )
     assert supervised.returncode == 0, supervised.stderr[-3000:]
     assert any("Poseidon" in run.parent.name for run in harness.run_folders(tmp_path))
+
+
+@needs_extra
+def test_the_mixture_pde_transformer_is_the_harness_model_with_slots_as_channel_types():
+    """On 18-slot frames the mixture model predicts, in the active slots, what the harness model with channel types
+    = those slots predicts from the same weights; inactive slots stay zero and are never read; 1D is refused."""
+    foundation = _foundation()
+    torch.manual_seed(0)
+    mixture = foundation.PDETransformerSlots(history=3, size="tiny").eval()
+    _randomize_output_layers(mixture)
+    slots = [4, 5, 9]
+    harness_model = foundation.PDETransformerOneStep(history=3, n_fields=3, channel_types=slots, size="tiny").eval()
+    harness_model.load_state_dict(mixture.state_dict())
+    frames = torch.randn(2, 3, 16, 16, 18)
+    mask = torch.zeros(18)
+    mask[slots] = 1
+    with torch.no_grad():
+        out = mixture(frames, mask)
+        expected = harness_model(_well_input(frames[..., slots]))  # (B, C, H, W)
+        torch.testing.assert_close(out[..., slots], expected.permute(0, 2, 3, 1))
+        assert not out[..., mask == 0].any()
+        other = frames.clone()
+        other[..., mask == 0] = 7.0
+        assert torch.equal(mixture(other, mask), out)
+    with pytest.raises(ValueError, match="2D only"):
+        mixture(torch.randn(2, 3, 16, 18), mask)
+
+
+@needs_extra
+def test_pde_transformer_pretrains_on_a_slot_mixture_and_its_weights_load_into_the_harness_model(tmp_path):
+    """`--config-name pretrain_pde_transformer`: the pretraining loop with the next-frame loss on two 2D datasets of
+    different channels; the checkpoint loads into `model=pde_transformer` (`model.weights=best.pt`) and predicts what
+    the trained mixture model predicts on those slots, and the row is labelled as pretrained."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from well_upao.data.generate import GenerationRequest, generate_dataset
+    from well_upao.evaluate.predictors import initial_weights
+    from well_upao.models.checkpoint import load_state, read_checkpoint
+
+    corpus = tmp_path / "corpus"
+    families = ["shallow_water_2d", "diffusion_reaction_2d"]
+    for name in families:
+        generate_dataset(GenerationRequest(pde=name, out=corpus, n_traj=3, resolution=16, n_steps=8), False)
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "well_upao.train", "--config-name", "pretrain_pde_transformer",
+        f"data.datasets=[{','.join(families)}]", "data.batch_size=2", "data.n_steps_input=3",
+        "data.clips_per_dataset=4", "data.validation_trajectories=1", "trainer.epochs=1", "trainer.max_steps=3",
+        f"trainer.output_dir={out}", "trainer.progress=false", "model.size=tiny",
+    ]  # fmt: skip
+    env = dict(os.environ, WELL_BASE_PATH=str(corpus), OMP_NUM_THREADS="1")
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert {f"{name}/vrmse_paper" for name in families} <= set(metrics[-1])
+    payload = read_checkpoint(out / "best.pt")
+    assert payload["model"]["target"].endswith("PDETransformerSlots")
+
+    foundation = _foundation()
+    trained = foundation.PDETransformerSlots(**payload["model"]["config"]).eval()
+    load_state(trained, payload)
+    slots = [4, 5, 0]  # any slots: the weights are shared by every channel stream
+    harness_model = foundation.PDETransformerOneStep(
+        history=3, n_fields=3, channel_types=slots, size="tiny", weights=str(out / "best.pt")
+    ).eval()
+    frames = torch.randn(1, 3, 16, 16, 18)
+    mask = torch.zeros(18)
+    mask[slots] = 1
+    with torch.no_grad():
+        expected = trained(frames, mask)[..., slots].permute(0, 3, 1, 2)
+        torch.testing.assert_close(harness_model(_well_input(frames[..., slots])), expected)
+    assert initial_weights({"model": {"hydra": {"weights": str(out / "best.pt")}}}) == "pretrained best.pt"

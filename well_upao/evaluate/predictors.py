@@ -145,7 +145,8 @@ class BackboneModel(Predictor):
 
 
 class SlotModel(Predictor):
-    """A well-upao backbone on frames already in the 18 slots, with the dataset's slot mask (a mixture)."""
+    """A well-upao backbone, or a one-frame slot model (``model.one_frame``), on frames already in the 18 slots,
+    with the dataset's slot mask (a mixture)."""
 
     def __init__(self, name: str, model: torch.nn.Module, mask: torch.Tensor):
         super().__init__(name, "model")
@@ -153,6 +154,8 @@ class SlotModel(Predictor):
 
     @torch.no_grad()
     def _predict(self, window, context):
+        if getattr(self.model, "one_frame", False):
+            return self.model(window, self.mask)
         return self.model.forward_sequence(window, self.mask)[:, -1]
 
 

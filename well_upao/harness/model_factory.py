@@ -114,6 +114,26 @@ def poseidon(
     )
 
 
+def pde_transformer_mixture(
+    *,
+    history: int,
+    dataset_name: str | None = None,
+    well_base_path: str | None = None,
+    fields: Sequence[str] | None = None,
+    formatter: str | None = None,
+    **settings: Any,
+):
+    """PDE-Transformer for pretraining on a slot mixture (``--config-name pretrain_pde_transformer``): channel
+    types are the slots every batch brings, so no dataset is named (the pretraining config sets ``dataset_name``,
+    ``fields`` and ``well_base_path`` to null for every model; ``formatter`` is the mixture's own)."""
+    from well_upao.models.foundation import PDETransformerSlots
+
+    if dataset_name is not None or fields is not None:
+        raise ValueError("a mixture's PDE-Transformer reads the slots of each batch: leave dataset_name/fields null")
+    del well_base_path, formatter
+    return PDETransformerSlots(history=history, **settings)
+
+
 #: Hydra targets named after the classes they build (the Well names run folders after the target's last part)
 PDETransformer = pde_transformer
 Poseidon = poseidon

@@ -30,12 +30,15 @@ from pathlib import Path
 import torch
 from torch import nn
 
+#: added to every channel's standard deviation over the history (constant channels stay finite)
+STD_EPS = 1e-5
 EXTRA_HINT = "install the foundation-model extra: pip install 'well-upao[fm]'"
 #: sizes of the released PDE-Transformer models (``sc-s``, ``sc-b``, ``sc-l``) and a CPU test size
 PDE_TRANSFORMER_SIZES = {
     "S": dict(hidden_size=96, num_heads=4, depth=(2, 5, 8, 5, 2)),
     "B": dict(hidden_size=192, num_heads=8, depth=(2, 5, 8, 5, 2)),
     "L": dict(hidden_size=384, num_heads=16, depth=(2, 5, 8, 5, 2)),
+    "XS": dict(hidden_size=64, num_heads=4, depth=(2, 2, 2)),  # pretrained on our corpus at the tiny NA budget
     "tiny": dict(hidden_size=32, num_heads=2, depth=(1, 1, 1)),
 }
 #: the released models' block settings (the package's PDE-S/B/L constructors), shared by every size here
@@ -128,13 +131,11 @@ class PDETransformerOneStep(nn.Module):
         _check_2d(n_spatial_dims, "PDE-Transformer")
         if len(channel_types) != n_fields:
             raise ValueError(f"{n_fields} fields need {n_fields} channel types, got {channel_types}")
-        if size not in PDE_TRANSFORMER_SIZES:
-            raise ValueError(f"PDE-Transformer size must be one of {sorted(PDE_TRANSFORMER_SIZES)}, got {size!r}")
-        module = pdetransformer_module("core.separate_channels.pde_transformer")
         self.history, self.n_fields, self.patch_size = int(history), int(n_fields), int(patch_size)
         self.register_buffer("channel_types", torch.tensor(channel_types, dtype=torch.long), persistent=False)
         self.weights_origin = "random"
         if weights is not None and Path(weights).is_dir():
+            module = pdetransformer_module("core.separate_channels.pde_transformer")
             released = module.PDETransformer.from_pretrained(weights, local_files_only=True)
             if released.config.num_timesteps != self.history + 1:
                 raise ValueError(
@@ -143,46 +144,130 @@ class PDETransformerOneStep(nn.Module):
                 )
             self.net, self.patch_size, self.weights_origin = released.model, released.patch_size, "released"
         else:
-            self.net = module.PDEImpl(
-                num_timesteps=self.history + 1,
-                patch_size=self.patch_size,
-                window_size=window_size,
-                periodic=periodic,
-                use_carrier_tokens=carrier_tokens,
-                learn_sigma=False,
-                **PDE_TRANSFORMER_BLOCKS,
-                **PDE_TRANSFORMER_SIZES[size],
-            )
+            self.net = build_pde_transformer(self.history, size, self.patch_size, window_size, periodic, carrier_tokens)
         self.levels = self.net.num_encoder_layers
         if weights is not None and not Path(weights).is_dir():
-            self.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+            self.load_state_dict(weights_file_state(weights))
             self.weights_origin = str(weights)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        multiple = self.patch_size * 2**self.levels
-        if any(n % multiple for n in x.shape[-2:]):
-            raise ValueError(
-                f"PDE-Transformer needs both grid sizes to be multiples of {multiple} (patch {self.patch_size} "
-                f"x 2^{self.levels} down-samplings); got {tuple(x.shape[-2:])}"
-            )
         frames = _split_history(x, self.history, self.n_fields)  # (B, T, C, H, W)
-        batch = x.shape[0]
-        target = torch.zeros_like(frames[:, :1])  # the frame to predict enters as zeros
-        streams = list(torch.cat([frames, target], dim=1).permute(2, 0, 1, 3, 4))  # C x (B, T+1, H, W)
-        zeros = torch.zeros(batch, device=x.device)
-        labels = torch.zeros(batch, dtype=torch.long, device=x.device)
-        output = self.net(
-            x=streams,
-            simulation_time=[zeros] * self.n_fields,
-            channel_type=[self.channel_types[c].expand(batch) for c in range(self.n_fields)],
-            pde_type=[labels] * self.n_fields,
-            pde_parameters=[zeros[:, None]] * self.n_fields,
-            pde_parameters_class=[labels[:, None]] * self.n_fields,
-            simulation_dt=[zeros] * self.n_fields,
-            task=[labels] * self.n_fields,  # forward prediction
-            t=[zeros] * self.n_fields,
-        )  # (B, C, T+1, H, W)
-        return output[:, :, self.history]
+        return predict_next_frame(self.net, frames, self.channel_types, self.patch_size)
+
+
+class PDETransformerSlots(nn.Module):
+    """PDE-Transformer (separate channels) on the 18-slot frames of a pretraining mixture
+    (``python -m well_upao.train --config-name pretrain_pde_transformer``): ``forward(frames, mask)`` maps a
+    history ``(B, T, H, W, 18)`` to the next frame ``(B, H, W, 18)``, one token stream per active slot of ``mask``
+    with the slot as its channel type (zeros in the inactive slots). Its weights are those of
+    :class:`PDETransformerOneStep` of the same size (``model=pde_transformer model.weights=<its checkpoint>``),
+    which labels a dataset's channels by the same slots."""
+
+    one_frame = True  # no shifted (every-history-length) output: the mixture is trained on the next frame
+
+    def __init__(
+        self,
+        *,
+        history: int,
+        size: str = "S",
+        patch_size: int = 4,
+        window_size: int = 8,
+        periodic: bool = True,
+        carrier_tokens: bool = False,
+    ):
+        super().__init__()
+        self.history, self.patch_size = int(history), int(patch_size)
+        self.config = dict(
+            history=self.history,
+            size=size,
+            patch_size=self.patch_size,
+            window_size=window_size,
+            periodic=periodic,
+            carrier_tokens=carrier_tokens,
+        )
+        self.net = build_pde_transformer(self.history, size, self.patch_size, window_size, periodic, carrier_tokens)
+
+    def forward(self, frames: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if frames.ndim != 5 or frames.shape[1] != self.history:
+            raise ValueError(
+                f"expected a 2D history (B, {self.history}, H, W, slots), got {tuple(frames.shape)}"
+                + (" (PDE-Transformer is 2D only)" if frames.ndim != 5 else "")
+            )
+        slots = mask.nonzero().flatten()
+        history = frames[..., slots].permute(0, 1, 4, 2, 3)  # (B, T, C_active, H, W)
+        prediction = predict_next_frame(self.net, history, slots, self.patch_size)  # (B, C_active, H, W)
+        out = frames.new_zeros(*frames.shape[:1], *frames.shape[2:])
+        out[..., slots] = prediction.permute(0, 2, 3, 1)
+        return out
+
+
+def build_pde_transformer(
+    history: int, size: str, patch_size: int, window_size: int, periodic: bool, carrier_tokens: bool
+) -> nn.Module:
+    """The package's separate-channel ``PDEImpl`` with the released models' block settings at ``size``."""
+    if size not in PDE_TRANSFORMER_SIZES:
+        raise ValueError(f"PDE-Transformer size must be one of {sorted(PDE_TRANSFORMER_SIZES)}, got {size!r}")
+    module = pdetransformer_module("core.separate_channels.pde_transformer")
+    return module.PDEImpl(
+        num_timesteps=history + 1,
+        patch_size=patch_size,
+        window_size=window_size,
+        periodic=periodic,
+        use_carrier_tokens=carrier_tokens,
+        learn_sigma=False,
+        **PDE_TRANSFORMER_BLOCKS,
+        **PDE_TRANSFORMER_SIZES[size],
+    )
+
+
+def predict_next_frame(
+    net: nn.Module, frames: torch.Tensor, channel_types: torch.Tensor, patch_size: int
+) -> torch.Tensor:
+    """PDE-Transformer's forward-prediction task: every channel ``c`` of the history ``(B, T, C, H, W)`` is a
+    stream of ``T + 1`` frames whose last one enters as zeros, labelled ``channel_types[c]``; returns that last
+    frame as predicted, ``(B, C, H, W)``.
+
+    Each channel is normalised by its mean and standard deviation over the history (per sample, as our backbone
+    does; the package's models are trained on standardised fields) and the prediction mapped back:
+    ``u_{T+1} = mu + sigma * net((u_{1..T} - mu) / sigma)``, so any field scale enters the network at unit size."""
+    levels = net.num_encoder_layers
+    multiple = patch_size * 2**levels
+    if any(n % multiple for n in frames.shape[-2:]):
+        raise ValueError(
+            f"PDE-Transformer needs both grid sizes to be multiples of {multiple} (patch {patch_size} "
+            f"x 2^{levels} down-samplings); got {tuple(frames.shape[-2:])}"
+        )
+    batch, history, n_channels = frames.shape[:3]
+    mean = frames.mean(dim=(1, 3, 4), keepdim=True)
+    std = frames.std(dim=(1, 3, 4), keepdim=True, unbiased=False) + STD_EPS
+    normalized = (frames - mean) / std
+    target = torch.zeros_like(normalized[:, :1])
+    streams = list(torch.cat([normalized, target], dim=1).permute(2, 0, 1, 3, 4))  # C x (B, T+1, H, W)
+    zeros = torch.zeros(batch, device=frames.device)
+    labels = torch.zeros(batch, dtype=torch.long, device=frames.device)
+    output = net(
+        x=streams,
+        simulation_time=[zeros] * n_channels,
+        channel_type=[channel_types[c].expand(batch) for c in range(n_channels)],
+        pde_type=[labels] * n_channels,
+        pde_parameters=[zeros[:, None]] * n_channels,
+        pde_parameters_class=[labels[:, None]] * n_channels,
+        simulation_dt=[zeros] * n_channels,
+        task=[labels] * n_channels,  # forward prediction
+        t=[zeros] * n_channels,
+    )  # (B, C, T+1, H, W)
+    return output[:, :, history] * std[:, 0] + mean[:, 0]
+
+
+def weights_file_state(path: str | Path) -> dict[str, torch.Tensor]:
+    """The state dict in ``path``: a plain ``torch.save``d state dict or a well-upao checkpoint (e.g. the
+    ``best.pt`` of a ``pretrain_pde_transformer`` run, whose weights carry the same names)."""
+    loaded = torch.load(path, map_location="cpu", weights_only=False)
+    if isinstance(loaded, dict) and loaded.get("format") == "well-upao":
+        from well_upao.models.checkpoint import clean_state_dict, read_checkpoint
+
+        return clean_state_dict(read_checkpoint(path)["state_dict"])
+    return loaded
 
 
 class PoseidonOneStep(nn.Module):
@@ -241,7 +326,7 @@ class PoseidonOneStep(nn.Module):
             config = scot.ScOTConfig(**settings)
             self.net = scot.ScOT(config)
         if weights is not None and not Path(weights).is_dir():
-            self.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+            self.load_state_dict(weights_file_state(weights))
             self.weights_origin = str(weights)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

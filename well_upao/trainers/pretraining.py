@@ -1,7 +1,8 @@
 """Pretraining (the paper's Stage 1) in the one loop: the shifted loss on a multi-dataset mixture.
 
 Its protocol: AdamW (0.9, 0.95), lr 1e-4 cosine to 1e-6 after 200 warm-up steps, weight decay 0.01, gradient
-clipping 1.0, the dense shifted loss on active channels, an equal number of clips per dataset per epoch
+clipping 1.0, the dense shifted loss on active channels (the next-frame loss for a one-frame model such as
+PDE-Transformer), an equal number of clips per dataset per epoch
 (``well_upao.harness.mixture``); single process, DDP or FSDP (``python -m well_upao.train --config-name
 pretrain``). Validation is one-step VRMSE (both definitions) per dataset on whole validation trajectories; the
 selection criterion is the mean of the paper's VRMSE over the datasets. A run folder holds ``recent.pt``,
@@ -20,8 +21,9 @@ from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import SlotModel
 from well_upao.evaluate.protocol import one_step_all
 from well_upao.harness.mixture import MixtureDataModule
+from well_upao.models.checkpoint import unwrap
 from well_upao.trainers.loop import Trainer
-from well_upao.trainers.shifted import ShiftedLoss
+from well_upao.trainers.shifted import NextFrameSlotLoss, ShiftedLoss
 
 
 @torch.no_grad()
@@ -85,7 +87,7 @@ def pretraining_trainer(
         device=device,
         is_distributed=is_distributed,
         checkpoint_path=str(recent) if recent.is_file() else "",
-        loss=ShiftedLoss(),
+        loss=NextFrameSlotLoss() if getattr(unwrap(model), "one_frame", False) else ShiftedLoss(),
         validation=per_dataset_validation,
         **protocol,
     )

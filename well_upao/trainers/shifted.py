@@ -46,6 +46,24 @@ class ShiftedLoss(TrainingLoss):
         return loss, {"mse_shifted": loss.item()}
 
 
+class NextFrameSlotLoss(TrainingLoss):
+    """Pretraining of a one-frame model on a slot mixture (``model(history, slot_mask)`` returns the next frame in
+    the 18 slots, e.g. :class:`well_upao.models.foundation.PDETransformerSlots`):
+
+        L = 1 / (|Omega| c) * sum_{x, active channels} (u^_{T+1} - u_{T+1})^2
+
+    the shifted loss's last term alone (a model without causal temporal attention has no shorter histories)."""
+
+    def __call__(self, batch):
+        trainer = self.trainer
+        frames = trainer.batch_frames(batch)
+        mask = batch["slot_mask"].to(trainer.device)
+        history = batch["input_fields"].shape[1]
+        prediction = trainer.model(frames[:, :history], mask)
+        loss = masked_mse(prediction, frames[:, history], mask)
+        return loss, {"mse_next": loss.item()}
+
+
 class ShiftedTrainer(Trainer):
     """``trainer=shifted`` (the harness's default trainer): the loop with :class:`ShiftedLoss`. Given one of The
     Well's one-frame models (``model=fno`` and the like, which have no shifted output), it trains it as

@@ -50,17 +50,42 @@ def test_extrapolation_is_exact_on_polynomials_of_its_order_and_falls_back_early
 @pytest.mark.parametrize("steps", [1, 2, 3, 6])
 def test_an_untrained_correction_reproduces_the_extrapolation(base, order, steps):
     torch.manual_seed(0)
-    model = perturbed(NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=SLOTS, base=base))
+    model = NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=SLOTS, base=base).eval()
     frames = history(2, steps)
     with torch.no_grad():
         predicted = model.forward_sequence(frames)
     expected = extrapolate_history(frames, order)
     scale = frames[..., SLOTS].abs().max()
     torch.testing.assert_close(predicted, expected, rtol=0, atol=2e-6 * float(scale))
-    # and the decoder is live: with a gain the prediction moves away from the base
+    # and the decoder is live: once its last layers have weights the prediction moves away from the base
     with torch.no_grad():
-        model.correction_gain.fill_(1.0)
-        assert (model.forward_sequence(frames) - expected).abs().max() > 1e-3
+        for decoder in model.decoders.values():
+            decoder.up2.weight.normal_(0, 0.05)
+        assert (perturbed(model).forward_sequence(frames) - expected).abs().max() > 1e-3
+
+
+def test_a_fresh_extrapolation_model_trains_its_whole_correction():
+    """No saddle at the start: the first step's gradient reaches the decoder's zero layer, and after one Adam step
+    the second reaches the Transformer core (a zero gain in front of a live decoder gave none to either)."""
+    torch.manual_seed(0)
+    model = NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=SLOTS, base="extrap2")
+    frames = history(2, 5)
+    target = frames[:, 1:] + 0.1 * torch.randn_like(frames[:, 1:]) * model.slot_mask()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step() -> dict[str, float]:
+        optimizer.zero_grad()
+        (model.forward_sequence(frames)[:, :-1] - target).pow(2).mean().backward()
+        grads = {n: float(p.grad.abs().sum()) for n, p in model.named_parameters() if p.grad is not None}
+        optimizer.step()
+        return grads
+
+    first = step()
+    assert first["decoders.2.up2.weight"] > 0
+    core = [name for name in first if name.startswith("blocks.")]
+    assert core and all(first[name] == 0 for name in core)  # behind the zero layer: nothing yet
+    second = step()
+    assert all(second[name] > 0 for name in core if "lora_" not in name)
 
 
 def test_last_and_none_keep_the_earlier_residual_flag_semantics():

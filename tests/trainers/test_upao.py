@@ -328,7 +328,7 @@ def test_tfno_adapts_with_upao_through_the_harness_and_starts_from_another_datas
 
 
 def test_a_run_that_only_gets_worse_returns_its_starting_point(small_datasets, tmp_path):
-    """validate_start: the untrained model (here the quadratic extrapolation itself, its correction at zero) is the
+    """validate_start: the untrained model (here the quadratic extrapolation itself, its correction zero) is the
     selection's first candidate; training that climbs its own loss cannot make best.pt worse than it."""
     trainer = make_trainer(
         small_datasets, tmp_path, dataset="tg2d", model_kwargs={"base": "extrap2"}, validate_start=True
@@ -341,9 +341,10 @@ def test_a_run_that_only_gets_worse_returns_its_starting_point(small_datasets, t
             return -loss, logs
 
     trainer.loss.__class__ = Ascending
+    initial = {name: tensor.clone() for name, tensor in trainer.bare_model.state_dict().items()}
     trainer.train()
     best = read_checkpoint(tmp_path / "checkpoints" / "best.pt")
     assert best["epoch"] == 0
-    assert torch.equal(best["state_dict"]["correction_gain"], torch.zeros_like(best["state_dict"]["correction_gain"]))
+    assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in initial.items())
     recent = read_checkpoint(tmp_path / "checkpoints" / "recent.pt")
     assert recent["epoch"] == 1 and recent["validation_loss"] > best["validation_loss"]

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from well_upao.models.checkpoint import CheckpointError, load_state, read_checkpoint
@@ -48,7 +49,7 @@ ARCHITECTURE_KEYS = (
 )
 
 
-#: tensors that start from their initial values when a backbone trained with another prediction base is loaded
+#: tensors set to zero when a backbone trained with another prediction base is loaded (its correction starts off)
 REZEROED_TENSORS = ("correction_gain",)
 
 
@@ -157,9 +158,9 @@ def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
     state = {k: v for k, v in payload["state_dict"].items() if k in own}
     source_base = migrated_base(payload["model"]["config"])
     if source_base != model.config.get("base", "last"):
-        # the correction's gain is not part of a backbone trained with another base: it keeps its initial zero,
-        # so the adapted model starts from its own base (re-zeroed correction)
-        state |= {k: own[k] for k in REZEROED_TENSORS if k in own}
+        # the correction's gain is not part of a backbone trained with another base: it starts at zero, so the
+        # adapted model starts from its own base (re-zeroed correction) and the trained decoder opens it
+        state |= {k: torch.zeros_like(own[k]) for k in REZEROED_TENSORS if k in own}
         logger.info(
             "%s was trained with base %r; this model predicts from %r and its correction starts at zero",
             path,

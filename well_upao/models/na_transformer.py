@@ -219,8 +219,16 @@ class NATransformer(nn.Module):
         )
         self.final_norm = nn.RMSNorm(hidden)
         if self.base in ("extrap1", "extrap2"):
-            # per-slot gain of the correction, zero: an untrained model predicts the extrapolation exactly
-            self.correction_gain = nn.Parameter(torch.zeros(N_SLOTS))
+            # u_{t+1} = extrapolation + gain * correction, per slot. A fresh model starts with gain 1 and the
+            # decoders' last up-sampling at zero (their refinements start at zero already), so its correction is
+            # exactly zero and the first step trains that layer; a zero gain in front of a live decoder would be a
+            # saddle (each factor's gradient is proportional to the other), where pretraining from scratch stalled
+            # at the extrapolation. A backbone trained with another base loads with gain 0 instead
+            # (``assembly.load_backbone_weights``): its decoder is trained, the gain opens at the first step.
+            self.correction_gain = nn.Parameter(torch.ones(N_SLOTS))
+            for decoder in self.decoders.values():
+                nn.init.zeros_(decoder.up2.weight)
+                nn.init.zeros_(decoder.up2.bias)
 
     # ------------------------------------------------------------------ what adapters wrap (lora.AdaptableBackbone)
     def adapter_core(self) -> dict[str, nn.Module]:

@@ -308,6 +308,19 @@ TRANSFER_MODELS = {"CNextU-Net": "experiment=unet_convnext", "TFNO": "experiment
 TRANSFER_FINETUNE = ["trainer=upao", "trainer.epochs=5", "trainer.lambda_bc=1e4"]
 #: our backbone in the panels: zero-shot (the shipped backbone) and UPAO + NSLoRA on each target
 OURS_UPAO = ["model=na_nslora", "trainer=upao", "model.pretrained=shipped", *SHORT_RUN, *SHORT_SWITCH]
+#: PDE-Transformer adapted by UPAO (the paper's "unsup FM" row), at the size pretrained on our corpus
+FM_UPAO = ["model=pde_transformer", "model.size=XS", "trainer=upao", *SHORT_RUN]
+
+
+def foundation_rows(weights: Path | None) -> list[tuple[str, list[str]]]:
+    """The foundation-model rows of the transfer study, labelled by their weights: PDE-Transformer UPAO from
+    random weights and from ``weights`` (a ``pretrain_pde_transformer`` checkpoint); none without ``weights``."""
+    if weights is None:
+        return []
+    return [
+        ("PDE-Transformer UPAO (random weights)", FM_UPAO),
+        ("PDE-Transformer UPAO (our corpus)", [*FM_UPAO, f"model.weights={weights.resolve()}"]),
+    ]
 
 
 def run_transfer_study(args: argparse.Namespace) -> None:
@@ -349,6 +362,9 @@ def run_transfer_study(args: argparse.Namespace) -> None:
         ours = train_row(args, "ours UPAO + NSLoRA", OURS_UPAO, target, stride, minutes, commands, env)
         rows = [(ZERO_SHOT, write_zero_shot_checkpoint(target, base, out / f"zero_shot-{target}.pt"))]
         rows += [("ours UPAO + NSLoRA", ours)] if ours is not None else []
+        for name, overrides in foundation_rows(args.fm_weights):  # same minutes per row as the panels
+            folder = train_row(args, name, overrides, target, stride, minutes, commands, env)
+            rows += [(name, folder)] if folder is not None else []
         zero_shot = []
         for (model, source, tgt), folder in trained.items():
             if tgt != target or folder is None:
@@ -416,8 +432,16 @@ def write_transfer_report(args, results, commands, channels, minutes) -> None:
                 cells.append(f"{zero} / {value(target, f'{model} UPAO from {source}')}")
             lines.append(f"| {source} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["## Our backbone and the classical rows", "", "| row | " + " | ".join(datasets) + " |", rule]
-    for name in (ZERO_SHOT, "ours UPAO + NSLoRA", "persistence", "extrap2", "solver"):
+    lines += ["## Our backbone, foundation models and the classical rows", ""]
+    if args.fm_weights is not None:
+        lines += [
+            "PDE-Transformer (size XS) is adapted with UPAO from random weights and from its pretraining on our",
+            f"corpus (`{args.fm_weights}`, `--config-name pretrain_pde_transformer`), as many minutes per row.",
+            "",
+        ]
+    lines += ["| row | " + " | ".join(datasets) + " |", rule]
+    fm_names = [name for name, _ in foundation_rows(args.fm_weights)]
+    for name in (ZERO_SHOT, "ours UPAO + NSLoRA", *fm_names, "persistence", "extrap2", "solver"):
         lines.append(f"| {name} | " + " | ".join(value(t, name) for t in datasets) + " |")
     lines += ["", "## Commands", ""]
     lines += [f"- {d}, stride {s}, {name}: `{command}`" for (d, s, name), command in commands.items()]
@@ -445,6 +469,12 @@ def main() -> None:
         "bases x strides beside extrapolation and matched solvers; auto: default vs auto residual discretisation; "
         "ablations: lambda_BC, LoRA vs full finetuning, scratch vs pretrained, NSLoRA vs LoRA after a warm-up; "
         "transfer: the cross-target panels of CNextU-Net and TFNO beside our backbone",
+    )
+    parser.add_argument(
+        "--fm-weights",
+        type=Path,
+        help="transfer: a PDE-Transformer checkpoint pretrained on our corpus; adds PDE-Transformer UPAO rows from "
+        "it and from random weights (needs the extra well-upao[fm])",
     )
     parser.add_argument("--out", type=Path, default=Path("reproduction"))
     parser.add_argument("--report", type=Path, default=Path("reports/reproduction.md"))

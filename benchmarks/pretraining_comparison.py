@@ -20,6 +20,7 @@ from well_upao.data.metadata import dataset_channel_names
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.harness.model_factory import na_transformer
+from well_upao.models.assembly import migrated_base, resolve_pretrained
 from well_upao.models.checkpoint import read_checkpoint
 
 
@@ -52,7 +53,14 @@ def main() -> None:
         channels = dataset_channel_names(args.corpus, name)
         models = []
         for label, path in args.na:
-            model = na_transformer(preset="tiny", dataset_name=name, well_base_path=str(args.corpus), pretrained=path)
+            config = read_checkpoint(resolve_pretrained(path))["model"]["config"]
+            model = na_transformer(
+                preset=config["preset"],
+                base=migrated_base(config),  # the prediction base the backbone was trained with
+                dataset_name=name,
+                well_base_path=str(args.corpus),
+                pretrained=path,
+            )
             models.append(BackboneModel(label, model))
         for (label, path), payload in zip(args.pde_transformer, pde_payloads.values(), strict=True):
             config = payload["model"]["config"]

@@ -7,7 +7,7 @@ import torch
 
 from well_upao.data.slots import N_SLOTS
 from well_upao.models.assembly import assemble, load_model
-from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
+from well_upao.models.checkpoint import CheckpointError, build_payload, read_checkpoint, save_checkpoint
 from well_upao.models.na_transformer import NATransformer, extrapolate_history
 
 SLOTS = [0, 1, 15]
@@ -125,6 +125,19 @@ def test_a_backbone_trained_with_last_starts_extrap2_from_a_zero_correction():
     frames = history(1, 5)
     with torch.no_grad():
         torch.testing.assert_close(model.forward_sequence(frames), extrapolate_history(frames, 2), rtol=0, atol=2e-5)
+
+
+def test_a_backbone_is_not_read_under_a_base_that_cannot_restart_its_correction(tmp_path):
+    """An extrap2 backbone loaded by a `last` model would add a decoder trained as the extrapolation's correction to
+    persistence (no gain to zero): refused, naming the base to set; an extrap1 model restarts from gain zero."""
+    torch.manual_seed(0)
+    source = NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=SLOTS, base="extrap2")
+    path = tmp_path / "extrap2.pt"
+    save_checkpoint(path, build_payload(source))
+    with pytest.raises(CheckpointError, match=r"set model\.base=extrap2"):
+        assemble(dict(preset="tiny", layers=1, dims=[2], channel_slots=SLOTS, base="last", pretrained=str(path)))
+    model = assemble(dict(preset="tiny", layers=1, dims=[2], channel_slots=SLOTS, base="extrap1", pretrained=str(path)))
+    assert torch.equal(model.correction_gain, torch.zeros(N_SLOTS))
 
 
 def test_the_gain_trains_under_adapters_and_is_saved_with_them(tmp_path):

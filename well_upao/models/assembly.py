@@ -157,6 +157,14 @@ def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
     own = model.state_dict()
     state = {k: v for k, v in payload["state_dict"].items() if k in own}
     source_base = migrated_base(payload["model"]["config"])
+    if source_base != model.config.get("base", "last") and not hasattr(model, "correction_gain"):
+        # only an extrapolation base has a gain to restart the correction from; a decoder trained for one base
+        # read as the correction of another would predict garbage
+        raise CheckpointError(
+            f"{path} was trained with prediction base {source_base!r}; this model's base "
+            f"{model.config.get('base')!r} cannot restart its correction from zero: set model.base={source_base} "
+            "(or extrap1 / extrap2, whose correction gain starts at zero)"
+        )
     if source_base != model.config.get("base", "last"):
         # the correction's gain is not part of a backbone trained with another base: it starts at zero, so the
         # adapted model starts from its own base (re-zeroed correction) and the trained decoder opens it

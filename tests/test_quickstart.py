@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from well_upao.models.assembly import assemble, shipped_backbone_path
 from well_upao.models.checkpoint import read_checkpoint
@@ -74,3 +75,17 @@ def test_the_verdict_compares_with_extrapolation_and_the_cost_matched_solver():
     assert line.startswith("UPAO + NSLoRA (mean paper VRMSE 0.2) beat extrap2 (0.3) and did not beat")
     assert line.endswith("did not beat the cost-matched solver (1e-05 at 1.0 ms per prediction; the model 30.0 ms).")
     assert "did not beat extrap2" in verdict([row(UPAO_ROW, 0.5), row("extrap2", 0.3)])
+
+
+def test_the_extrap2_backbone_is_shipped_and_is_the_quickstarts_default():
+    """`shipped_extrap2` resolves to a packaged backbone trained with base extrap2 (its correction gain trained away
+    from the fresh value 1), which loads into the quickstart's base; the quickstart adapts it by default."""
+    from well_upao.models.assembly import migrated_base, resolve_pretrained
+    from well_upao.quickstart import QuickstartConfig
+
+    payload = read_checkpoint(resolve_pretrained("shipped_extrap2"))
+    assert migrated_base(payload["model"]["config"]) == "extrap2"
+    assert not torch.equal(payload["state_dict"]["correction_gain"], torch.ones(18))
+    assert QuickstartConfig().backbone == "shipped_extrap2" and QuickstartConfig().base == "extrap2"
+    model = assemble(dict(preset="tiny", channel_slots=[0, 1], base="extrap2", pretrained="shipped_extrap2"))
+    assert torch.equal(model.correction_gain, payload["state_dict"]["correction_gain"])

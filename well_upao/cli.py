@@ -510,7 +510,10 @@ def _quickstart_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=42, help="seed of the data and the training order (42)")
     parser.add_argument(
-        "--backbone", default="shipped", help="backbone checkpoint to adapt (default: the shipped tiny backbone)"
+        "--backbone",
+        default="shipped_extrap2",
+        help="backbone to adapt: shipped_extrap2 (default: the tiny backbone pretrained with base extrap2), shipped "
+        "(the one pretrained with base last, re-zeroed for other bases) or a checkpoint path",
     )
     parser.set_defaults(handler=_run_quickstart)
 

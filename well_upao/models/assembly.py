@@ -3,7 +3,7 @@
 A backbone is described by one flat config (what the model factory receives and what checkpoints store in
 ``model.config``): the architecture (``NATransformer``'s constructor arguments), plus
 
-* ``pretrained``: a backbone checkpoint to start from (``"shipped"``: the packaged tiny backbone);
+* ``pretrained``: a backbone checkpoint to start from (``"shipped"`` / ``"shipped_extrap2"``: a packaged one);
 * ``adapter``: LoRA / NSLoRA settings (``well_upao.models.lora.ADAPTER_DEFAULTS``), or none;
 * ``dataset_name``: the dataset it is for (a label; the slots are in ``channel_slots``).
 
@@ -124,25 +124,28 @@ def check_architecture(model_config: dict, checkpoint_config: dict, path: str | 
         )
 
 
-#: the backbone pretrained by the project and shipped in the package (``model.pretrained=shipped``)
-SHIPPED_BACKBONE = "na_tiny_pretrained.pt"
+#: the backbones pretrained by the project and shipped in the package, by the name ``model.pretrained`` takes:
+#: ``shipped`` (base ``last``, the paper's residual in time) and ``shipped_extrap2`` (base ``extrap2``, same corpus,
+#: protocol and steps; better for the quickstart, reports/pretraining_comparison.md)
+SHIPPED_BACKBONES = {"shipped": "na_tiny_pretrained.pt", "shipped_extrap2": "na_tiny_extrap2.pt"}
+SHIPPED_BACKBONE = SHIPPED_BACKBONES["shipped"]
 
 
-def shipped_backbone_path() -> Path:
-    """Path of the shipped pretrained tiny backbone inside the installed package."""
+def shipped_backbone_path(name: str = "shipped") -> Path:
+    """Path of a shipped pretrained tiny backbone inside the installed package."""
     from importlib import resources
 
-    path = Path(str(resources.files("well_upao.weights") / SHIPPED_BACKBONE))
+    path = Path(str(resources.files("well_upao.weights") / SHIPPED_BACKBONES[name]))
     if not path.is_file():
         raise CheckpointError(f"the shipped backbone {path} is missing from this installation")
     return path
 
 
 def resolve_pretrained(path: str | Path | None) -> str | None:
-    """``"shipped"`` -> the packaged backbone's path; other values unchanged."""
+    """A shipped backbone's name (``shipped``, ``shipped_extrap2``) -> its path; other values unchanged."""
     if path is None or str(path) in ("", "null", "None"):
         return None
-    return str(shipped_backbone_path()) if str(path) == "shipped" else str(path)
+    return str(shipped_backbone_path(str(path))) if str(path) in SHIPPED_BACKBONES else str(path)
 
 
 def load_backbone_weights(model: nn.Module, path: str | Path) -> None:

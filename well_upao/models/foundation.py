@@ -145,7 +145,6 @@ class PDETransformerOneStep(nn.Module):
             self.net, self.patch_size, self.weights_origin = released.model, released.patch_size, "released"
         else:
             self.net = build_pde_transformer(self.history, size, self.patch_size, window_size, periodic, carrier_tokens)
-        self.levels = self.net.num_encoder_layers
         if weights is not None and not Path(weights).is_dir():
             self.load_state_dict(weights_file_state(weights))
             self.weights_origin = str(weights)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from reproduce import write_keeping_reading  # benchmarks/ is on the path of a script run from it
+
 from well_upao.data.datasets import slot_indices
 from well_upao.data.metadata import dataset_channel_names
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
@@ -46,14 +48,16 @@ def main() -> None:
 
     from well_upao.models.foundation import PDETransformerOneStep
 
-    pde_payloads = {label: read_checkpoint(path) for label, path in args.pde_transformer}
-    datasets = args.datasets or next(iter(pde_payloads.values()))["train"]["datasets"]
+    pde_payloads = [read_checkpoint(path) for _, path in args.pde_transformer]
+    if not args.datasets and not pde_payloads:
+        parser.error("name the --datasets (the default is a PDE-Transformer checkpoint's)")
+    datasets = args.datasets or pde_payloads[0]["train"]["datasets"]
+    na_configs = [read_checkpoint(resolve_pretrained(path))["model"]["config"] for _, path in args.na]
     rows = []
     for name in datasets:
         channels = dataset_channel_names(args.corpus, name)
         models = []
-        for label, path in args.na:
-            config = read_checkpoint(resolve_pretrained(path))["model"]["config"]
+        for (label, path), config in zip(args.na, na_configs, strict=True):
             model = na_transformer(
                 preset=config["preset"],
                 base=migrated_base(config),  # the prediction base the backbone was trained with
@@ -62,7 +66,7 @@ def main() -> None:
                 pretrained=path,
             )
             models.append(BackboneModel(label, model))
-        for (label, path), payload in zip(args.pde_transformer, pde_payloads.values(), strict=True):
+        for (label, path), payload in zip(args.pde_transformer, pde_payloads, strict=True):
             config = payload["model"]["config"]
             model = PDETransformerOneStep(
                 history=config["history"],
@@ -107,12 +111,7 @@ def main() -> None:
         "",
         *table,
     ]
-    reading = ""
-    if args.report.exists() and "## Reading" in args.report.read_text():
-        reading = "\n## Reading" + args.report.read_text().split("## Reading", 1)[1]
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text("\n".join(lines) + "\n" + reading)
-    print(f"wrote {args.report}")
+    write_keeping_reading(args.report, lines)
 
 
 if __name__ == "__main__":

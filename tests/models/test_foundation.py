@@ -168,6 +168,22 @@ def test_the_mixture_pde_transformer_is_the_harness_model_with_slots_as_channel_
 
 
 @needs_extra
+def test_pde_transformer_standardises_each_channel_over_its_history():
+    """u_{T+1} = mu + sigma * net((u - mu) / sigma) per channel: scaling and shifting a channel's history scales
+    and shifts its prediction alike and leaves the other channel's unchanged (raw scales never reach the net)."""
+    torch.manual_seed(0)
+    model = _foundation().PDETransformerOneStep(history=3, n_fields=2, channel_types=[4, 5], size="tiny").eval()
+    _randomize_output_layers(model)
+    frames = torch.randn(2, 3, 16, 16, 2)
+    moved = frames.clone()
+    moved[..., 0] = 250.0 * frames[..., 0] - 40.0
+    with torch.no_grad():
+        out, out_moved = model(_well_input(frames)), model(_well_input(moved))
+    torch.testing.assert_close(out_moved[:, 0], 250.0 * out[:, 0] - 40.0, rtol=1e-4, atol=0.05)  # float32 at x250
+    torch.testing.assert_close(out_moved[:, 1], out[:, 1], rtol=1e-4, atol=1e-4)  # rounding of channel 0 only
+
+
+@needs_extra
 def test_pde_transformer_pretrains_on_a_slot_mixture_and_its_weights_load_into_the_harness_model(tmp_path):
     """`--config-name pretrain_pde_transformer`: the pretraining loop with the next-frame loss on two 2D datasets of
     different channels; the checkpoint loads into `model=pde_transformer` (`model.weights=best.pt`) and predicts what

@@ -97,3 +97,44 @@ def test_one_frame_models_of_the_well_train_under_the_default_trainer(small_data
     assert "a one-frame model: training it with the supervised one-step loss" in result.stderr + result.stdout
     payload = read_checkpoint(harness.run_folders(tmp_path)[0] / "checkpoints" / "best.pt")
     assert payload["model"]["formatter"] == "channels_first_default"
+
+
+class _NextFrameOracle(torch.nn.Module):
+    """A one-frame slot model that knows the trajectory: u(t) = t * a, so it predicts frame T+1 exactly."""
+
+    one_frame = True
+
+    def __init__(self, pattern: torch.Tensor, persistence: bool = False):
+        super().__init__()
+        self.pattern, self.persistence = pattern, persistence
+        self.step = torch.nn.Parameter(torch.ones(()))  # something to differentiate
+
+    def forward(self, history: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        last = history[:, -1]
+        return (last if self.persistence else last + self.step * self.pattern) * mask
+
+
+def test_next_frame_loss_and_slot_predictor_read_frame_t_plus_1_of_the_active_slots():
+    """NextFrameSlotLoss compares the prediction with frame T+1 (zero for an oracle of the linear trajectory; the
+    squared increment, over active slots only, for persistence), and SlotModel feeds one-frame models the window."""
+    from types import SimpleNamespace
+
+    from well_upao.evaluate.predictors import SlotModel
+    from well_upao.trainers.shifted import NextFrameSlotLoss
+
+    pattern = torch.randn(8, 8, 18)
+    frames = torch.arange(5.0).view(1, 5, 1, 1, 1) * pattern  # (B=1, T=5, H, W, 18), u(t) = t * pattern
+    frames[..., 7] = 1e3 * torch.randn(1, 5, 8, 8)  # an inactive slot with wild values
+    mask = torch.zeros(18)
+    mask[[0, 4]] = 1
+    batch = {"input_fields": frames[:, :4], "output_fields": frames[:, 4:], "slot_mask": mask}
+    for persistence, expected in ((False, 0.0), (True, float((pattern[..., [0, 4]] ** 2).mean()))):
+        model = _NextFrameOracle(pattern, persistence)
+        loss = NextFrameSlotLoss()
+        loss.bind(SimpleNamespace(batch_frames=lambda b: torch.cat([b["input_fields"], b["output_fields"]], 1),
+                                  device=torch.device("cpu"), model=model))  # fmt: skip
+        value, logs = loss(batch)
+        torch.testing.assert_close(value.item(), expected, rtol=1e-5, atol=1e-6)
+        assert logs["mse_next"] == value.item()
+    prediction = SlotModel("oracle", _NextFrameOracle(pattern), mask).predict(frames[:, :4], None)
+    torch.testing.assert_close(prediction, frames[:, 4] * mask)

@@ -184,6 +184,12 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         payload = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as error:  # torch raises many types for damaged files
         raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
+    return check_payload(payload, path)
+
+
+def check_payload(payload: Any, path: str | Path) -> dict[str, Any]:
+    """``payload`` (what ``torch.load`` read from ``path``) if it is a well-upao checkpoint this code reads;
+    imports the modules its run named."""
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a well-upao checkpoint (no 'format': '{FORMAT}')")
     if payload.get("version") != VERSION:

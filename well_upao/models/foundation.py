@@ -261,11 +261,11 @@ def predict_next_frame(
 def weights_file_state(path: str | Path) -> dict[str, torch.Tensor]:
     """The state dict in ``path``: a plain ``torch.save``d state dict or a well-upao checkpoint (e.g. the
     ``best.pt`` of a ``pretrain_pde_transformer`` run, whose weights carry the same names)."""
-    loaded = torch.load(path, map_location="cpu", weights_only=False)
-    if isinstance(loaded, dict) and loaded.get("format") == "well-upao":
-        from well_upao.models.checkpoint import clean_state_dict, read_checkpoint
+    from well_upao.models.checkpoint import FORMAT, check_payload, clean_state_dict
 
-        return clean_state_dict(read_checkpoint(path)["state_dict"])
+    loaded = torch.load(path, map_location="cpu", weights_only=False)
+    if isinstance(loaded, dict) and loaded.get("format") == FORMAT:
+        return clean_state_dict(check_payload(loaded, path)["state_dict"])
     return loaded
 
 

@@ -91,8 +91,34 @@ def test_poseidon_reads_only_the_last_frame_and_the_constants():
         last[:, -1] += 1.0
         assert not torch.allclose(out, model(_well_input(last, constants)))
         assert not torch.allclose(out, model(_well_input(frames, constants + 1.0)))
-    with pytest.raises(ValueError, match="square"):
-        _foundation().PoseidonOneStep(history=3, n_fields=2, n_constant_fields=0, spatial_resolution=(16, 32))
+
+
+@needs_extra
+def test_poseidon_maps_a_rectangular_grid_as_independent_square_tiles():
+    """The paper's construction for non-square sets: a 16 x 48 field is three 16^2 samples, each mapped by the
+    same network as a square model would map it alone; a grid that does not split into squares is refused."""
+    foundation = _foundation()
+    torch.manual_seed(0)
+    wide = foundation.PoseidonOneStep(
+        history=2, n_fields=2, n_constant_fields=1, spatial_resolution=(16, 48), size="tiny"
+    ).eval()
+    square = foundation.PoseidonOneStep(
+        history=2, n_fields=2, n_constant_fields=1, spatial_resolution=(16, 16), size="tiny"
+    ).eval()
+    square.load_state_dict(wide.state_dict())
+    frames, constants = torch.randn(1, 2, 16, 48, 2), torch.randn(1, 16, 48, 1)
+    with torch.no_grad():
+        out = wide(_well_input(frames, constants))
+        assert out.shape == (1, 2, 16, 48)
+        for k in range(3):
+            part = slice(16 * k, 16 * (k + 1))
+            alone = square(_well_input(frames[:, :, :, part], constants[:, :, part]))
+            torch.testing.assert_close(out[..., part], alone, rtol=1e-5, atol=1e-6)
+        assert not torch.allclose(out[..., :16], out[..., 16:32])  # not one tile broadcast
+    with pytest.raises(ValueError, match="16 x 24 grid does not split into 16 x 16 tiles"):
+        foundation.PoseidonOneStep(history=2, n_fields=2, n_constant_fields=0, spatial_resolution=(16, 24))
+    with pytest.raises(ValueError, match="built for 16 x 16 tiles"):
+        wide(torch.randn(1, 5, 16, 40))
 
 
 @needs_extra

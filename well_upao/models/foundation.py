@@ -10,7 +10,9 @@ frame ``(B, C, H, W)``, so ``trainer=shifted`` / ``supervised`` train them with 
   channel type, here the channel's slot of our 18-slot table (a released checkpoint's own channel ids can be
   given instead). Constant fields are not read (the model has no stream for them).
 * :class:`PoseidonOneStep`: scOT maps the current state ``u(t)`` and a lead time to ``u(t + lead)``; as the paper
-  says, it reads no history: only the last input frame (and the constant fields). Square grids only.
+  says, it reads no history: only the last input frame (and the constant fields). It takes square inputs: a
+  rectangular grid whose longer side is a multiple of the shorter is cut into non-overlapping square tiles, each
+  mapped as an independent sample (the paper's construction for Rayleigh-Benard and shear flow).
 
 Released checkpoints load from a local directory (``weights=PATH``; nothing is downloaded: the Hugging Face
 libraries run offline). Importing ``pdetransformer`` as a package would also import its data loaders, which fetch a
@@ -28,6 +30,7 @@ import types
 from pathlib import Path
 
 import torch
+from einops import rearrange
 from torch import nn
 
 #: added to every channel's standard deviation over the history (constant channels stay finite)
@@ -274,7 +277,9 @@ class PoseidonOneStep(nn.Module):
 
     ``size``: ``T`` / ``B`` / ``L`` (the released configurations) or ``tiny``; ``lead_time`` is the time input of
     the continuous-in-time operator for one step; ``weights``: ``None``, a local directory with a released
-    checkpoint (``config.json`` + weights; its channel counts must match), or a ``.pt`` state dict.
+    checkpoint (``config.json`` + weights; its channel counts must match), or a ``.pt`` state dict. A rectangular
+    grid is mapped as square tiles (:func:`square_tile`: the released checkpoint's grid, else the shorter side),
+    each an independent sample, and reassembled.
     """
 
     def __init__(
@@ -293,11 +298,6 @@ class PoseidonOneStep(nn.Module):
         super().__init__()
         _check_2d(n_spatial_dims, "Poseidon")
         height, width = spatial_resolution
-        if height != width:
-            raise ValueError(
-                f"Poseidon takes square grids; this dataset is {height} x {width} (the paper tiles such fields "
-                "into square patches, which this wrapper does not)"
-            )
         scot = pdetransformer_module("core.mixed_channels.scot")
         self.history, self.n_fields, self.n_constant_fields = int(history), int(n_fields), int(n_constant_fields)
         self.lead_time = float(lead_time)
@@ -305,6 +305,7 @@ class PoseidonOneStep(nn.Module):
         if weights is not None and Path(weights).is_dir():
             self.net = scot.ScOT.from_pretrained(weights, local_files_only=True)
             self.weights_origin = "released"
+            self.tile = square_tile(height, width, self.net.config.image_size)  # the grid it was trained on
             wanted = (self.n_fields + self.n_constant_fields, self.n_fields)
             found = (self.net.config.num_channels, self.net.config.num_out_channels)
             if found != wanted:
@@ -315,9 +316,10 @@ class PoseidonOneStep(nn.Module):
         else:
             if size != "tiny" and size not in scot.MODEL_MAP:
                 raise ValueError(f"Poseidon size must be one of {sorted(scot.MODEL_MAP)} or tiny, got {size!r}")
+            self.tile = square_tile(height, width)
             settings = dict(POSEIDON_TINY if size == "tiny" else scot.MODEL_MAP[size])  # a copy: never edit theirs
             settings.update(
-                image_size=height,
+                image_size=self.tile,
                 patch_size=patch_size,
                 num_channels=self.n_fields + self.n_constant_fields,
                 num_out_channels=self.n_fields,
@@ -331,5 +333,25 @@ class PoseidonOneStep(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         last = _split_history(x, self.history, self.n_fields)[:, -1]
         constants = x[:, self.history * self.n_fields :]
-        time = torch.full((x.shape[0],), self.lead_time, device=x.device, dtype=x.dtype)
-        return self.net(pixel_values=torch.cat([last, constants], dim=1), time=time).output
+        height, width = x.shape[-2:]
+        if height % self.tile or width % self.tile:
+            raise ValueError(f"Poseidon was built for {self.tile} x {self.tile} tiles; got a {height} x {width} grid")
+        rows, cols = height // self.tile, width // self.tile
+        tiles = rearrange(
+            torch.cat([last, constants], dim=1), "b c (r h) (s w) -> (b r s) c h w", r=rows, s=cols
+        )  # each tile an independent sample
+        time = torch.full((tiles.shape[0],), self.lead_time, device=x.device, dtype=x.dtype)
+        output = self.net(pixel_values=tiles, time=time).output
+        return rearrange(output, "(b r s) c h w -> b c (r h) (s w)", r=rows, s=cols)
+
+
+def square_tile(height: int, width: int, side: int | None = None) -> int:
+    """The side of the square tiles Poseidon maps a ``height x width`` grid in: ``side`` (a released checkpoint's
+    grid) or else the shorter side; both sides must be multiples of it (the paper, with Poseidon-B's 128^2:
+    Rayleigh-Benard 512 x 128 -> four tiles, shear flow 512 x 256 -> eight)."""
+    tile = int(side) if side is not None else min(height, width)
+    if height % tile or width % tile:
+        raise ValueError(
+            f"Poseidon takes square inputs, and a {height} x {width} grid does not split into {tile} x {tile} tiles"
+        )
+    return tile

@@ -236,10 +236,20 @@ def minutes_per_run(args: argparse.Namespace, rows: list) -> float:
     return args.budget_minutes / (len(args.datasets) * len(args.strides) * len(rows))
 
 
+#: which row name each run folder name was given to in this process (two rows must never share a folder)
+TAG_OWNERS: dict[str, str] = {}
+
+
 def run_tag(dataset: str, stride: int, name: str) -> str:
-    """A run's folder name: only letters, digits, `_` and `-` (a `,` or `=` would break Hydra's override parser)."""
+    """A run's folder name: only letters, digits, `_` and `-` (a `,` or `=` would break Hydra's override parser),
+    without a trailing parenthetical; refused when another row already owns it (`--resume` would read one row's
+    run as the other's)."""
     short = name.split(" (")[0].replace("+", "plus")
-    return f"{dataset}-s{stride}-" + re.sub(r"[^A-Za-z0-9_-]+", "_", short).strip("_")
+    tag = f"{dataset}-s{stride}-" + re.sub(r"[^A-Za-z0-9_-]+", "_", short).strip("_")
+    owner = TAG_OWNERS.setdefault(tag, name)
+    if owner != name:
+        raise ValueError(f"rows {owner!r} and {name!r} would share the run folder {tag}: rename one")
+    return tag
 
 
 def run(command: list[str], log: Path, env: dict) -> float:
@@ -318,8 +328,8 @@ def foundation_rows(weights: Path | None) -> list[tuple[str, list[str]]]:
     if weights is None:
         return []
     return [
-        ("PDE-Transformer UPAO (random weights)", FM_UPAO),
-        ("PDE-Transformer UPAO (our corpus)", [*FM_UPAO, f"model.weights={weights.resolve()}"]),
+        ("PDE-Transformer UPAO, random weights", FM_UPAO),
+        ("PDE-Transformer UPAO, our corpus weights", [*FM_UPAO, f"model.weights={weights.resolve()}"]),
     ]
 
 

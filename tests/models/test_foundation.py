@@ -5,6 +5,8 @@ runs them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import harness_command as harness
 import pytest
 import torch
@@ -148,7 +150,7 @@ def test_released_checkpoints_load_from_a_local_directory(tmp_path):
 
 
 @needs_extra
-def test_pde_transformer_trains_with_upao_through_the_harness(small_datasets, tmp_path):
+def test_pde_transformer_trains_with_upao_through_the_harness(small_datasets, tmp_path, monkeypatch):
     """`model=pde_transformer trainer=upao data=burgers2d` (issue 17's command, tiny size): no interior labels, the
     one-frame path; and Poseidon supervised on tg2d (`model=poseidon`)."""
     upao = harness.run_harness(
@@ -160,11 +162,37 @@ def test_pde_transformer_trains_with_upao_through_the_harness(small_datasets, tm
     runs = harness.run_folders(tmp_path)
     assert len(runs) == 1 and "PDETransformer" in runs[0].parent.name
     assert (runs[0] / "checkpoints" / "best.pt").exists()
+    _check_the_checkpoint_rebuilds_its_model(runs[0], small_datasets, monkeypatch)
     supervised = harness.run_harness(
         tmp_path, small_datasets, "model=poseidon", "model.size=tiny", "trainer=supervised", "data=tg2d", *harness.FAST
     )
     assert supervised.returncode == 0, supervised.stderr[-3000:]
     assert any("Poseidon" in run.parent.name for run in harness.run_folders(tmp_path))
+
+
+def _check_the_checkpoint_rebuilds_its_model(run, data_root, monkeypatch):
+    """`well-upao evaluate`'s loader rebuilds the model from the checkpoint alone (its Hydra node is stored with the
+    dataset's name and root resolved), and from a checkpoint whose node still reads `${data.*}` (written before) via
+    the run's extended_config.yaml; away from its run such a checkpoint is refused by name."""
+    from omegaconf import OmegaConf
+
+    from well_upao.models.assembly import load_model
+    from well_upao.models.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+
+    best = run / "checkpoints" / "best.pt"
+    payload = read_checkpoint(best)
+    assert payload["model"]["hydra"]["dataset_name"] == "burgers2d"
+    assert Path(payload["model"]["hydra"]["well_base_path"]).is_absolute()
+    reference = load_model(best).state_dict()
+    payload["model"]["hydra"] = OmegaConf.to_container(OmegaConf.load(run / "extended_config.yaml").model)
+    assert payload["model"]["hydra"]["dataset_name"] == "${data.well_dataset_name}"
+    save_checkpoint(run / "checkpoints" / "unresolved.pt", payload)
+    monkeypatch.setenv("WELL_BASE_PATH", str(data_root))  # the run's config reads its data root from there
+    rebuilt = load_model(run / "checkpoints" / "unresolved.pt").state_dict()
+    assert rebuilt.keys() == reference.keys() and all(torch.equal(rebuilt[k], reference[k]) for k in reference)
+    save_checkpoint(run / "unresolved.pt", payload)
+    with pytest.raises(CheckpointError, match=r"extended_config\.yaml is not beside"):
+        load_model(run / "unresolved.pt")
 
 
 @needs_extra

@@ -102,9 +102,33 @@ def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
     return assemble(config)
 
 
+#: the run's composed configuration, saved by the Well's harness beside ``checkpoints/``
+RUN_CONFIG = "extended_config.yaml"
+
+
+def resolve_hydra_node(payload: dict[str, Any], path: str | Path) -> None:
+    """Resolve interpolations (e.g. ``${data.well_dataset_name}``) left in a harness model's stored Hydra node
+    against the run's ``extended_config.yaml`` (checkpoints written before nodes were stored resolved)."""
+    import json
+
+    node = payload["model"].get("hydra")
+    if not node or "${" not in json.dumps(node):
+        return
+    config_file = Path(path).resolve().parent.parent / RUN_CONFIG
+    if not config_file.is_file():
+        raise CheckpointError(
+            f"{path} describes its model with unresolved interpolations and its run's {RUN_CONFIG} is not beside "
+            "its checkpoints/ folder to resolve them"
+        )
+    from omegaconf import OmegaConf
+
+    payload["model"]["hydra"] = OmegaConf.to_container(OmegaConf.load(config_file).model, resolve=True)
+
+
 def load_model(path: str | Path, **overrides) -> nn.Module:
     """Rebuild a model from the checkpoint file (and, for slim adapter files, its backbone) and load it."""
     payload = read_checkpoint(path)
+    resolve_hydra_node(payload, path)
     model = build_model(payload, **overrides)
     load_state(model, payload, path)
     return model

@@ -80,6 +80,23 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: flo
     return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def model_node(run_config) -> dict[str, Any]:
+    """The run's ``model`` node as plain data, its interpolations (``${data.well_dataset_name}``, ...) resolved
+    against the whole run configuration and a relative ``well_base_path`` made absolute, so the checkpoint rebuilds
+    the model alone from any directory; left as written where one cannot be resolved outside the run (a
+    ``${hydra:...}`` resolver)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        node = OmegaConf.to_container(run_config.model, resolve=True)
+    except OmegaConfBaseException:
+        return OmegaConf.to_container(run_config.model, resolve=False)
+    if isinstance(node.get("well_base_path"), str):
+        node["well_base_path"] = os.path.abspath(node["well_base_path"])
+    return node
+
+
 class TrainingLoss:
     """One objective of the loop, bound to its trainer (:meth:`bind`), which it may read (model, device, data)."""
 
@@ -503,9 +520,9 @@ class Trainer(WellTrainer):
         if not getattr(self.bare_model, "config", None) and os.path.isfile(config_file):
             from omegaconf import OmegaConf
 
-            node = OmegaConf.load(config_file).get("model")
-            if node is not None:
-                description["hydra"] = OmegaConf.to_container(node, resolve=False)
+            run_config = OmegaConf.load(config_file)
+            if run_config.get("model") is not None:
+                description["hydra"] = model_node(run_config)
         return description
 
     def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:

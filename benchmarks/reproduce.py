@@ -124,6 +124,9 @@ PRETRAINED = ["trainer=upao", "model.pretrained=shipped", *SHORT_RUN]
 LAMBDA_BC = ("1e2", "1e3", "1e4", "1e5")
 #: the paper's warm-up where its switch fires within a row: one stalled validation, then the NS forward
 WARMUP_SWITCH = ["trainer.nslora_schedule=warmup", "trainer.switch_patience=1"]
+#: both rows of the warm-up pair validate every 10 batches: a row's budget is about one full epoch at 64^2, too few
+#: validations for a stall (the switch never fired with whole epochs)
+WARMUP_EPOCHS = ["trainer.epoch_steps=10"]
 ABLATION_ROWS = [
     *[
         (
@@ -134,8 +137,8 @@ ABLATION_ROWS = [
     ],
     ("UPAO full finetuning", ["model=na", *PRETRAINED]),
     ("UPAO from scratch (full, random init)", ["model=na", "trainer=upao", "model.pretrained=null", *SHORT_RUN]),
-    ("UPAO + LoRA, warm-up run", ["model=na_lora", *PRETRAINED]),
-    ("UPAO + NSLoRA, after the same warm-up", ["model=na_nslora", *PRETRAINED, *WARMUP_SWITCH]),
+    ("UPAO + LoRA, warm-up run", ["model=na_lora", *PRETRAINED, *WARMUP_EPOCHS]),
+    ("UPAO + NSLoRA, after the same warm-up", ["model=na_nslora", *PRETRAINED, *WARMUP_EPOCHS, *WARMUP_SWITCH]),
 ]
 #: the paper's ablation tables (VRMSE, its definition, stride 1, 256^2) by row: "boundary weight sensitivity",
 #: "LoRA versus full finetuning", "effect of pretraining", "NSLoRA vs standard LoRA" (--- where not run)

@@ -138,3 +138,20 @@ def test_next_frame_loss_and_slot_predictor_read_frame_t_plus_1_of_the_active_sl
         assert logs["mse_next"] == value.item()
     prediction = SlotModel("oracle", _NextFrameOracle(pattern), mask).predict(frames[:, :4], None)
     torch.testing.assert_close(prediction, frames[:, 4] * mask)
+
+
+def test_epoch_steps_ends_each_epoch_after_that_many_batches(small_datasets, tmp_path):
+    """`trainer.epoch_steps=2` over 3 epochs: exactly 6 optimizer steps and 3 validations, where the whole training
+    set is more batches than that (a short run gets more selection and switch points)."""
+    fno = ["experiment=fno", "data=burgers2d", "model.modes1=4", "model.modes2=4", "model.hidden_channels=8"]
+    fast = [o for o in harness.FAST if not o.startswith("trainer.epochs=")]
+    result = harness.run_harness(
+        tmp_path, small_datasets, *fno, *fast, "trainer.epochs=3", "trainer.epoch_steps=2", "trainer.patience=0"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = harness.run_folders(tmp_path)[0]
+    payload = read_checkpoint(run / "checkpoints" / "recent.pt")
+    assert payload["train"]["global_step"] == 6
+    epochs = [line for line in (run / "artifacts" / "metrics.jsonl").read_text().splitlines() if "train_loss" in line]
+    assert len(epochs) == 3
+    assert "epoch 1: train loss" in result.stderr + result.stdout

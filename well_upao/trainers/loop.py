@@ -157,7 +157,9 @@ class Trainer(WellTrainer):
     ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
     budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
-    ``max_steps`` (stop after that many optimizer steps), ``init_from`` (another run's checkpoint to start from,
+    ``max_steps`` (stop after that many optimizer steps), ``epoch_steps`` (end each epoch after that many
+    batches of the shuffled training set: more validations, hence selection and switch points, in a short run),
+    ``init_from`` (another run's checkpoint to start from,
     see :meth:`initialize_from`), ``validate_start`` (the untrained model is the first candidate of the selection,
     :meth:`validate_untrained`), ``checkpoint_steps`` / ``checkpoint_minutes`` (also
     save ``recent.pt`` inside epochs, every that many steps / minutes: rerunning resumes mid-epoch),
@@ -177,6 +179,7 @@ class Trainer(WellTrainer):
         patience: int = 0,
         max_minutes: float | None = None,
         max_steps: int | None = None,
+        epoch_steps: int | None = None,
         checkpoint_steps: int | None = None,
         checkpoint_minutes: float | None = None,
         progress: bool = True,
@@ -199,6 +202,9 @@ class Trainer(WellTrainer):
         self.max_seconds = None if max_minutes is None else 60.0 * float(max_minutes)
         self.deadline: float | None = None
         self.max_steps = None if max_steps is None else int(max_steps)
+        if epoch_steps is not None and int(epoch_steps) < 1:
+            raise ValueError(f"trainer.epoch_steps must be a positive number of batches, got {epoch_steps}")
+        self.epoch_steps = None if epoch_steps is None else int(epoch_steps)
         self.started = time.time()
         self.epochs_without_improvement = 0
         self.progress = bool(progress)
@@ -268,7 +274,8 @@ class Trainer(WellTrainer):
     def train_one_epoch(self, epoch: int, dataloader) -> tuple[float, dict[str, Any]]:
         """One epoch of optimizer steps (continuing an interrupted epoch from its resume point)."""
         self.model.train()
-        self._ensure_scheduler(len(dataloader))
+        batches = len(dataloader) if self.epoch_steps is None else min(len(dataloader), self.epoch_steps)
+        self._ensure_scheduler(batches)
         resumed = self.resume_point if self.resume_point and self.resume_point["epoch"] == epoch else None
         self.resume_point = None
         done = resumed["batches"] if resumed else 0
@@ -280,7 +287,7 @@ class Trainer(WellTrainer):
         start = time.time()
         bar = tqdm(dataloader, desc=f"epoch {epoch}/{self.max_epoch}", leave=False, disable=not self.progress)
         for batch in bar:
-            if self.should_stop():
+            if self.should_stop() or steps >= batches:
                 break
             steps += 1
             with torch.autocast(self.device.type, enabled=self.enable_amp, dtype=self.amp_type):

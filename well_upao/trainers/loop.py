@@ -285,7 +285,9 @@ class Trainer(WellTrainer):
         epoch_loss = resumed["loss_sum"] if resumed else 0.0
         steps = done
         start = time.time()
-        bar = tqdm(dataloader, desc=f"epoch {epoch}/{self.max_epoch}", leave=False, disable=not self.progress)
+        bar = tqdm(
+            dataloader, desc=f"epoch {epoch}/{self.max_epoch}", total=batches, leave=False, disable=not self.progress
+        )
         for batch in bar:
             if self.should_stop() or steps >= batches:
                 break

@@ -142,7 +142,8 @@ def test_next_frame_loss_and_slot_predictor_read_frame_t_plus_1_of_the_active_sl
 
 def test_epoch_steps_ends_each_epoch_after_that_many_batches(small_datasets, tmp_path):
     """`trainer.epoch_steps=2` over 3 epochs: exactly 6 optimizer steps and 3 validations, where the whole training
-    set is more batches than that (a short run gets more selection and switch points)."""
+    set is more batches than that (5 trajectories x 4 windows = 10 batches of 2; a short run gets more selection and
+    switch points)."""
     fno = ["experiment=fno", "data=burgers2d", "model.modes1=4", "model.modes2=4", "model.hidden_channels=8"]
     fast = [o for o in harness.FAST if not o.startswith("trainer.epochs=")]
     result = harness.run_harness(

@@ -18,7 +18,9 @@ old commands): :func:`migrate_config` takes them out, and the model factory hand
 from __future__ import annotations
 
 import importlib
+import json
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -106,11 +108,26 @@ def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
 RUN_CONFIG = "extended_config.yaml"
 
 
+def resolved_model_node(run_config) -> dict[str, Any]:
+    """A run's ``model`` node as plain data, its interpolations (``${data.well_dataset_name}``, ...) resolved
+    against the whole run configuration and a relative ``well_base_path`` made absolute, so the checkpoint rebuilds
+    the model alone from any directory; left as written where one cannot be resolved outside the run (a
+    ``${hydra:...}`` resolver)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        node = OmegaConf.to_container(run_config.model, resolve=True)
+    except OmegaConfBaseException:
+        return OmegaConf.to_container(run_config.model, resolve=False)
+    if isinstance(node.get("well_base_path"), str):
+        node["well_base_path"] = os.path.abspath(node["well_base_path"])
+    return node
+
+
 def resolve_hydra_node(payload: dict[str, Any], path: str | Path) -> None:
     """Resolve interpolations (e.g. ``${data.well_dataset_name}``) left in a harness model's stored Hydra node
     against the run's ``extended_config.yaml`` (checkpoints written before nodes were stored resolved)."""
-    import json
-
     node = payload["model"].get("hydra")
     if not node or "${" not in json.dumps(node):
         return
@@ -122,7 +139,7 @@ def resolve_hydra_node(payload: dict[str, Any], path: str | Path) -> None:
         )
     from omegaconf import OmegaConf
 
-    payload["model"]["hydra"] = OmegaConf.to_container(OmegaConf.load(config_file).model, resolve=True)
+    payload["model"]["hydra"] = resolved_model_node(OmegaConf.load(config_file))
 
 
 def load_model(path: str | Path, **overrides) -> nn.Module:

@@ -37,6 +37,7 @@ from well_upao.data.atomic import atomic_write_text
 from well_upao.data.slots import N_SLOTS
 from well_upao.distributed import is_main_process
 from well_upao.harness.well_trainer import WellTrainer
+from well_upao.models.assembly import resolved_model_node
 from well_upao.models.checkpoint import (
     CheckpointError,
     build_payload,
@@ -78,23 +79,6 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: flo
         return (step + 1) / warmup_steps
     progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
     return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def model_node(run_config) -> dict[str, Any]:
-    """The run's ``model`` node as plain data, its interpolations (``${data.well_dataset_name}``, ...) resolved
-    against the whole run configuration and a relative ``well_base_path`` made absolute, so the checkpoint rebuilds
-    the model alone from any directory; left as written where one cannot be resolved outside the run (a
-    ``${hydra:...}`` resolver)."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    try:
-        node = OmegaConf.to_container(run_config.model, resolve=True)
-    except OmegaConfBaseException:
-        return OmegaConf.to_container(run_config.model, resolve=False)
-    if isinstance(node.get("well_base_path"), str):
-        node["well_base_path"] = os.path.abspath(node["well_base_path"])
-    return node
 
 
 class TrainingLoss:
@@ -531,7 +515,7 @@ class Trainer(WellTrainer):
 
             run_config = OmegaConf.load(config_file)
             if run_config.get("model") is not None:
-                description["hydra"] = model_node(run_config)
+                description["hydra"] = resolved_model_node(run_config)
         return description
 
     def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:

@@ -24,13 +24,14 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from well_upao.harness.mixture import MixtureDataModule
+from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers.shifted import masked_mse
 
 
 def step_function(model: torch.nn.Module):
     """One optimizer step of the pretraining loss of ``model`` on a slot batch; returns its duration in seconds."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.01)
-    one_frame = getattr(model, "one_frame", False)
+    one_frame = not is_sequence_model(model)
 
     def step(frames: torch.Tensor, mask: torch.Tensor) -> float:
         start = time.perf_counter()

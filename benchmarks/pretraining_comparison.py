@@ -18,7 +18,7 @@ from pathlib import Path
 from reproduce import write_keeping_reading  # benchmarks/ is on the path of a script run from it
 
 from well_upao.data.datasets import slot_indices
-from well_upao.data.metadata import dataset_channel_names
+from well_upao.data.source import WellSource
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.harness.model_factory import na_transformer
@@ -55,7 +55,7 @@ def main() -> None:
     na_configs = [read_checkpoint(resolve_pretrained(path))["model"]["config"] for _, path in args.na]
     rows = []
     for name in datasets:
-        channels = dataset_channel_names(args.corpus, name)
+        channels = WellSource(args.corpus, name).channels
         models = []
         for (label, path), config in zip(args.na, na_configs, strict=True):
             model = na_transformer(
@@ -81,8 +81,9 @@ def main() -> None:
             )
             models.append(HarnessModel(label, model, "channels_first_default", config["history"]))
         request = EvaluationRequest(
-            args.corpus, name, rollout_steps=5, max_trajectories=args.max_trajectories, out=None, progress=False
-        )
+            args.corpus, name, history=8, rollout_steps=5, max_trajectories=args.max_trajectories, out=None,
+            progress=False,
+        )  # fmt: skip
         evaluation = run_evaluation(request, models=models).evaluation
         for score in evaluation.scores:
             rows.append((name, score.name, score.mean_paper, score.mean_well, score.rollout_vrmse_well[-1]))

@@ -26,9 +26,10 @@ import torch
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from well_upao.evaluate.floor import ObservedFrames, relative_residuals
+from well_upao.data.source import ObservedFrames
 from well_upao.families.replicas import gray_scott, rayleigh_benard, shear_flow
 from well_upao.families.replicas.families import REPLICAS
+from well_upao.physics.floor import relative_residuals
 
 #: (dataset, parameter set index, frame shown)
 SHOWN = {"gray_scott_reaction_diffusion": (2, -1), "shear_flow": (1, 100), "rayleigh_benard": (0, 100)}

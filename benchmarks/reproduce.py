@@ -342,7 +342,7 @@ def run_transfer_study(args: argparse.Namespace) -> None:
     (the best subset of its channels, ``evaluate --zero-shot-from``; "---" with fewer source than target channels)
     and UPAO finetuning from it (``trainer.init_from``, missing channels zero); our backbone's zero-shot and UPAO
     beside them; classical rows per target."""
-    from well_upao.data.metadata import dataset_channel_names
+    from well_upao.data.source import WellSource
 
     out = args.out.resolve()
     base = out / "datasets"
@@ -354,7 +354,7 @@ def run_transfer_study(args: argparse.Namespace) -> None:
     commands: dict[tuple, str] = {}
     for dataset in datasets:
         ensure_dataset(args, dataset, base, env)
-    channels = {d: len(dataset_channel_names(base, d)) for d in datasets}
+    channels = {d: len(WellSource(base, d).channels) for d in datasets}
     trained: dict[tuple, Path] = {}
     for model, experiment in TRANSFER_MODELS.items():
         for source in datasets:

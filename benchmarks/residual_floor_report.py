@@ -18,8 +18,9 @@ import torch
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.data.replicas import ReplicaRequest, generate_replica
+from well_upao.data.source import WellSource
 from well_upao.datasets_exact import EXACT_PDES
-from well_upao.evaluate.floor import best_row, fit_constants, floor_table, observed_window
+from well_upao.physics.floor import best_row, fit_constants, floor_rows
 from well_upao.physics.residual import SCHEMES
 
 STRIDES = (1, 5)
@@ -68,10 +69,11 @@ def main() -> None:
     ]
     fits = []
     for name in names:
-        files = sorted((args.work / name / "data" / "train").glob("*.hdf5"))
+        source = WellSource(args.work, name)
         for stride in STRIDES:
             try:
-                rows = floor_table(files, [stride], max_trajectories=4, max_frames=12)
+                observed = source.observed(stride, max_trajectories=4, max_frames=12)
+                rows = floor_rows(observed, stride)
             except ValueError as error:
                 lines.append(f"| {name} | {stride} | {error} |" + " |" * (len(columns) - 1))
                 continue
@@ -84,7 +86,6 @@ def main() -> None:
                 cells.append(f"**{text}**" if row is best else text)
             lines.append(f"| {name} | {stride} | " + " | ".join(cells) + " |")
             if name == "gray_scott_reaction_diffusion":
-                observed = observed_window(files, stride, 4, 12)
                 fitted = fit_constants(observed, ["delta_A", "delta_B"], best.derivative, best.scheme)
                 fits.append((stride, best, fitted))
     lines += [

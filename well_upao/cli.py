@@ -365,7 +365,12 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
         help="Well base path (default: the run's, else $WELL_BASE_PATH or ./datasets)",
     )
     parser.add_argument("--split", default="valid", choices=["train", "valid", "test"])
-    parser.add_argument("--history", type=int, help="input frames per prediction (default: the run's, else 8)")
+    parser.add_argument(
+        "--history",
+        type=int,
+        help="frames before each scored frame (default: the longest history of the rows, else 8); every row reads "
+        "the history its run trained with, and all rows are scored on the same frames",
+    )
     parser.add_argument(
         "--stride", type=int, help="time stride between frames, the Well's dt_stride (default: the run's, else 1)"
     )
@@ -392,25 +397,23 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
-    import os
-
-    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation, run_settings
+    from well_upao.data.source import default_base_path
+    from well_upao.evaluate.pipeline import EvaluationRequest, RunCheckpoint, run_evaluation
     from well_upao.evaluate.protocol import ProtocolError
     from well_upao.evaluate.run import EvaluationError
     from well_upao.models.checkpoint import CheckpointError
 
-    checkpoints = labelled_checkpoints(args.checkpoints)
-    runs = [run_settings(path) for _, path in checkpoints]  # also imports each run's data.imports
-    run = runs[0] if runs else {}
+    # reading a checkpoint imports the modules its run named in data.imports (a user's datasets)
+    checkpoints = [RunCheckpoint.read(label, path) for label, path in labelled_checkpoints(args.checkpoints)]
+    run = checkpoints[0].settings if checkpoints else {}
     dataset = args.data or run.get("dataset")
     if dataset is None:
         raise CommandError("--data is required when no run (or checkpoint that names its dataset) is given")
-    default_base = Path(os.environ.get("WELL_BASE_PATH", "datasets"))
     request = EvaluationRequest(
-        base=args.base_path or (run.get("base") if dataset == run.get("dataset") else None) or default_base,
+        base=args.base_path or (run.get("base") if dataset == run.get("dataset") else None) or default_base_path(),
         dataset=dataset,
         split=args.split,
-        history=args.history or run.get("history") or 8,
+        history=args.history,
         stride=args.stride or run.get("stride") or 1,
         rollout_steps=args.rollout_steps,
         max_trajectories=args.max_trajectories,
@@ -656,32 +659,33 @@ def _residual_floor_parser(sub: argparse._SubParsersAction) -> None:
 
 def _run_residual_floor(args: argparse.Namespace) -> int:
     import json
-    import os
     from dataclasses import asdict
 
-    from well_upao.evaluate.floor import best_row, fit_constants, floor_markdown, floor_table, observed_window
-    from well_upao.physics.pdes import PDE_REGISTRY
+    from well_upao.data.source import WellSource, default_base_path
+    from well_upao.physics.floor import best_row, fit_constants, floor_markdown, floor_rows
+    from well_upao.physics.pdes import pde_for_dataset
 
-    base = args.base_path or Path(os.environ.get("WELL_BASE_PATH", "datasets"))
-    directory = base / args.data / "data" / args.split
-    files = sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
-    if not files:
-        raise CommandError(f"no HDF5 files in {directory}")
-    if args.data not in PDE_REGISTRY:
-        raise CommandError(f"no PDE registered for {args.data!r} (register one, and name its module with --imports)")
+    source = WellSource(args.base_path or default_base_path(), args.data, args.split)
+    _ = source.files  # a clear error when the split is missing
+    try:
+        pde = pde_for_dataset(args.data)
+    except KeyError as error:
+        raise CommandError(
+            f"no PDE registered for {args.data!r} (register one with its dataset, and name its module with --imports)"
+        ) from error
     if min(args.stride) < 1 or args.max_frames < 3 or args.max_trajectories < 1:
         raise CommandError("--stride must be >= 1, --max-frames >= 3 and --max-trajectories >= 1")
     try:
-        rows = floor_table(files, args.stride, args.max_trajectories, args.max_frames)
-    except ValueError as error:
-        raise CommandError(str(error)) from error
+        observed = {s: source.observed(s, args.max_trajectories, args.max_frames) for s in args.stride}
+        rows = [row for stride, frames in observed.items() for row in floor_rows(frames, stride, pde)]
+    except (ValueError, KeyError) as error:
+        raise CommandError(str(error).strip("'\"")) from error
     print(floor_markdown(rows, args.data))
     fits = []
     for stride in args.stride if args.fit else []:
         best = best_row(rows, stride)
-        observed = observed_window(files, stride, args.max_trajectories, args.max_frames)
         try:
-            fitted = fit_constants(observed, args.fit, best.derivative, best.scheme)
+            fitted = fit_constants(observed[stride], args.fit, best.derivative, best.scheme, pde)
         except ValueError as error:
             raise CommandError(str(error)) from error
         fits.append({"stride": stride, "derivative": best.derivative, "scheme": best.scheme, **asdict(fitted)})
@@ -739,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
     from well_upao.data.atomic import OutputExistsError
     from well_upao.data.datasets import UserModuleError, import_modules
     from well_upao.data.generate import GenerationError
+    from well_upao.data.source import DatasetNotFoundError
     from well_upao.models.checkpoint import CheckpointError
 
     parser = build_parser()
@@ -757,7 +762,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         if args.debug:
             raise
-        if isinstance(error, CommandError | GenerationError | OutputExistsError | UserModuleError | CheckpointError):
+        bad_input = (CommandError, GenerationError, OutputExistsError, UserModuleError, CheckpointError)
+        if isinstance(error, (*bad_input, DatasetNotFoundError)):
             return fail(str(error), EXIT_BAD_INPUT)
         if isinstance(error, OSError) and error.strerror:
             return fail(f"{error.strerror}{f' ({error.filename})' if error.filename else ''}", EXIT_FAILED)

@@ -125,7 +125,7 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
 
 def run_quickstart(config: QuickstartConfig) -> str:
     from well_upao.data.generate import GenerationRequest, generate_dataset
-    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+    from well_upao.evaluate.pipeline import EvaluationRequest, RunCheckpoint, run_evaluation
     from well_upao.harness.model_factory import na_transformer
     from well_upao.models.assembly import migrated_base, resolve_pretrained
     from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
@@ -181,17 +181,12 @@ def run_quickstart(config: QuickstartConfig) -> str:
     request = EvaluationRequest(
         base, config.pde, stride=config.stride, rollout_steps=5, out=results, progress=False, match_solver=UPAO_ROW
     )
-    report = run_evaluation(
-        request,
-        [
-            (
-                f"zero-shot ({backbone_label(config.backbone)})",
-                zero_shot_path,
-            ),
-            (UPAO_ROW, runs[("na_nslora", "upao")]),
-            ("supervised LoRA (reference)", runs[("na_lora", "shifted")]),
-        ],
-    )
+    rows = [
+        (f"zero-shot ({backbone_label(config.backbone)})", zero_shot_path),
+        (UPAO_ROW, runs[("na_nslora", "upao")]),
+        ("supervised LoRA (reference)", runs[("na_lora", "shifted")]),
+    ]
+    report = run_evaluation(request, [RunCheckpoint.read(label, path) for label, path in rows])
     bar.update(1)
     bar.close()
     minutes = (time.time() - started) / 60

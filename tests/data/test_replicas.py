@@ -13,12 +13,13 @@ import yaml
 
 from well_upao.cli import main
 from well_upao.data.generate import GenerationError
-from well_upao.data.replicas import REPLICA_ATTRIBUTE, ReplicaRequest, generate_replica, replica_info
+from well_upao.data.replicas import ReplicaRequest, generate_replica
+from well_upao.data.source import REPLICA_ATTRIBUTE, WellSource, read_layout
 from well_upao.data.validate import validate_dataset
-from well_upao.evaluate.floor import read_frames, relative_residuals
 from well_upao.families.replicas.families import REPLICAS, exponent_tag, prandtl_tag
 from well_upao.families.replicas.rayleigh_benard import ChannelGrid, simulate_rayleigh_benard
 from well_upao.physics import Grid, Stencils, get_pde
+from well_upao.physics.floor import relative_residuals
 from well_upao.physics.residual import residuals_and_scales
 from well_upao.physics.stencils import interior
 
@@ -83,7 +84,7 @@ def test_replica_files_have_the_wells_layout_and_validate(replicas, name):
         }
         first = family.fields[0].name
         assert f["t0_fields"][first].shape == (1, n_steps, *shape) and f["t0_fields"][first].dtype == np.float32
-    info = replica_info(path)
+    info = read_layout(path).replica
     assert info["resolution"] == list(shape) and info["version"] >= 1 and len(info["initial_conditions"]) == 1
     assert "generate-replica" in info["generator"] and REPLICA_ATTRIBUTE == "well_upao_replica"
     stats = yaml.safe_load((replicas / name / "stats.yaml").read_text())
@@ -95,14 +96,14 @@ def test_gray_scott_and_shear_flow_satisfy_our_pde_entries(replicas):
     """Relative residuals (spectral derivatives, Crank-Nicolson between the Well's frames) of our registry's
     equations on the replicas. Measured on these sizes: Gray-Scott 0.3-2% at the Well's 10 s frames (the time
     scheme's error), shear flow 2-5e-3 on momentum and tracer and ~1e-6 on continuity (float32 storage)."""
-    gray_scott = replicas / "gray_scott_reaction_diffusion" / "data" / "train"
-    for path in gray_scott.glob("*.hdf5"):
-        floors = relative_residuals(read_frames(path, slice(4, 12)), "spectral")
+    gray_scott = WellSource(replicas, "gray_scott_reaction_diffusion")
+    for path in gray_scott.files:
+        floors = relative_residuals(gray_scott.read_frames(path, range(4, 12)), "spectral")
         assert max(floors.values()) < 0.04, (path.name, floors)
-    shear = next((replicas / "shear_flow" / "data" / "train").glob("*.hdf5"))
-    floors = relative_residuals(read_frames(shear, slice(1, 12)), "spectral")
+    shear = WellSource(replicas, "shear_flow")
+    floors = relative_residuals(shear.read_frames(shear.files[0], range(1, 12)), "spectral")
     assert floors["continuity"] < 1e-5 and max(floors.values()) < 0.02, floors
-    observed = read_frames(shear, slice(1, 12))
+    observed = shear.read_frames(shear.files[0], range(1, 12))
     observed.scalars["Reynolds"] = observed.scalars["Reynolds"] / 100  # a viscosity the data does not have
     wrong = relative_residuals(observed, "spectral")
     assert wrong["momentum_x"] > 5 * floors["momentum_x"] and wrong["tracer"] > 5 * floors["tracer"], wrong
@@ -119,7 +120,7 @@ def test_rayleigh_benard_residual_vanishes_as_the_measurement_resolves_the_flow(
         fields = {"buoyancy": out["buoyancy"], "pressure": out["pressure"], "Vx": out["u_x"], "Vy": out["u_z"]}
         old = {k: v[1:2][None] for k, v in fields.items()}
         new = {k: v[2:3][None] for k, v in fields.items()}
-        ops = Stencils(Grid((4 / 128, 1 / (n_z - 1)), (True, False), "spectral"))
+        ops = Stencils(Grid((4 / 128, 1 / (n_z - 1)), (True, False)), "spectral")
         residuals, scales = residuals_and_scales(pde, old, new, torch.tensor(0.01), params, ops)
         floors[n_z] = {k: float(interior(residuals[k], 2).norm() / interior(scales[k], 2).norm()) for k in residuals}
     assert max(floors[129].values()) < 0.01, floors

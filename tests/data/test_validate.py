@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
+from well_upao.data.source import WellSource
 from well_upao.data.validate import validate_dataset, validate_file
 
 
@@ -20,7 +21,7 @@ def dataset_copy(small_datasets, tmp_path):
 
 
 def first_file(dataset):
-    return sorted((dataset / "data" / "train").glob("*.hdf5"))[0]
+    return WellSource(dataset.parent, dataset.name).files[0]
 
 
 def corrupt(path, action):

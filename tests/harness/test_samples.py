@@ -16,8 +16,8 @@ def test_a_batch_gives_its_dt_grid_and_scalars(small_datasets, stride):
         str(small_datasets), "burgers2d", batch_size=2, n_steps_input=2, min_dt_stride=stride, max_dt_stride=stride
     )
     batch = next(iter(module.train_dataloader()))
-    grid = batch_grid(batch, "spectral")
-    assert grid.periodic == (True, True) and grid.derivative == "spectral"
+    grid = batch_grid(batch)
+    assert grid.periodic == (True, True)
     assert grid.spacing == pytest.approx((2 * torch.pi / 16, 2 * torch.pi / 16))
     torch.testing.assert_close(batch_dt(batch).float(), torch.full((2,), 0.01 * stride))
     names = list(module.train_dataset.metadata.constant_scalar_names)

@@ -59,9 +59,9 @@ def exact_pair(name, resolution, dt, t0=0.4, index=0, derivative="fd"):
     old = {k: v[:, :1] for k, v in slots.items()}
     new = {k: v[:, 1:] for k, v in slots.items()}
     spacing = 2 * math.pi / resolution
-    grid = Grid((spacing,) * pde_exact.n_spatial_dims, (True,) * pde_exact.n_spatial_dims, derivative)
+    grid = Grid((spacing,) * pde_exact.n_spatial_dims, (True,) * pde_exact.n_spatial_dims)
     scalars = {k: torch.tensor([v]) for k, v in params.scalars.items()}
-    return get_pde(name), old, new, scalars, Stencils(grid), pde_exact.n_spatial_dims
+    return get_pde(name), old, new, scalars, Stencils(grid, derivative), pde_exact.n_spatial_dims
 
 
 RESOLUTIONS = {1: 128, 2: 32, 3: 16}
@@ -339,7 +339,7 @@ def test_the_central_time_scheme_is_second_order_and_needs_three_frames():
     dx = 2 * math.pi / n
     x = torch.arange(n, dtype=torch.float64) * dx
     pde = get_pde("adv1d")
-    ops = Stencils(Grid((dx,), (True,), derivative="spectral"))
+    ops = Stencils(Grid((dx,), (True,)), "spectral")
     params = {"a": torch.tensor([a], dtype=torch.float64)}
 
     def frame(t):

@@ -47,7 +47,7 @@ def test_spectral_derivative_is_exact_for_band_limited_fields():
     x = torch.arange(n) * dx
     X, Y = torch.meshgrid(x, x, indexing="ij")
     f = torch.sin(3 * X) * torch.cos(2 * Y)
-    ops = Stencils(Grid((dx, dx), (True, True), derivative="spectral"))
+    ops = Stencils(Grid((dx, dx), (True, True)), "spectral")
     torch.testing.assert_close(ops.d(f, 0), 3 * torch.cos(3 * X) * torch.cos(2 * Y), atol=1e-12, rtol=0)
     torch.testing.assert_close(ops.laplacian(f), -13 * f, atol=1e-11, rtol=0)
 
@@ -141,7 +141,7 @@ def test_fourth_order_differences_converge_at_fourth_order_on_periodic_axes_only
     for n in (16, 32, 64):
         dx = 2 * math.pi / n
         x = torch.arange(n) * dx
-        ops = Stencils(Grid((dx,), (True,), derivative="fd4"))
+        ops = Stencils(Grid((dx,), (True,)), "fd4")
         f = torch.sin(2 * x) + 0.3 * torch.cos(3 * x)
         df = 2 * torch.cos(2 * x) - 0.9 * torch.sin(3 * x)
         d2f = -4 * torch.sin(2 * x) - 2.7 * torch.cos(3 * x)
@@ -150,8 +150,8 @@ def test_fourth_order_differences_converge_at_fourth_order_on_periodic_axes_only
         assert 3.8 < math.log2(errors[32][k] / errors[64][k]) < 4.2, errors
     # a wall axis keeps the second-order stencil (and its ghost cells)
     x, second = grid_1d(32, periodic=False)
-    fourth = Stencils(Grid(second.grid.spacing, (False,), derivative="fd4"))
+    fourth = Stencils(Grid(second.grid.spacing, (False,)), "fd4")
     f = torch.sin(2 * x)
     torch.testing.assert_close(fourth.d(f, 0), second.d(f, 0))
     with pytest.raises(ValueError, match="derivative must be one of"):
-        Grid((0.1,), (True,), derivative="fd6")
+        Stencils(Grid((0.1,), (True,)), "fd6")

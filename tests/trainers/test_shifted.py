@@ -7,6 +7,7 @@ import torch
 
 from well_upao.models.assembly import load_model
 from well_upao.models.checkpoint import read_checkpoint
+from well_upao.models.kinds import ModelKind
 from well_upao.trainers.shifted import masked_mse
 
 
@@ -102,7 +103,7 @@ def test_one_frame_models_of_the_well_train_under_the_default_trainer(small_data
 class _NextFrameOracle(torch.nn.Module):
     """A one-frame slot model that knows the trajectory: u(t) = t * a, so it predicts frame T+1 exactly."""
 
-    one_frame = True
+    model_kind = ModelKind.SLOT_FRAME
 
     def __init__(self, pattern: torch.Tensor, persistence: bool = False):
         super().__init__()

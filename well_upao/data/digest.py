@@ -16,11 +16,13 @@ import h5py
 import numpy as np
 import yaml
 
+from well_upao.data.source import SPLITS, split_files
+
 
 def dataset_digest(dataset_dir: str | Path) -> str:
     """sha256 (hex) of the content of ``dataset_dir`` (``data/<split>/*.hdf5`` and ``stats.yaml``)."""
     root = Path(dataset_dir)
-    files = sorted((root / "data").glob("*/*.hdf5"))
+    files = sorted(path for split in SPLITS for path in split_files(root / "data" / split))
     if not files:
         raise FileNotFoundError(f"no HDF5 files under {root / 'data'}")
     digest = hashlib.sha256()

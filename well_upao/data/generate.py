@@ -36,11 +36,11 @@ from tqdm.auto import tqdm
 
 from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.datasets import generators
+from well_upao.data.source import SPLITS, split_files
 from well_upao.data.stats import FieldStatistics
 from well_upao.data.well_format import GridSpec, WellFileWriter
 from well_upao.families.base import TrajectoryFamily, TrajectoryParameters
 
-SPLITS = ("train", "valid", "test")
 #: float64 working-set budget of one evaluation call (longer trajectories are split into time blocks)
 BLOCK_BYTES = 64 * 2**20
 #: trajectories of at most this many float32 bytes are evaluated, written and reduced several per call (the
@@ -406,7 +406,7 @@ class BackgroundWriter:
 def _mirror_files(source: Path, target: Path, old: str, new: str) -> int:
     """Hard-link (or copy, where links are impossible) every file of ``source`` into ``target``."""
     count = 0
-    for path in sorted(source.glob("*.hdf5")):
+    for path in split_files(source):
         link = target / path.name.replace(f"_{old}_", f"_{new}_")
         try:
             os.link(path, link)

@@ -29,13 +29,13 @@ from tqdm.auto import tqdm
 
 from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.generate import SPLITS, GenerationError
+from well_upao.data.source import REPLICA_ATTRIBUTE
 from well_upao.data.stats import FieldStatistics
 from well_upao.data.well_format import FIELD_GROUPS, write_grid_groups
 from well_upao.families.replicas.families import REPLICA_VERSION, REPLICAS, ReplicaFamily, ReplicaSize
 
 #: shares of each parameter set's trajectories (the Well's 80/10/10)
 SPLIT_FRACTIONS = {"train": 0.8, "valid": 0.1, "test": 0.1}
-REPLICA_ATTRIBUTE = "well_upao_replica"
 
 
 @dataclass
@@ -210,10 +210,3 @@ def write_replica_file(
             ds.attrs["dim_varying"] = [True] * family.n_spatial_dims
             ds.attrs["sample_varying"] = True
             ds.attrs["time_varying"] = True
-
-
-def replica_info(path: str | Path) -> dict | None:
-    """The ``well_upao_replica`` attribute of a Well file (``None`` for files not made by us)."""
-    with h5py.File(path, "r") as f:
-        text = f.attrs.get(REPLICA_ATTRIBUTE)
-    return None if text is None else json.loads(str(text))

@@ -9,7 +9,6 @@ files from the stored parameters and compares with the stored fields.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import h5py
@@ -17,11 +16,11 @@ import numpy as np
 import yaml
 
 from well_upao.data.datasets import DATASET_SLOTS
+from well_upao.data.source import SPLITS, flattened_channel_names, split_files
 from well_upao.data.well_format import BC_TYPES, EXACT_GROUP, FIELD_GROUPS, read_trajectory_parameters
 
 ROOT_ATTRS = ("dataset_name", "grid_type", "n_spatial_dims", "n_trajectories", "simulation_parameters")
 STATS_KEYS = ("mean", "std", "rms", "mean_delta", "std_delta", "rms_delta")
-SPLITS = ("train", "valid", "test")
 #: float32 rounding of O(1) values, relative to the field's max magnitude
 EXACT_TOLERANCE = 2e-6
 
@@ -32,17 +31,6 @@ def _is_bytes(value) -> bool:
     if isinstance(value, np.ndarray) and value.dtype.kind == "S":
         return True
     return False
-
-
-def flattened_channel_names(file: h5py.File) -> list[str]:
-    """Channel names in the Well's order (t0, then t1 components, then t2), like ``WellMetadata``."""
-    spatial = [str(d) for d in file["dimensions"].attrs["spatial_dims"]]
-    names = []
-    for order, group in enumerate(FIELD_GROUPS):
-        suffixes = ["".join(p) for p in itertools.product(spatial, repeat=order)]
-        for field in file[group].attrs["field_names"]:
-            names += [f"{field}_{s}" if s else str(field) for s in suffixes]
-    return names
 
 
 def validate_file(path: str | Path, check_exact: bool = False, check_values: bool = True) -> list[str]:
@@ -220,7 +208,7 @@ def validate_dataset(path: str | Path, check_exact: bool = False, check_values: 
     fields_seen: dict[str, int] = {}
     for split in SPLITS:
         split_dir = path / "data" / split
-        files = sorted(list(split_dir.glob("*.hdf5")) + list(split_dir.glob("*.h5")))
+        files = split_files(split_dir)
         if not files:
             problems.append(f"{split_dir}: split is missing or has no HDF5 files")
             continue

@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from well_upao.data.datasets import DATASETS, slot_indices
-from well_upao.data.metadata import dataset_channel_names
-from well_upao.evaluate.floor import best_row, floor_table
+from well_upao.data.source import WellSource
 from well_upao.evaluate.matched_solver import match_solvers, solver_ladder
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
 from well_upao.evaluate.predictors import (
@@ -21,6 +19,7 @@ from well_upao.evaluate.predictors import (
     checkpoint_file,
     classical_predictors,
     load_predictor,
+    run_history,
     transfer_predictors,
 )
 from well_upao.evaluate.run import (
@@ -33,16 +32,23 @@ from well_upao.evaluate.run import (
     save,
 )
 from well_upao.models.checkpoint import read_checkpoint
+from well_upao.physics.floor import best_row, choose_discretisation, floor_rows
 from well_upao.physics.objective import DEFAULT_DERIVATIVE, DEFAULT_SCHEME
-from well_upao.physics.pdes import PDE_REGISTRY, pde_for_dataset
+from well_upao.physics.pdes import PDE, pde_for_dataset
+
+#: the history of an evaluation whose rows do not say (classical rows only): the paper's T_in
+DEFAULT_HISTORY = 8
 
 
 @dataclass
 class EvaluationRequest:
+    """What to evaluate. ``history``: the frames before each target (``None``: the longest history of the rows,
+    else :data:`DEFAULT_HISTORY`); every row is scored on the same target frames."""
+
     base: Path
     dataset: str
     split: str = "valid"
-    history: int = 8
+    history: int | None = None
     stride: int = 1
     rollout_steps: int = 10
     max_trajectories: int | None = None
@@ -61,41 +67,68 @@ class EvaluationReport:
     figures: list[Path] = field(default_factory=list)
 
 
+@dataclass
+class RunCheckpoint:
+    """A checkpoint given to ``evaluate`` (a file or a run folder), read once."""
+
+    label: str | None
+    path: Path
+    payload: dict
+
+    @classmethod
+    def read(cls, label: str | None, path: str | Path) -> RunCheckpoint:
+        """Read the checkpoint; this imports the modules the run named in ``data.imports``, so a user's dataset is
+        registered."""
+        file = checkpoint_file(path)
+        return cls(label, file, read_checkpoint(file))
+
+    @property
+    def settings(self) -> dict:
+        """What the checkpoint says about the data it was trained on: ``dataset``, ``base`` (the Well base path),
+        ``stride``, ``history`` (the keys it knows)."""
+        payload = self.payload
+        data = (payload.get("train") or {}).get("data") or {}
+        config = payload["model"].get("config") or {}
+        found = {
+            "dataset": data.get("well_dataset_name") or payload["model"].get("dataset") or config.get("dataset_name"),
+            "base": Path(data["well_base_path"]) if data.get("well_base_path") else None,
+            "stride": data.get("min_dt_stride"),
+            "history": run_history(payload),
+        }
+        return {key: value for key, value in found.items() if value is not None}
+
+
 def run_settings(checkpoint: Path) -> dict:
-    """What a checkpoint or run folder says about the data it was trained on: ``dataset``, ``base`` (the Well base
-    path), ``stride``, ``history`` (the keys it knows). Reading it imports the modules the run named in
-    ``data.imports``, so a user's dataset is registered."""
-    payload = read_checkpoint(checkpoint_file(checkpoint))
-    data = (payload.get("train") or {}).get("data") or {}
-    config = payload["model"].get("config") or {}
-    found = {
-        "dataset": data.get("well_dataset_name") or payload["model"].get("dataset") or config.get("dataset_name"),
-        "base": Path(data["well_base_path"]) if data.get("well_base_path") else None,
-        "stride": data.get("min_dt_stride"),
-        "history": data.get("n_steps_input") or config.get("history"),
-    }
-    return {key: value for key, value in found.items() if value is not None}
+    """The data settings of a checkpoint or run folder (:attr:`RunCheckpoint.settings`)."""
+    return RunCheckpoint.read(None, checkpoint).settings
 
 
-def evaluate_request(request: EvaluationRequest, predictors: list[Predictor], keep_first: bool = True):
-    """``evaluate`` the predictors on the request's split, stride, history and rollout length."""
+def evaluate_request(
+    request: EvaluationRequest,
+    source: WellSource,
+    predictors: list[Predictor],
+    history: int,
+    keep_first: bool = True,
+    opened=None,
+):
+    """``evaluate`` the predictors on the request's split, stride and rollout length, with ``history`` frames
+    before each target."""
     r = request
     return evaluate(
         predictors,
-        r.base,
-        r.dataset,
-        r.split,
-        r.history,
+        source,
+        history,
         r.stride,
         r.rollout_steps,
         r.max_trajectories,
         progress=r.progress,
         keep_first=keep_first,
+        opened=opened,
     )
 
 
 def add_matched_solvers(
-    evaluation: Evaluation, request: EvaluationRequest, pde, context, shape: tuple[int, ...]
+    evaluation: Evaluation, request: EvaluationRequest, source: WellSource, pde: PDE, context, opened
 ) -> None:
     """Append the solver rows matched in cost and in accuracy to the row ``request.match_solver``, measured on
     the same windows in this run (no rows when the PDE has no solver baseline on this grid)."""
@@ -103,31 +136,26 @@ def add_matched_solvers(
     if reference is None:
         names = ", ".join(s.name for s in evaluation.scores)
         raise EvaluationError(f"--match-solver {request.match_solver!r} names no row; rows: {names}")
-    ladder = solver_ladder(pde, context, shape)
+    ladder = solver_ladder(pde, context, tuple(source.layout.resolution))
     if not ladder:
         return
-    measured, _ = evaluate_request(request, ladder, keep_first=False)
+    measured, _ = evaluate_request(request, source, ladder, evaluation.history, keep_first=False, opened=opened)
     evaluation.solver_ladder = measured.scores
     evaluation.scores += match_solvers(measured.scores, reference).rows()
 
 
-def residual_floor_summary(request: EvaluationRequest) -> dict:
-    """The residual floor of the evaluated frames at the evaluated stride (``well_upao.evaluate.floor``): the
-    dataset's default derivative and time scheme, and the lowest combination (a few trajectories and frames)."""
-    directory = Path(request.base) / request.dataset / "data" / request.split
-    files = sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
+def residual_floor_summary(source: WellSource, stride: int, pde: PDE) -> dict:
+    """The residual floor of the evaluated frames at the evaluated stride (``well_upao.physics.floor``): the
+    dataset's default derivative and time scheme (an ``auto`` part chosen as the UPAO trainer chooses it), and the
+    lowest combination (a few trajectories and frames). Frames too few at this stride give a ``note`` instead."""
     try:
-        rows = floor_table(files, [request.stride], max_trajectories=2, max_frames=8)
-    except (ValueError, KeyError):
-        return {}  # too few frames at this stride, or parameters the PDE needs are not in the files
-    spec = DATASETS.get(request.dataset)
-    defaults = dict(spec.defaults) if spec is not None else {}
-    derivative = defaults.get("derivative", DEFAULT_DERIVATIVE)
-    scheme = defaults.get("time_scheme", DEFAULT_SCHEME)
-    # the dataset's default discretisation; an `auto` part takes the lowest floor, as the UPAO trainer does
-    matching = [row for row in rows if derivative in ("auto", row.derivative) and scheme in ("auto", row.scheme)]
-    default = min(matching, key=lambda row: row.mean, default=None)
-    best = best_row(rows, request.stride)
+        rows = floor_rows(source.observed(stride, max_trajectories=2, max_frames=8), stride, pde)
+    except (ValueError, KeyError) as error:  # too few frames at this stride; a parameter the files lack
+        return {"note": str(error).strip("'\"")}
+    derivative = source.defaults.get("derivative", DEFAULT_DERIVATIVE)
+    scheme = source.defaults.get("time_scheme", DEFAULT_SCHEME)
+    default = choose_discretisation(rows, derivative, scheme)
+    best = best_row(rows, stride)
 
     def entry(row) -> dict:
         return {"derivative": row.derivative, "scheme": row.scheme, "residuals": row.residuals}
@@ -156,37 +184,37 @@ def keep_best_assignment(evaluation: Evaluation, first: dict, label: str) -> Non
 
 def run_evaluation(
     request: EvaluationRequest,
-    checkpoints: Sequence[tuple[str | None, Path]] = (),
+    checkpoints: Sequence[RunCheckpoint] = (),
     models: Sequence[Predictor] = (),
     transfers: Sequence[tuple[str, Path]] = (),
 ) -> EvaluationReport:
-    """Evaluate the baselines, the (label, checkpoint or run folder) pairs and models already in memory
-    (``models``); write JSON and figures to ``request.out``. A ``None`` label names a row after its run folder.
+    """Evaluate the baselines, the checkpoints (read once, :class:`RunCheckpoint`; a ``None`` label names a row
+    after its run folder) and models already in memory (``models``); write JSON and figures to ``request.out``.
     ``transfers``: (label, checkpoint) of one-frame models of another dataset, evaluated zero-shot on every subset
     of their channels; the best one is kept (:func:`keep_best_assignment`)."""
     r = request
-    if r.history < 1 or r.stride < 1 or r.rollout_steps < 0:
+    if (r.history is not None and r.history < 1) or r.stride < 1 or r.rollout_steps < 0:
         raise EvaluationError("history and stride must be >= 1, rollout steps >= 0")
-    channels = dataset_channel_names(r.base, r.dataset)
-    split = open_split(r.base, r.dataset, r.split, r.history, r.stride)
-    if len(split) == 0:
-        raise EvaluationError(f"split {r.split!r} of {r.dataset!r} has no trajectory")
-    registered = r.dataset in DATASETS or r.dataset in PDE_REGISTRY
-    pde = pde_for_dataset(r.dataset) if registered else None
-    context = sample_context(split[0], list(split.metadata.constant_scalar_names), slot_indices(r.dataset, channels))
-    predictors = classical_predictors(pde, context.grid, solver=r.solver)
-    for label, path in checkpoints:
-        predictors.append(load_predictor(path, r.dataset, channels, r.history, name=label))
-    predictors += list(models)
+    source = WellSource(r.base, r.dataset, r.split)
+    rows = [load_predictor(c.path, source, name=c.label, payload=c.payload) for c in checkpoints]
+    rows += list(models)
     for label, path in transfers:
-        predictors += transfer_predictors(path, r.dataset, channels, r.history, label)
-    evaluation, first = evaluate_request(r, predictors)
+        rows += transfer_predictors(path, source, label)
+    history = r.history or max((p.history for p in rows if p.history), default=DEFAULT_HISTORY)
+    opened = open_split(source, history, r.stride)
+    if len(opened) == 0:
+        raise EvaluationError(f"split {r.split!r} of {r.dataset!r} has no trajectory")
+    registered = source.spec is not None
+    pde = pde_for_dataset(r.dataset) if registered else None
+    context = sample_context(opened[0], list(opened.metadata.constant_scalar_names), source.channel_slots)
+    predictors = classical_predictors(pde, context.grid, solver=r.solver) + rows
+    evaluation, first = evaluate_request(r, source, predictors, history, opened=opened)
     for label, _ in transfers:
         keep_best_assignment(evaluation, first, label)
     if r.match_solver is not None and pde is not None:
-        add_matched_solvers(evaluation, r, pde, context, tuple(split[0]["input_fields"].shape[1:-1]))
-    if registered:
-        evaluation.residual_floor = residual_floor_summary(r)
+        add_matched_solvers(evaluation, r, source, pde, context, opened)
+    if pde is not None:
+        evaluation.residual_floor = residual_floor_summary(source, r.stride, pde)
     table = markdown_table(evaluation)
     if r.out is None:
         return EvaluationReport(evaluation, table, None)

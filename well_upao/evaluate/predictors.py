@@ -18,6 +18,9 @@ from pathlib import Path
 import torch
 
 from well_upao.data.slots import SLOT_INDEX, SLOT_NAMES
+from well_upao.data.source import WellSource
+from well_upao.harness.normalization import ModelSpace, model_space_for
+from well_upao.models.kinds import ModelKind, is_sequence_model, model_kind
 from well_upao.physics.pdes import PDE
 from well_upao.physics.stencils import Grid
 
@@ -34,11 +37,14 @@ class Context:
 
 @dataclass
 class Predictor:
+    """``history``: the frames the predictor reads (the last ones of the window it is given; ``None``: any)."""
+
     name: str
     kind: str  # "classical", "solver", "model"
     seconds: float = 0.0
     calls: int = 0
     notes: dict = field(default_factory=dict)
+    history: int | None = None
 
     def predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
         start = time.perf_counter()
@@ -112,7 +118,7 @@ class SolverStep(Predictor):
         params = self.pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
         grid, shape = context.grid, tuple(last.shape[1:-1])
         if self.coarsen > 1:
-            grid = Grid(tuple(h * self.coarsen for h in grid.spacing), grid.periodic, grid.derivative)
+            grid = Grid(tuple(h * self.coarsen for h in grid.spacing), grid.periodic)
             coarse = tuple(n // self.coarsen for n in shape)
             state = {name: fourier_resample(field, coarse) for name, field in state.items()}
         solver = self._solver(grid)
@@ -132,16 +138,18 @@ class SolverStep(Predictor):
 
 
 class BackboneModel(Predictor):
-    """A well-upao backbone (``forward_sequence`` on the 18 slots)."""
+    """A well-upao backbone (``forward_sequence`` on the 18 slots), fed in the units it was trained in
+    (``space``, ``well_upao.harness.normalization``)."""
 
-    def __init__(self, name: str, model: torch.nn.Module):
-        super().__init__(name, "model")
-        self.model = model.eval()
+    def __init__(self, name: str, model: torch.nn.Module, space: ModelSpace | None = None, history: int | None = None):
+        super().__init__(name, "model", history=history)
+        self.model, self.space = model.eval(), space or ModelSpace()
 
     @torch.no_grad()
     def _predict(self, window, context):
-        slotted = self.model.to_slots(window)
-        return self.model.from_slots(self.model.forward_sequence(slotted)[:, -1])
+        window = window if self.history is None else window[:, -self.history :]
+        slotted = self.model.to_slots(self.space.to_model(window))
+        return self.space.to_physical(self.model.from_slots(self.model.forward_sequence(slotted)[:, -1]))
 
 
 class SlotModel(Predictor):
@@ -154,23 +162,28 @@ class SlotModel(Predictor):
 
     @torch.no_grad()
     def _predict(self, window, context):
-        if getattr(self.model, "one_frame", False):
+        if model_kind(self.model) is ModelKind.SLOT_FRAME:
             return self.model(window, self.mask)
         return self.model.forward_sequence(window, self.mask)[:, -1]
 
 
 class HarnessModel(Predictor):
-    """Any model of the Well's harness (``model(x)`` on formatted histories, e.g. the FNO baselines)."""
+    """Any model of the Well's harness (``model(x)`` on formatted histories, e.g. the FNO baselines), fed its
+    last ``history`` frames in the units it was trained in (``space``)."""
 
-    def __init__(self, name: str, model: torch.nn.Module, formatter: str, history: int):
-        super().__init__(name, "model")
-        self.model, self.formatter, self.history = model.eval(), formatter, history
+    def __init__(
+        self, name: str, model: torch.nn.Module, formatter: str, history: int, space: ModelSpace | None = None
+    ):
+        super().__init__(name, "model", history=history)
+        self.model, self.formatter = model.eval(), formatter
+        self.space = space or ModelSpace()
 
     @torch.no_grad()
     def _predict(self, window, context):
         from well_upao.harness.samples import one_frame_prediction
 
-        return one_frame_prediction(self.model, window[:, -self.history :], self.formatter)
+        inputs = self.space.to_model(window[:, -self.history :])
+        return self.space.to_physical(one_frame_prediction(self.model, inputs, self.formatter))
 
 
 def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:
@@ -204,25 +217,41 @@ def default_row_name(checkpoint: Path) -> str:
 
 
 def load_predictor(
-    path: str | Path, dataset_name: str, channel_names: list[str], history: int, name: str | None = None
+    path: str | Path, source: WellSource, name: str | None = None, payload: dict | None = None
 ) -> Predictor:
-    """A trained model from a well-upao checkpoint file or a run folder (``<run>/checkpoints/best.pt``).
+    """A trained model from a well-upao checkpoint file or a run folder (``<run>/checkpoints/best.pt``), for the
+    dataset of ``source``: fed the history length it was trained with, in the units it was trained in (its run's
+    ``data.use_normalization``, ``well_upao.harness.normalization``).
 
     Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
-    """
-    from well_upao.models.assembly import load_model
+    ``payload``: the checkpoint already read (``read_checkpoint``), so evaluation reads each file once."""
+    from well_upao.models.assembly import model_from_payload
     from well_upao.models.checkpoint import read_checkpoint
 
     path = checkpoint_file(path)
-    payload = read_checkpoint(path)
-    model = load_model(path)
+    payload = payload if payload is not None else read_checkpoint(path)
+    model = model_from_payload(payload, path)
     name = default_row_name(path) if name is None else name
-    predictor = _model_predictor(path, payload, model, name, dataset_name, channel_names, history)
+    predictor = _model_predictor(path, payload, model, name, source)
     train = payload.get("train") or {}
     if train.get("global_step"):
         predictor.notes["training"] = f"{train.get('epoch', 0)} epochs, {train['global_step']} steps"
     predictor.notes["initial weights"] = initial_weights(payload)
+    if predictor.space.normalized:
+        predictor.notes["normalization"] = predictor.space.describe()
     return predictor
+
+
+def run_history(payload: dict) -> int | None:
+    """The history length a checkpoint's run trained with: its data's ``n_steps_input``, else the model's own
+    setting, else (a harness model saved without its run's data) its input width over its output width."""
+    data = (payload.get("train") or {}).get("data") or {}
+    config = payload["model"].get("config") or {}
+    history = data.get("n_steps_input") or config.get("history") or config.get("n_steps_input")
+    harness = payload["model"].get("harness_args") or {}
+    if history is None and harness.get("dim_out") and harness["dim_in"] % harness["dim_out"] == 0:
+        history = harness["dim_in"] // harness["dim_out"]
+    return None if history is None else int(history)
 
 
 def initial_weights(payload: dict) -> str:
@@ -236,31 +265,35 @@ def initial_weights(payload: dict) -> str:
     return f"released {start}" if Path(str(start)).is_dir() else f"pretrained {Path(str(start)).name}"
 
 
-def _model_predictor(path, payload, model, name, dataset_name, channel_names, history) -> Predictor:
-    from well_upao.data.datasets import slot_indices
+def _model_predictor(path, payload, model, name, source: WellSource) -> Predictor:
     from well_upao.models.checkpoint import CheckpointError
 
     config = payload["model"]["config"]
-    if hasattr(model, "forward_sequence"):
-        expected = slot_indices(dataset_name, channel_names)
+    channels = source.channels
+    history = run_history(payload)
+    space = model_space_for(source, (payload.get("train") or {}).get("data"))
+    if is_sequence_model(model):
+        expected = source.channel_slots
         if config.get("channel_slots") != expected:
             raise CheckpointError(
                 f"{path} was trained on {config.get('dataset_name')!r} with slots {config.get('channel_slots')}; "
-                f"{dataset_name!r} has slots {expected} ({', '.join(channel_names)})"
+                f"{source.name!r} has slots {expected} ({', '.join(channels)})"
             )
-        if history > config["n_steps_input"]:
-            raise CheckpointError(f"{path}: history {history} exceeds the model's T_in {config['n_steps_input']}")
-        return BackboneModel(name, model)
+        return BackboneModel(
+            name, model, space, history=min(history or config["n_steps_input"], config["n_steps_input"])
+        )
     harness = payload["model"].get("harness_args", {})
-    if harness.get("dim_out") not in (None, len(channel_names)) or payload["model"].get("dataset") not in (
+    if harness.get("dim_out") not in (None, len(channels)) or payload["model"].get("dataset") not in (
         None,
-        dataset_name,
+        source.name,
     ):
         raise CheckpointError(
             f"{path} was trained on {payload['model'].get('dataset')!r} with {harness.get('dim_out')} channels; "
-            f"{dataset_name!r} has {len(channel_names)}"
+            f"{source.name!r} has {len(channels)}"
         )
-    return HarnessModel(name, model, payload["model"].get("formatter", "channels_first_default"), history)
+    if history is None:
+        raise CheckpointError(f"{path} does not say how many history frames its model takes")
+    return HarnessModel(name, model, payload["model"].get("formatter", "channels_first_default"), history, space)
 
 
 class ChannelSubsetModel(HarnessModel):
@@ -281,29 +314,31 @@ class ChannelSubsetModel(HarnessModel):
         return super()._predict(source, context)[..., list(self.assignment)]
 
 
-def transfer_predictors(
-    path: str | Path, dataset_name: str, channel_names: list[str], history: int, name: str
-) -> list[Predictor]:
-    """Zero-shot rows of a one-frame model of another dataset on ``dataset_name``: one per ``C_tgt``-subset of its
+def transfer_predictors(path: str | Path, source: WellSource, name: str) -> list[Predictor]:
+    """Zero-shot rows of a one-frame model of another dataset on ``source``'s: one per ``C_tgt``-subset of its
     ``C_src`` channels (kept in order), named ``<name> [source channels i,j]`` (``keep_best_assignment`` keeps the
-    best). ``C_src < C_tgt`` has no zero-shot row (the paper's "---")."""
+    best), each fed the history its run trained with. ``C_src < C_tgt`` has no zero-shot row (the paper's "---");
+    a model trained on normalised fields has none either (its normalisation belongs to the other dataset)."""
     from itertools import combinations
 
-    from well_upao.models.assembly import load_model
+    from well_upao.models.assembly import model_from_payload
     from well_upao.models.checkpoint import CheckpointError, read_checkpoint
 
     path = checkpoint_file(path)
     payload = read_checkpoint(path)
-    model = load_model(path)
-    if hasattr(model, "forward_sequence"):
+    model = model_from_payload(payload, path)
+    if is_sequence_model(model):
         raise CheckpointError(f"{path} is a well-upao backbone: it reads every dataset through its slots, evaluate it")
+    if ((payload.get("train") or {}).get("data") or {}).get("use_normalization"):
+        raise CheckpointError(f"{path} was trained on normalised fields of another dataset: no zero-shot transfer")
     harness = payload["model"].get("harness_args") or {}
-    c_src, c_tgt = int(harness.get("dim_out") or 0), len(channel_names)
+    c_src, c_tgt = int(harness.get("dim_out") or 0), len(source.channels)
     if c_src < c_tgt:
         raise CheckpointError(
-            f"{path} writes {c_src} channels, {dataset_name!r} has {c_tgt}: no zero-shot transfer (the paper's ---)"
+            f"{path} writes {c_src} channels, {source.name!r} has {c_tgt}: no zero-shot transfer (the paper's ---)"
         )
     formatter = payload["model"].get("formatter", "channels_first_default")
+    history = run_history(payload)
     return [
         ChannelSubsetModel(f"{name} [source channels {','.join(map(str, s))}]", model, formatter, history, c_src, s)
         for s in combinations(range(c_src), c_tgt)

@@ -19,8 +19,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from well_upao.data.datasets import slot_indices
-from well_upao.data.metadata import first_file
+from well_upao.data.source import WellSource
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
@@ -79,21 +78,20 @@ class Evaluation:
         return json.dumps(data, indent=2)
 
 
-def open_split(base_path: str | Path, dataset: str, split: str, history: int, stride: int):
-    """The split as whole trajectories (The Well's full-trajectory mode), with the dataset's field selection."""
-    from well_upao.data.datasets import selected_fields
+def open_split(source: WellSource, history: int, stride: int):
+    """The source's split as whole trajectories (The Well's full-trajectory mode), with its field selection."""
     from well_upao.harness.datamodule import WellUpaoDataset
 
     try:
-        first_file(base_path, dataset, split)
+        _ = source.files
     except FileNotFoundError as error:
         raise EvaluationError(str(error)) from error
-    register_dataset_names([dataset])
+    register_dataset_names([source.name])
     return WellUpaoDataset(
-        fields=selected_fields(dataset),
-        well_base_path=str(base_path),
-        well_dataset_name=dataset,
-        well_split_name=split,
+        fields=source.kept_fields,
+        well_base_path=str(source.base),
+        well_dataset_name=source.name,
+        well_split_name=source.split,
         n_steps_input=history,
         n_steps_output=1,
         full_trajectory_mode=True,
@@ -115,30 +113,38 @@ def sample_context(sample: dict, scalar_names: list[str], channel_slots: list[in
 @torch.no_grad()
 def evaluate(
     predictors: list[Predictor],
-    base_path: str | Path,
-    dataset: str,
-    split: str = "valid",
+    source: WellSource,
     history: int = 8,
     stride: int = 1,
     rollout_steps: int = 10,
     max_trajectories: int | None = None,
     progress: bool = True,
     keep_first: bool = True,
+    opened=None,
 ) -> tuple[Evaluation, dict]:
-    """Scores of every predictor; also returns the first trajectory's frames and predictions (for figures)."""
-    data = open_split(base_path, dataset, split, history, stride)
+    """Scores of every predictor on ``source``'s split; also returns the first trajectory's frames and predictions
+    (for figures). Every row is scored on the same target frames (those after the first ``history``); a predictor
+    that reads fewer frames (its own ``history``) gets the last ones of each window. ``opened``: the split opened
+    already (:func:`open_split`), to open it once."""
+    longer = [p.name for p in predictors if p.history is not None and p.history > history]
+    if longer:
+        raise EvaluationError(f"rows {longer} read more than the evaluated history of {history} frames (--history)")
+    dataset = source.name
+    data = opened if opened is not None else open_split(source, history, stride)
     meta = data.metadata
     channels = [n for names in meta.field_names.values() for n in names]
-    slots = slot_indices(dataset, channels)
+    slots = source.channel_slots
     count = len(data) if max_trajectories is None else min(max_trajectories, len(data))
     if count == 0:
-        raise EvaluationError(f"split {split!r} of {dataset!r} has no trajectory long enough for history {history}")
+        raise EvaluationError(
+            f"split {source.split!r} of {dataset!r} has no trajectory long enough for history {history}"
+        )
     one_well = {p.name: [] for p in predictors}
     one_paper = {p.name: [] for p in predictors}
     rolled = {p.name: [] for p in predictors}
     first: dict = {}
     dt = 0.0
-    bar = tqdm(range(count), desc=f"evaluate {dataset}/{split}", unit="traj", disable=not progress)
+    bar = tqdm(range(count), desc=f"evaluate {dataset}/{source.split}", unit="traj", disable=not progress)
     for index in bar:
         sample = data[index]
         frames = torch.cat([sample["input_fields"], sample["output_fields"]]).float()
@@ -175,19 +181,11 @@ def evaluate(
                 dict(p.notes),
             )
         )
-    evaluation = Evaluation(dataset, split, stride, dt, history, rollout_steps, count, channels, "windows", scores)
-    evaluation.data_source = data_source(base_path, dataset, split)
+    evaluation = Evaluation(
+        dataset, source.split, stride, dt, history, rollout_steps, count, channels, "windows", scores
+    )
+    evaluation.data_source = source.provenance
     return evaluation, first
-
-
-def data_source(base_path: str | Path, dataset: str, split: str) -> str:
-    """``replica (<grid>, generate-replica v<n>)`` for our replicas of the Well's datasets, else empty."""
-    from well_upao.data.replicas import replica_info
-
-    info = replica_info(first_file(base_path, dataset, split))
-    if info is None:
-        return ""
-    return f"replica ({'x'.join(map(str, info['resolution']))}, well-upao generate-replica v{info['version']})"
 
 
 def markdown_table(evaluation: Evaluation) -> str:
@@ -219,6 +217,8 @@ def floor_text(floor: dict) -> str:
     """Two lines under the table: the residual floor with the default and with the lowest discretisation."""
     if not floor:
         return ""
+    if "note" in floor:
+        return f"\n\nResidual floor of these frames: not computed ({floor['note']})"
 
     def describe(entry: dict) -> str:
         values = ", ".join(f"{k} {v:.2e}" for k, v in entry["residuals"].items())

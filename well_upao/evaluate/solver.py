@@ -43,8 +43,8 @@ class PDESolver:
         if not supports(pde, grid):
             raise ValueError(f"no solver baseline for PDE {pde.name!r} on this grid")
         derivative = "spectral" if all(grid.periodic) else "fd"
-        self.grid = Grid(grid.spacing, grid.periodic, derivative)
-        self.ops = Stencils(self.grid)
+        self.grid = grid
+        self.ops = Stencils(grid, derivative)
         self.pde = pde
         self.incompressible = _is_incompressible(pde)
         self.tolerance = tolerance

@@ -23,8 +23,8 @@ import torch
 from the_well.data import WellDataModule, WellDataset
 from torch.utils.data import DataLoader, Sampler
 
-from well_upao.data.datasets import import_modules, selected_fields
-from well_upao.data.metadata import first_file
+from well_upao.data.datasets import import_modules
+from well_upao.data.source import SPLITS, WellSource
 from well_upao.harness.names import register_dataset_names
 
 
@@ -88,7 +88,9 @@ class WellUpaoDataModule(WellDataModule):
     module is the first object the harness builds, so the model and trainer see the registrations).
     ``fields``: core field names to keep (default: the paper's selection for the dataset, else all).
     ``shuffle_seed``: seed of the per-epoch training order. ``settings`` (what checkpoints record, so later
-    commands on a run know its data) holds the base path, dataset, history, strides, field selection, imports.
+    commands on a run know its data) holds the base path, dataset, history, strides, field selection, imports and
+    normalisation. ``source`` is the training split's :class:`~well_upao.data.source.WellSource` (files, layout,
+    registry entry), the one place the rest of a run reads the dataset's description from.
     """
 
     def __init__(
@@ -111,11 +113,14 @@ class WellUpaoDataModule(WellDataModule):
             "max_dt_stride": kwargs.get("max_dt_stride", 1),
             "fields": list(fields) if fields else None,
             "imports": list(imports),
+            "use_normalization": bool(kwargs.get("use_normalization", False)),
+            "normalization_type": normalization_name(kwargs.get("normalization_type")),
         }
         register_dataset_names([well_dataset_name])
-        for split in ("train", "valid", "test"):
-            first_file(well_base_path, well_dataset_name, split)  # clear error when missing
-        self.fields = selected_fields(well_dataset_name, fields)
+        self.source = WellSource(well_base_path, well_dataset_name, "train", fields or None)
+        for split in SPLITS:
+            _ = self.source.with_split(split).files  # a clear error when a split is missing
+        self.fields = self.source.kept_fields
         kwargs["train_dataset"] = functools.partial(WellUpaoDataset, fields=self.fields)
         super().__init__(
             well_base_path=str(well_base_path), well_dataset_name=well_dataset_name, batch_size=batch_size, **kwargs
@@ -154,6 +159,14 @@ class WellUpaoDataModule(WellDataModule):
             num_workers=self.data_workers,
             drop_last=True,
         )
+
+
+def normalization_name(normalization_type) -> str | None:
+    """The name of a normalisation class of the Well's (``ZScoreNormalization``, ``RMSNormalization``) as
+    checkpoints record it, ``None`` when unset."""
+    if normalization_type is None:
+        return None
+    return normalization_type if isinstance(normalization_type, str) else normalization_type.__name__
 
 
 class EpochSampler(Sampler[int]):

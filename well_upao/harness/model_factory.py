@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from well_upao.data.datasets import slot_indices
-from well_upao.data.metadata import dataset_channel_names
+from well_upao.data.source import WellSource
 from well_upao.models import na_transformer as backbone
 from well_upao.models.assembly import assemble, migrate_config
 
@@ -38,8 +37,7 @@ def na_transformer(
     if channel_slots is None and dataset_name is not None:
         if well_base_path is None:
             raise ValueError("dataset_name needs well_base_path to read the dataset's channels")
-        names = dataset_channel_names(well_base_path, dataset_name, list(fields) if fields else None)
-        channel_slots = slot_indices(dataset_name, names)
+        channel_slots = WellSource(well_base_path, dataset_name, fields=fields or None).channel_slots
     description, schedule_alias = migrate_config(
         {
             **architecture,
@@ -63,8 +61,7 @@ NATransformer = na_transformer
 def _channel_slots(dataset_name: str | None, well_base_path: str | None, fields: Sequence[str] | None) -> list[int]:
     if dataset_name is None or well_base_path is None:
         raise ValueError("the model needs dataset_name and well_base_path to read the dataset's channels")
-    names = dataset_channel_names(well_base_path, dataset_name, list(fields) if fields else None)
-    return list(slot_indices(dataset_name, names))
+    return WellSource(well_base_path, dataset_name, fields=fields or None).channel_slots
 
 
 def pde_transformer(

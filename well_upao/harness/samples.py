@@ -21,7 +21,7 @@ from well_upao.physics.stencils import Grid
 PERIODIC = BoundaryCondition.PERIODIC.value
 
 
-def grid_of(space_grid: torch.Tensor, boundary_codes: torch.Tensor, derivative: str = "fd") -> Grid:
+def grid_of(space_grid: torch.Tensor, boundary_codes: torch.Tensor) -> Grid:
     """Grid spacing from one sample's coordinates ``(*space, d)``; periodic axes from its codes ``(d, 2)``."""
     dims = space_grid.shape[-1]
     origin = space_grid[(0,) * dims]
@@ -31,12 +31,12 @@ def grid_of(space_grid: torch.Tensor, boundary_codes: torch.Tensor, derivative: 
         index[axis] = 1
         spacing.append(float(space_grid[tuple(index)][axis] - origin[axis]))
     periodic = tuple(bool((boundary_codes[axis] == PERIODIC).all()) for axis in range(dims))
-    return Grid(tuple(spacing), periodic, derivative)
+    return Grid(tuple(spacing), periodic)
 
 
-def batch_grid(batch: Mapping[str, torch.Tensor], derivative: str = "fd") -> Grid:
+def batch_grid(batch: Mapping[str, torch.Tensor]) -> Grid:
     """The grid of a batch (its samples share one dataset, hence one grid)."""
-    return grid_of(batch["space_grid"][0], batch["boundary_conditions"][0], derivative)
+    return grid_of(batch["space_grid"][0], batch["boundary_conditions"][0])
 
 
 def batch_dt(batch: Mapping[str, torch.Tensor]) -> torch.Tensor:

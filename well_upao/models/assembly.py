@@ -144,7 +144,11 @@ def resolve_hydra_node(payload: dict[str, Any], path: str | Path) -> None:
 
 def load_model(path: str | Path, **overrides) -> nn.Module:
     """Rebuild a model from the checkpoint file (and, for slim adapter files, its backbone) and load it."""
-    payload = read_checkpoint(path)
+    return model_from_payload(read_checkpoint(path), path, **overrides)
+
+
+def model_from_payload(payload: dict[str, Any], path: str | Path, **overrides) -> nn.Module:
+    """The model of a checkpoint already read (``read_checkpoint``) from ``path``, rebuilt and loaded."""
     resolve_hydra_node(payload, path)
     model = build_model(payload, **overrides)
     load_state(model, payload, path)

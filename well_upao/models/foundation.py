@@ -33,6 +33,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from well_upao.models.kinds import ModelKind
+
 #: added to every channel's standard deviation over the history (constant channels stay finite)
 STD_EPS = 1e-5
 EXTRA_HINT = "install the foundation-model extra: pip install 'well-upao[fm]'"
@@ -165,7 +167,7 @@ class PDETransformerSlots(nn.Module):
     :class:`PDETransformerOneStep` of the same size (``model=pde_transformer model.weights=<its checkpoint>``),
     which labels a dataset's channels by the same slots."""
 
-    one_frame = True  # no shifted (every-history-length) output: the mixture is trained on the next frame
+    model_kind = ModelKind.SLOT_FRAME  # no shifted (every-history-length) output: trained on the next frame
 
     def __init__(
         self,

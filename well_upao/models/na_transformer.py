@@ -48,6 +48,7 @@ from einops import rearrange
 from torch import nn
 
 from well_upao.data.slots import N_SLOTS, SlotError
+from well_upao.models.kinds import ModelKind
 from well_upao.models.layers import NeighborhoodAttention, PatchDecoder, PatchEncoder, SwiGLU
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -137,6 +138,8 @@ class NATransformer(nn.Module):
     size argument overrides it. ``channel_slots`` (the dataset's channel-to-slot map, which the harness's model
     factory reads from the dataset), ``history`` and ``formatter`` serve the harness call path ``forward(x)``.
     """
+
+    model_kind = ModelKind.SEQUENCE
 
     def __init__(
         self,

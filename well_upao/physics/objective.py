@@ -118,7 +118,7 @@ class UpaoObjective:
         the frame after the last input, so it passes ``inputs = history[:, -1:]`` and ``window = history``)."""
         dims = grid.dims
         batch, steps = inputs.shape[:2]
-        ops = Stencils(grid)
+        ops = Stencils(grid, self.derivative)
         params = self.pde.resolve_parameters(scalars, self.constants)
         channel_mask = mask.to(prediction.dtype).view(*([1] * 3), N_SLOTS)
 

@@ -13,12 +13,14 @@ The residual is only ever *read* on the interior ``S_p`` (``interior``): the bou
 excluded, so the ghost layer only supports the stencils of operators internal to ``N``. On periodic axes two
 more accurate derivatives are options (non-periodic axes keep the second-order stencils):
 
-* ``derivative="fd4"``: fourth-order central differences,
+* ``Stencils(grid, derivative="fd4")``: fourth-order central differences,
   ``f' = (-f_{i+2} + 8 f_{i+1} - 8 f_{i-1} + f_{i-2}) / (12 dx)``,
   ``f'' = (-f_{i+2} + 16 f_{i+1} - 30 f_i + 16 f_{i-1} - f_{i-2}) / (12 dx^2)``;
-* ``derivative="spectral"``: the exact derivative of the trigonometric interpolant.
+* ``Stencils(grid, derivative="spectral")``: the exact derivative of the trigonometric interpolant.
 
-With either, the conservative upwind derivative of a flux becomes the same central derivative of the flux.
+The derivative is a choice of the discretisation (it travels with the objective or solver that uses it), not a
+property of the grid. With either, the conservative upwind derivative of a flux becomes the same central
+derivative of the flux.
 """
 
 from __future__ import annotations
@@ -60,17 +62,14 @@ DERIVATIVES = ("fd", "fd4", "spectral")
 
 @dataclass(frozen=True)
 class Grid:
-    """Spacing and boundary type of each spatial axis, and the derivative scheme on periodic axes."""
+    """Spacing and boundary type of each spatial axis."""
 
     spacing: tuple[float, ...]
     periodic: tuple[bool, ...]
-    derivative: str = "fd"  # "fd" (2nd-order central), "fd4" or "spectral" (the last two on periodic axes only)
 
     def __post_init__(self) -> None:
         if len(self.spacing) != len(self.periodic):
             raise ValueError("spacing and periodic must have one entry per spatial axis")
-        if self.derivative not in DERIVATIVES:
-            raise ValueError(f"derivative must be one of {DERIVATIVES}, got {self.derivative!r}")
 
     @property
     def dims(self) -> int:
@@ -78,10 +77,14 @@ class Grid:
 
 
 class Stencils:
-    """Differential operators on a :class:`Grid`; ``axis`` counts spatial axes from 0 (= ``x_1``)."""
+    """Differential operators on a :class:`Grid` with the ``derivative`` scheme on periodic axes (``fd``:
+    second-order central, ``fd4``: fourth-order central, ``spectral``; non-periodic axes always use ``fd``);
+    ``axis`` counts spatial axes from 0 (= ``x_1``)."""
 
-    def __init__(self, grid: Grid):
-        self.grid = grid
+    def __init__(self, grid: Grid, derivative: str = "fd"):
+        if derivative not in DERIVATIVES:
+            raise ValueError(f"derivative must be one of {DERIVATIVES}, got {derivative!r}")
+        self.grid, self.derivative = grid, derivative
 
     def _tensor_axis(self, f: torch.Tensor, axis: int) -> int:
         if not 0 <= axis < self.grid.dims:
@@ -102,10 +105,10 @@ class Stencils:
         return torch.fft.ifft(spectrum * multiplier.reshape(shape), dim=ax).real.to(f.dtype)
 
     def _use_spectral(self, axis: int) -> bool:
-        return self.grid.derivative == "spectral" and self.grid.periodic[axis]
+        return self.derivative == "spectral" and self.grid.periodic[axis]
 
     def _use_fourth_order(self, axis: int) -> bool:
-        return self.grid.derivative == "fd4" and self.grid.periodic[axis]
+        return self.derivative == "fd4" and self.grid.periodic[axis]
 
     def _fourth_order(self, f: torch.Tensor, axis: int, order: int) -> torch.Tensor:
         ax = self._tensor_axis(f, axis)

@@ -46,6 +46,7 @@ from well_upao.models.checkpoint import (
     save_checkpoint,
     unwrap,
 )
+from well_upao.models.kinds import is_sequence_model
 from well_upao.models.lora import adapter_layers, delta_norms, ns_active, set_ns_active
 
 logger = logging.getLogger(__name__)
@@ -224,7 +225,7 @@ class Trainer(WellTrainer):
 
     def require_backbone(self) -> None:
         """The shifted loss needs a well-upao backbone (18 slots, ``forward_sequence``)."""
-        if not hasattr(self.bare_model, "forward_sequence"):
+        if not is_sequence_model(self.bare_model):
             raise TypeError(
                 f"{type(self.loss).__name__} needs a well-upao backbone (model=na, na_lora or na_nslora); "
                 f"got {type(self.bare_model).__name__}. Train neural-operator baselines with trainer=supervised "
@@ -468,7 +469,7 @@ class Trainer(WellTrainer):
         payload = read_checkpoint(path)
         state = clean_state_dict(payload["state_dict"])
         model = self.bare_model
-        if hasattr(model, "forward_sequence"):
+        if is_sequence_model(model):
             model.load_state_dict(state)
             logger.info(f"started from {path} ({len(state)} tensors)")
             return

@@ -21,7 +21,7 @@ from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import SlotModel
 from well_upao.evaluate.protocol import one_step_all
 from well_upao.harness.mixture import MixtureDataModule
-from well_upao.models.checkpoint import unwrap
+from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers.loop import Trainer
 from well_upao.trainers.shifted import NextFrameSlotLoss, ShiftedLoss
 
@@ -87,7 +87,7 @@ def pretraining_trainer(
         device=device,
         is_distributed=is_distributed,
         checkpoint_path=str(recent) if recent.is_file() else "",
-        loss=NextFrameSlotLoss() if getattr(unwrap(model), "one_frame", False) else ShiftedLoss(),
+        loss=ShiftedLoss() if is_sequence_model(model) else NextFrameSlotLoss(),
         validation=per_dataset_validation,
         **protocol,
     )

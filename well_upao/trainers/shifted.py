@@ -17,7 +17,7 @@ import logging
 import torch
 
 from well_upao.harness.well_trainer import trainer_argument
-from well_upao.models.checkpoint import unwrap
+from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers.loop import Trainer, TrainingLoss
 from well_upao.trainers.supervised import SupervisedLoss
 
@@ -71,7 +71,7 @@ class ShiftedTrainer(Trainer):
     says so in one log line."""
 
     def __init__(self, *args, **kwargs):
-        one_frame = not hasattr(unwrap(trainer_argument("model", args, kwargs)), "forward_sequence")
+        one_frame = not is_sequence_model(trainer_argument("model", args, kwargs))
         super().__init__(*args, loss=SupervisedLoss() if one_frame else ShiftedLoss(), **kwargs)
         if one_frame:
             self.use_formatter("channels_first_default")

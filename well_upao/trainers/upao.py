@@ -15,15 +15,15 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from well_upao.data.datasets import DATASETS, slot_indices
+from well_upao.data.source import WellSource
 from well_upao.evaluate.metrics import vrmse_paper
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.evaluate.protocol import one_step_all
+from well_upao.harness.normalization import trainer_model_space
 from well_upao.harness.samples import (
     batch_dt,
     batch_grid,
@@ -33,7 +33,8 @@ from well_upao.harness.samples import (
     slots_mask,
 )
 from well_upao.harness.well_trainer import trainer_argument
-from well_upao.models.checkpoint import unwrap
+from well_upao.models.kinds import is_sequence_model
+from well_upao.physics.floor import choose_discretisation, fit_constants, floor_rows
 from well_upao.physics.objective import (
     DEFAULT_DERIVATIVE,
     DEFAULT_SCHEME,
@@ -60,7 +61,7 @@ class UpaoLoss(TrainingLoss):
     ``implicit`` | ``central`` | ``auto``), ``derivative`` (``fd`` | ``fd4`` | ``spectral`` | ``auto``; ``auto``:
     the lowest residual floor of the training frames, :meth:`choose_automatically`), ``floor_rel``,
     ``pde_constants`` (fixed coefficients, or ``fitted``: the PDE's constants fitted by least squares to the
-    training frames, :func:`well_upao.evaluate.floor.fit_constants`),
+    training frames, :func:`well_upao.physics.floor.fit_constants`),
     ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
     validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
     ``imports``.
@@ -91,18 +92,17 @@ class UpaoLoss(TrainingLoss):
 
     def bind(self, trainer: Trainer) -> None:
         super().bind(trainer)
-        dataset = trainer.dset_metadata.dataset_name
-        spec = DATASETS.get(dataset)
-        dataset_defaults = dict(spec.defaults) if spec is not None else {}
+        source = trainer.datamodule.source
         self.settings = {
-            key: value if value is not None else dataset_defaults.get(key, UPAO_DEFAULTS[key])
+            key: value if value is not None else source.defaults.get(key, UPAO_DEFAULTS[key])
             for key, value in self.requested.items()
         }
-        pde = pde_for_dataset(self.pde_name or dataset)
+        pde = pde_for_dataset(self.pde_name or source.name)
+        stride = int(trainer.datamodule.settings["min_dt_stride"])
         if "auto" in (self.settings["derivative"], self.settings["time_scheme"]):
-            self.settings.update(self.choose_automatically(trainer, pde.name))
+            self.settings.update(self.choose_automatically(source, stride, pde))
         if self.pde_constants == "fitted":
-            self.pde_constants = self.fit_constants(trainer, pde)
+            self.pde_constants = self.fit_constants(source, stride, pde)
         self.objective = UpaoObjective(
             pde=pde,
             lambda_bc=float(self.settings["lambda_bc"]),
@@ -113,44 +113,37 @@ class UpaoLoss(TrainingLoss):
             constants=self.pde_constants,
         )
         model = trainer.bare_model
-        self.one_frame = not hasattr(model, "forward_sequence")
-        if self.one_frame:  # one of the Well's models: its channels are the dataset's, in the Well's layout
-            names = [n for group in trainer.dset_metadata.field_names.values() for n in group]
-            self.channel_slots = slot_indices(dataset, names)
-        else:
-            self.channel_slots = list(model.channel_slots)
+        self.one_frame = not is_sequence_model(model)
+        # a harness model's channels are the dataset's, in the Well's layout; a backbone says which slots it fills
+        self.channel_slots = source.channel_slots if self.one_frame else list(model.channel_slots)
         self.objective.check_slots(self.channel_slots)
         self.scalar_names = list(trainer.dset_metadata.constant_scalar_names)
         self.history = trainer.datamodule.train_dataset.n_steps_input
+        self.space = trainer_model_space(trainer)
         s = self.settings
         logger.info(
-            f"UPAO on {dataset}: PDE {self.objective.pde.name} ({len(self.objective.pde.equations)} sub-equations), "
+            f"UPAO on {source.name}: PDE {pde.name} ({len(pde.equations)} sub-equations), "
             f"{s['normalization']}, lambda_BC={s['lambda_bc']:g}, {s['time_scheme']}, {s['derivative']} derivatives; "
             f"selection by "
             f"{'validation VRMSE (paper protocol)' if self.paper_protocol else 'validation UPAO loss (label-free)'}"
+            + (f"; the model works in normalised units ({self.space.describe()})" if self.space.normalized else "")
         )
 
-    def choose_automatically(self, trainer: Trainer, pde_name: str) -> dict[str, str]:
+    def choose_automatically(self, source: WellSource, stride: int, pde) -> dict[str, str]:
         """``derivative`` / ``time_scheme`` set to ``auto``: the combination with the lowest residual floor of the
-        observed training history at the training stride (``well_upao.evaluate.floor``; label-free: the frames a
-        UPAO run trains on), among those the other, fixed, setting allows. Logs the floors and the choice."""
-        from well_upao.evaluate.floor import floor_table
-
-        settings = trainer.datamodule.settings
-        directory = Path(settings["well_base_path"]) / settings["well_dataset_name"] / "data" / "train"
-        files = sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
-        rows = floor_table(
-            files, [int(settings["min_dt_stride"])], max_trajectories=4, max_frames=12, pde_name=pde_name
-        )
-        candidates = [
-            row
-            for row in rows
-            if self.settings["derivative"] in ("auto", row.derivative)
-            and self.settings["time_scheme"] in ("auto", row.scheme)
-        ]
-        if not candidates:
+        observed training history at the training stride (``well_upao.physics.floor``; label-free: the frames a
+        UPAO run trains on), among those the other, fixed, setting allows. Records the floors and the choice
+        (``self.floors``, ``self.chosen``: the checkpoint's ``upao`` section and the first metrics line)."""
+        rows = floor_rows(source.observed(stride, max_trajectories=4, max_frames=12), stride, pde)
+        best = choose_discretisation(rows, self.settings["derivative"], self.settings["time_scheme"])
+        if best is None:
             raise ValueError(f"no residual-floor candidate matches {self.settings['derivative']!r} derivatives")
-        best = min(candidates, key=lambda row: row.mean)
+        candidates = [
+            r
+            for r in rows
+            if self.settings["derivative"] in ("auto", r.derivative)
+            and self.settings["time_scheme"] in ("auto", r.scheme)
+        ]
         table = ", ".join(f"{r.derivative}/{r.scheme} {r.mean:.2e}" for r in candidates)
         logger.info(
             f"UPAO auto: residual floors of the training frames: {table}; chose {best.derivative}/{best.scheme}"
@@ -158,58 +151,48 @@ class UpaoLoss(TrainingLoss):
         self.floors = {f"{r.derivative}/{r.scheme}": r.mean for r in candidates}
         return {"derivative": best.derivative, "time_scheme": best.scheme}
 
-    def fit_constants(self, trainer: Trainer, pde) -> dict[str, float]:
+    def fit_constants(self, source: WellSource, stride: int, pde) -> dict[str, float]:
         """The PDE's constants fitted to the training frames at the training stride with the run's derivative and
         time scheme (label-free, like the floor); logs them beside the documented values."""
-        from well_upao.evaluate.floor import fit_constants, observed_window
-
         if not pde.constants:
             raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
-        observed = observed_window(self.training_files(trainer), int(trainer.datamodule.settings["min_dt_stride"]))
         fitted = fit_constants(
-            observed, list(pde.constants), self.settings["derivative"], self.settings["time_scheme"], pde.name
+            source.observed(stride),
+            list(pde.constants),
+            self.settings["derivative"],
+            self.settings["time_scheme"],
+            pde,
         )
         text = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
         logger.info(f"UPAO fitted constants of {pde.name} to the training frames: {text}")
         return fitted.values
 
-    @staticmethod
-    def training_files(trainer: Trainer) -> list[Path]:
-        settings = trainer.datamodule.settings
-        directory = Path(settings["well_base_path"]) / settings["well_dataset_name"] / "data" / "train"
-        return sorted(directory.glob("*.hdf5")) + sorted(directory.glob("*.h5"))
-
     # ------------------------------------------------------------------ the objective on a batch
-    def physical(self, fields: torch.Tensor) -> torch.Tensor:
-        """Undo the dataset's normalisation (when the data config turns it on): residuals need physical units."""
-        trainer = self.trainer
-        if getattr(trainer.datamodule.train_dataset, "use_normalization", False) and getattr(
-            trainer, "dset_norm", None
-        ):
-            return trainer.dset_norm.denormalize_flattened(fields, "variable")
-        return fields
-
     def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
-        """UPAO loss of a batch. Reads the history, the next frame's *band* only, and the sample's metadata."""
+        """UPAO loss of a batch. Reads the history, the next frame's *band* only, and the sample's metadata.
+
+        ``normalized``: whether the batch comes normalised (a training batch of a run with
+        ``data.use_normalization=true``; validation batches are raw, as the Well serves them). The model is fed
+        the units it trains in (``self.space``); the residual and the band loss are always in physical units."""
         trainer = self.trainer
         device = trainer.device
         dims = trainer.dset_metadata.n_spatial_dims
-        inputs = batch["input_fields"].to(device)
-        if normalized:
-            inputs = self.physical(inputs)
+        given = batch["input_fields"].to(device)
+        physical, model_inputs = (
+            (self.space.to_physical(given), given) if normalized else (given, self.space.to_model(given))
+        )
         # the only access to the target frame: gather its boundary band by index
         next_band = band_values(batch["output_fields"][:, 0].to(device), dims, self.objective.band_width)
-        if normalized:
-            next_band = self.physical(next_band)
-        history = into_slots(inputs, self.channel_slots)
-        next_band = into_slots(next_band, self.channel_slots)
+        next_band = into_slots(self.space.to_physical(next_band) if normalized else next_band, self.channel_slots)
+        history = into_slots(physical, self.channel_slots)
         if self.one_frame:  # the frame after the last input only: its residual against that input
-            prediction = into_slots(
-                one_frame_prediction(trainer.model, inputs, trainer.formatter_name), self.channel_slots
-            )
+            predicted = one_frame_prediction(trainer.model, model_inputs, trainer.formatter_name)
+            prediction = into_slots(self.space.to_physical(predicted), self.channel_slots)
             prediction, window, inputs = prediction[:, None], history, history[:, -1:]
         else:
-            prediction, window, inputs = trainer.model(history, sequence=True), None, history
+            predicted = trainer.model(into_slots(model_inputs, self.channel_slots), sequence=True)
+            predicted = self.space.to_physical(predicted[..., self.channel_slots])
+            prediction, window, inputs = into_slots(predicted, self.channel_slots), None, history
         scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
         return self.objective(
             prediction,
@@ -217,7 +200,7 @@ class UpaoLoss(TrainingLoss):
             next_band,
             batch_dt(batch).to(device, torch.float32),
             {name: value.to(device, torch.float32) for name, value in scalars.items()},
-            batch_grid(batch, self.objective.derivative),
+            batch_grid(batch),
             slots_mask(self.channel_slots, device),
             window=window,
         )
@@ -257,9 +240,9 @@ class UpaoLoss(TrainingLoss):
         dataset = trainer.datamodule.rollout_val_dataset
         count = len(dataset) if full else min(self.vrmse_trajectories, len(dataset))
         if self.one_frame:
-            predictor = HarnessModel("model", trainer.bare_model, trainer.formatter_name, self.history)
+            predictor = HarnessModel("model", trainer.bare_model, trainer.formatter_name, self.history, self.space)
         else:
-            predictor = BackboneModel("model", trainer.bare_model)
+            predictor = BackboneModel("model", trainer.bare_model, self.space)
         per_channel = []
         for index in range(count):
             sample = dataset[index]
@@ -293,7 +276,7 @@ class UpaoTrainer(Trainer):
 
     def __init__(self, *args, **kwargs):
         settings = {name: kwargs.pop(name) for name in inspect.signature(UpaoLoss).parameters if name in kwargs}
-        one_frame = not hasattr(unwrap(trainer_argument("model", args, kwargs)), "forward_sequence")
+        one_frame = not is_sequence_model(trainer_argument("model", args, kwargs))
         super().__init__(*args, loss=UpaoLoss(**settings), **kwargs)
         if one_frame:
             self.use_formatter("channels_first_default")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from well_upao.cli import main
-from well_upao.evaluate.floor import best_row, floor_table
+from well_upao.data.source import WellSource
+from well_upao.physics.floor import best_row, floor_rows
 
 
 def test_spectral_derivatives_lower_the_floor_of_periodic_exact_data(small_datasets):
-    files = sorted((small_datasets / "tg2d" / "data" / "train").glob("*.hdf5"))
-    rows = floor_table(files, [1], max_trajectories=2, max_frames=8)
+    rows = floor_rows(WellSource(small_datasets, "tg2d").observed(1, max_trajectories=2, max_frames=8), 1)
     by_key = {(r.derivative, r.scheme): r for r in rows}
     assert {d for d, _ in by_key} == {"fd", "fd4", "spectral"}
     assert {s for _, s in by_key} == {"explicit", "implicit", "crank_nicolson", "central"}
@@ -38,7 +38,7 @@ def gray_scott_frames(delta_a: float, delta_b: float, dt: float = 2.0, resolutio
     import numpy as np
     import torch
 
-    from well_upao.evaluate.floor import ObservedFrames
+    from well_upao.data.source import ObservedFrames
     from well_upao.families.replicas import gray_scott
 
     grid = gray_scott.square_grid(resolution)
@@ -55,7 +55,7 @@ def gray_scott_frames(delta_a: float, delta_b: float, dt: float = 2.0, resolutio
 
 
 def test_fitting_recovers_diffusivities_the_documentation_does_not_state():
-    from well_upao.evaluate.floor import fit_constants
+    from well_upao.physics.floor import fit_constants
 
     observed = gray_scott_frames(3e-5, 1.5e-5)
     fitted = fit_constants(observed, ["delta_A", "delta_B"], "spectral", "crank_nicolson")
@@ -65,10 +65,9 @@ def test_fitting_recovers_diffusivities_the_documentation_does_not_state():
 
 
 def test_fitting_a_per_trajectory_parameter_recovers_it(small_datasets):
-    from well_upao.evaluate.floor import fit_constants, observed_window
+    from well_upao.physics.floor import fit_constants
 
-    files = sorted((small_datasets / "advdiff2d" / "data" / "train").glob("*.hdf5"))
-    observed = observed_window(files, 1, max_trajectories=1, max_frames=10)
+    observed = WellSource(small_datasets, "advdiff2d").observed(1, max_trajectories=1, max_frames=10)
     truth = float(observed.scalars["nu"][0])
     observed.scalars["nu"] = observed.scalars["nu"] * 3  # start far from it
     fitted = fit_constants(observed, ["nu"], "spectral", "crank_nicolson")

@@ -1,0 +1,304 @@
+"""The dataset source: the one home for *reading* a dataset in The Well's layout.
+
+A :class:`WellSource` is resolved once, from ``(base path, name, split)`` or from the data settings a run stored
+in its checkpoint (:meth:`WellSource.from_settings`), and then owns everything other parts need to know about the
+data on disk:
+
+* its files: ``{base}/{name}/data/{split}/*.hdf5`` (``*.h5`` too), globbed here and nowhere else
+  (:func:`split_files`);
+* its decoded :class:`Layout`, read once from the first file: spatial axes, resolution, spacing, periodicity
+  (per axis, from ``/boundary_conditions``), the stored frames' time step, field names per tensor order and the
+  flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, then t2), the
+  ``/scalars`` names, and our replica attribute (provenance);
+* its registry entry (``well_upao.data.datasets``): slot row, field selection (the paper's, e.g. active matter
+  without its tensor fields), the UPAO defaults;
+* observed frames keyed by slot name (:meth:`WellSource.observed`), what residual floors and fitted constants
+  are computed from (``well_upao.physics.floor``, on frames in memory).
+
+The PDE of a dataset is one lookup, ``well_upao.physics.pde_for_dataset(source.name)``: the PDE class lives in
+the physics layer above this one, so the source names the dataset and physics resolves it (for built-in and
+user datasets alike).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import torch
+import yaml
+
+from well_upao.data.datasets import DATASETS, DatasetSpec, selected_fields, slot_indices
+from well_upao.data.well_format import FIELD_GROUPS
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "valid", "test")
+HDF5_SUFFIXES = (".hdf5", ".h5")
+#: the root attribute our replicas of the Well's datasets carry (JSON: generator, version, sizes, seed, ...)
+REPLICA_ATTRIBUTE = "well_upao_replica"
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """No HDF5 file where the dataset should be."""
+
+
+def default_base_path() -> Path:
+    """``$WELL_BASE_PATH``, else ``./datasets`` (the generators' default ``--out``)."""
+    return Path(os.environ.get("WELL_BASE_PATH", "datasets"))
+
+
+def split_files(directory: str | Path) -> list[Path]:
+    """The HDF5 files of one split directory, sorted (empty when the directory does not exist)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.suffix in HDF5_SUFFIXES and p.is_file())
+
+
+def flattened_channel_names(file: h5py.File) -> list[str]:
+    """Channel names in the Well's order (t0, then t1 components, then t2), like ``WellMetadata``."""
+    spatial = [str(d) for d in file["dimensions"].attrs["spatial_dims"]]
+    names = []
+    for order, group in enumerate(FIELD_GROUPS):
+        suffixes = ["".join(p) for p in itertools.product(spatial, repeat=order)]
+        for name in file[group].attrs["field_names"]:
+            names += [f"{name}_{s}" if s else str(name) for s in suffixes]
+    return names
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a Well file says about the data's physics and channels (see the module docstring)."""
+
+    dataset_name: str  # the file's ``dataset_name`` attribute
+    spatial_dims: tuple[str, ...]
+    resolution: tuple[int, ...]
+    spacing: tuple[float, ...]
+    periodic: tuple[bool, ...]
+    boundary_types: tuple[tuple[str, ...], ...]  # per axis, the bc_type of every group touching it
+    dt: float  # between stored frames
+    n_steps: int  # stored frames per trajectory
+    field_names: tuple[tuple[str, ...], ...]  # per tensor order 0, 1, 2
+    channels: tuple[str, ...]  # flattened, every field
+    scalar_names: tuple[str, ...]
+    replica: Mapping[str, Any] | None = None
+
+    @property
+    def n_spatial_dims(self) -> int:
+        return len(self.spatial_dims)
+
+
+def read_layout(path: str | Path) -> Layout:
+    """Decode the layout of one Well file."""
+    with h5py.File(path, "r") as f:
+        spatial = tuple(str(d) for d in f["dimensions"].attrs["spatial_dims"])
+        coords = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
+        bc_types = []
+        for axis in spatial:
+            bc_types.append(
+                tuple(
+                    str(group.attrs["bc_type"]).upper()
+                    for group in f["boundary_conditions"].values()
+                    if axis in [str(d) for d in group.attrs["associated_dims"]]
+                )
+            )
+        times = np.asarray(f["dimensions"]["time"], dtype=np.float64).reshape(-1)
+        replica = f.attrs.get(REPLICA_ATTRIBUTE)
+        return Layout(
+            dataset_name=str(f.attrs["dataset_name"]),
+            spatial_dims=spatial,
+            resolution=tuple(int(c.shape[-1]) for c in coords),
+            spacing=tuple(float(c.reshape(-1)[1] - c.reshape(-1)[0]) for c in coords),
+            periodic=tuple(bool(t) and all(x == "PERIODIC" for x in t) for t in bc_types),
+            boundary_types=tuple(bc_types),
+            dt=float(times[1] - times[0]) if times.size > 1 else float("nan"),
+            n_steps=int(times.size),
+            field_names=tuple(tuple(str(n) for n in f[g].attrs["field_names"]) for g in FIELD_GROUPS),
+            channels=tuple(flattened_channel_names(f)),
+            scalar_names=tuple(str(n) for n in f["scalars"].attrs["field_names"]) if "scalars" in f else (),
+            replica=None if replica is None else json.loads(str(replica)),
+        )
+
+
+@dataclass
+class ObservedFrames:
+    """Frames of some trajectories as slot fields ``(n_traj, T, *space)`` (float64) and what a residual needs:
+    the named ``/scalars`` per trajectory, the grid (spacing, periodicity) and the frames' times."""
+
+    dataset: str
+    fields: dict[str, torch.Tensor]
+    scalars: dict[str, torch.Tensor]
+    spacing: tuple[float, ...]
+    periodic: tuple[bool, ...]
+    times: np.ndarray
+
+
+@dataclass
+class WellSource:
+    """One split of one dataset on disk (see the module docstring). ``fields``: the core fields to keep (default:
+    the dataset's registered selection, else all)."""
+
+    base: Path
+    name: str
+    split: str = "train"
+    fields: Sequence[str] | None = None
+    _files: list[Path] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.base = Path(self.base)
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], split: str = "train", base: str | Path | None = None):
+        """The source a run trained on, from the data settings its checkpoint stored (``train.data``)."""
+        fields = settings.get("fields")
+        return cls(base or settings["well_base_path"], settings["well_dataset_name"], split, fields or None)
+
+    def with_split(self, split: str) -> WellSource:
+        """The same dataset, another split."""
+        return WellSource(self.base, self.name, split, self.fields)
+
+    # ------------------------------------------------------------------ files
+    @property
+    def directory(self) -> Path:
+        return self.base / self.name / "data" / self.split
+
+    @property
+    def stats_path(self) -> Path:
+        return self.base / self.name / "stats.yaml"
+
+    @property
+    def files(self) -> list[Path]:
+        """The split's files (globbed once); a missing split is a one-line error with the command that makes it."""
+        if self._files is None:
+            found = split_files(self.directory)
+            if not found:
+                raise DatasetNotFoundError(
+                    f"no HDF5 files in {self.directory}; generate the dataset first "
+                    f"(e.g. `well-upao generate-exact --pde {self.name} --out {self.base}`) "
+                    "or point WELL_BASE_PATH / data.well_base_path at it"
+                )
+            self._files = found
+        return self._files
+
+    def stats(self) -> dict:
+        """``stats.yaml`` (mean, std, rms and their deltas per field)."""
+        with open(self.stats_path) as stream:
+            return yaml.safe_load(stream) or {}
+
+    # ------------------------------------------------------------------ layout and registry
+    @cached_property
+    def layout(self) -> Layout:
+        layout = read_layout(self.files[0])
+        if layout.dataset_name != self.name:
+            logger.warning(
+                f"{self.files[0]} says dataset_name={layout.dataset_name!r}, its folder {self.name!r}: "
+                f"the folder name is used"
+            )
+        return layout
+
+    @property
+    def spec(self) -> DatasetSpec | None:
+        """The dataset's registry entry (``None`` for a dataset nobody registered)."""
+        return DATASETS.get(self.name)
+
+    @property
+    def kept_fields(self) -> tuple[str, ...] | None:
+        """Core fields kept: the request, else the registered selection, else all (``None``)."""
+        return selected_fields(self.name, self.fields)
+
+    @property
+    def channels(self) -> list[str]:
+        """Flattened channel names in the Well's order, restricted to the kept fields."""
+        kept = self.kept_fields
+        names = list(self.layout.channels)
+        if kept is None:
+            return names
+        return [n for n in names if any(n == k or n.startswith(f"{k}_") for k in kept)]
+
+    @property
+    def channel_slots(self) -> list[int]:
+        """Slot index of each kept channel (the registry's slot row)."""
+        return slot_indices(self.name, self.channels)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """UPAO settings the dataset prefers where a run leaves them unset."""
+        spec = self.spec
+        return dict(spec.defaults) if spec is not None else {}
+
+    @property
+    def provenance(self) -> str:
+        """``replica (<grid>, well-upao generate-replica v<n>)`` for our replicas of the Well's datasets, else
+        empty."""
+        info = self.layout.replica
+        if info is None:
+            return ""
+        return f"replica ({'x'.join(map(str, info['resolution']))}, well-upao generate-replica v{info['version']})"
+
+    # ------------------------------------------------------------------ frames
+    def observed(
+        self, stride: int = 1, max_trajectories: int = 4, max_frames: int = 12, start: int = 1
+    ) -> ObservedFrames:
+        """Up to ``max_frames`` frames ``start, start + stride, ...`` of the first ``max_trajectories``
+        trajectories of the split, keyed by slot name (the first stored frame is skipped by default: the Well's
+        files store a zero pressure there)."""
+        indices = list(range(start, self.layout.n_steps, stride))[:max_frames]
+        if len(indices) < 3:
+            raise ValueError(
+                f"{self.name}/{self.split}: {self.layout.n_steps} frames hold fewer than 3 at stride {stride} "
+                f"from frame {start}"
+            )
+        parts: list[ObservedFrames] = []
+        taken = 0
+        for path in self.files:
+            part = self.read_frames(path, indices, max_trajectories - taken)
+            parts.append(part)
+            taken += next(iter(part.fields.values())).shape[0]
+            if taken >= max_trajectories:
+                break
+        fields = {k: torch.cat([p.fields[k] for p in parts]) for k in parts[0].fields}
+        scalars = {k: torch.cat([p.scalars[k] for p in parts]) for k in parts[0].scalars}
+        return ObservedFrames(self.name, fields, scalars, self.layout.spacing, self.layout.periodic, parts[0].times)
+
+    def read_frames(self, path: Path, indices: Sequence[int], max_trajectories: int | None = None) -> ObservedFrames:
+        """Time ``indices`` (increasing) of the first ``max_trajectories`` (default all) trajectories of one of the
+        source's files, keyed by slot name."""
+        indices = list(indices)
+        spec = self.spec
+        if spec is None:
+            raise KeyError(f"dataset {self.name!r} is not registered (its slot row is needed to read its frames)")
+        slots, layout = spec.slots, self.layout
+        with h5py.File(path, "r") as f:
+            n_traj = int(f.attrs["n_trajectories"])
+            n_traj = n_traj if max_trajectories is None else min(n_traj, max_trajectories)
+            fields: dict[str, torch.Tensor] = {}
+            for order, group in enumerate(FIELD_GROUPS[:2]):
+                for name in f[group].attrs["field_names"]:
+                    data = np.asarray(f[group][str(name)][:n_traj, indices], dtype=np.float64)
+                    data = torch.as_tensor(data)
+                    if order == 0:
+                        if str(name) in slots:
+                            fields[slots[str(name)]] = data
+                        continue
+                    for i, axis in enumerate(layout.spatial_dims):
+                        if f"{name}_{axis}" in slots:
+                            fields[slots[f"{name}_{axis}"]] = data[..., i]
+            scalars = {}
+            for name in layout.scalar_names:
+                value = np.asarray(f["scalars"][name], dtype=np.float64).reshape(-1)
+                value = value[:n_traj] if value.size > 1 else np.broadcast_to(value, (n_traj,))
+                scalars[name] = torch.as_tensor(np.array(value, dtype=np.float64))
+            times = np.asarray(f["dimensions"]["time"], dtype=np.float64).reshape(-1)[indices]
+        return ObservedFrames(self.name, fields, scalars, layout.spacing, layout.periodic, times)

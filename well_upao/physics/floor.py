@@ -1,0 +1,183 @@
+"""The residual floor: how far observed frames are from making a PDE's discrete residual vanish.
+
+For sub-equation ``k`` between frames ``u_n`` and ``u_{n+1}`` a time ``dt`` apart, with a time scheme and a
+derivative (``well_upao.physics.residual`` and ``well_upao.physics.stencils``), the relative residual over the
+interior ``S_p`` is
+
+    rho_k = || R_k ||_{S_p} / || scale_k ||_{S_p},     scale_k = |d_t Q_k| + sum_i |N_k,i|   (pointwise)
+
+zero for data that satisfies the discrete equations exactly; for data from an exact solution or a finer solver it
+measures the discretisation's own error, the floor below which UPAO cannot push a prediction towards the truth.
+Everything here works on frames already in memory (:class:`well_upao.data.source.ObservedFrames`, read by
+``WellSource.observed``); no file is opened. The PDE defaults to the dataset's (``pde_for_dataset``), so a
+user's dataset registered with its PDE gets its floor like ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from well_upao.data.source import ObservedFrames
+from well_upao.physics.pdes import PDE, pde_for_dataset
+from well_upao.physics.residual import SCHEMES, residuals_and_scales
+from well_upao.physics.stencils import Grid, Stencils, interior
+
+
+def derivatives_for(periodic: Sequence[bool]) -> tuple[str, ...]:
+    """The derivative choices that differ on this grid (``fd4`` and ``spectral`` need a periodic axis)."""
+    return ("fd", "fd4", "spectral") if any(periodic) else ("fd",)
+
+
+def relative_residuals(
+    observed: ObservedFrames, derivative: str = "fd", scheme: str = "crank_nicolson", pde: PDE | None = None
+) -> dict[str, float]:
+    """``rho_k`` (see the module docstring) over the observed frames: consecutive pairs for the two-frame schemes,
+    triples (the middle frame's spatial terms) for ``central``."""
+    pde = pde or pde_for_dataset(observed.dataset)
+    return _relative(observed, pde, pde.resolve_parameters(observed.scalars), derivative, scheme)
+
+
+@dataclass
+class FloorRow:
+    stride: int
+    derivative: str
+    scheme: str
+    residuals: dict[str, float]
+
+    @property
+    def mean(self) -> float:
+        """Mean of ``rho_k`` over the sub-equations: the number ``auto`` choices minimise."""
+        return float(np.mean(list(self.residuals.values())))
+
+
+def floor_rows(observed: ObservedFrames, stride: int, pde: PDE | None = None) -> list[FloorRow]:
+    """Every derivative (:func:`derivatives_for`) x time scheme (``SCHEMES``) on frames ``stride`` apart."""
+    pde = pde or pde_for_dataset(observed.dataset)
+    return [
+        FloorRow(stride, derivative, scheme, relative_residuals(observed, derivative, scheme, pde))
+        for derivative in derivatives_for(observed.periodic)
+        for scheme in SCHEMES
+    ]
+
+
+def best_row(rows: Iterable[FloorRow], stride: int) -> FloorRow:
+    return min((r for r in rows if r.stride == stride), key=lambda r: r.mean)
+
+
+def choose_discretisation(rows: Iterable[FloorRow], derivative: str, scheme: str) -> FloorRow | None:
+    """The row a UPAO run with these settings uses: the fixed parts as given, an ``auto`` part the lowest floor
+    among the rows the other part allows (``None`` when no row matches)."""
+    matching = [r for r in rows if derivative in ("auto", r.derivative) and scheme in ("auto", r.scheme)]
+    return min(matching, key=lambda r: r.mean, default=None)
+
+
+def floor_markdown(rows: list[FloorRow], dataset: str) -> str:
+    names = list(rows[0].residuals)
+    lines = [
+        f"Residual floor of {dataset}: relative residual ||R_k|| / ||scale_k|| of the observed frames over the "
+        "interior (0 = the data satisfies the discrete equations exactly)",
+        "",
+        "| stride | derivative | time scheme | " + " | ".join(names) + " | mean |",
+        "|---|---|---|" + "---|" * (len(names) + 1),
+    ]
+    for row in rows:
+        mark = " **(lowest)**" if row is best_row(rows, row.stride) else ""
+        lines.append(
+            f"| {row.stride} | {row.derivative} | {row.scheme} | "
+            + " | ".join(f"{row.residuals[k]:.2e}" for k in names)
+            + f" | {row.mean:.2e}{mark} |"
+        )
+    return "\n".join(lines)
+
+
+@dataclass
+class FittedConstants:
+    values: dict[str, float]
+    initial: dict[str, float]
+    floor_initial: dict[str, float]
+    floor_fitted: dict[str, float]
+    iterations: int
+
+
+def fit_constants(
+    observed: ObservedFrames,
+    names: list[str],
+    derivative: str = "fd",
+    scheme: str = "crank_nicolson",
+    pde: PDE | None = None,
+    max_iterations: int = 20,
+) -> FittedConstants:
+    """Least-squares values of a PDE's coefficients ``names`` (constants like Gray-Scott's ``delta_A``, or
+    parameters shared by the observed trajectories) from the observed frames:
+
+        min_theta  sum_k || R_k(theta) ||^2_{S_p} / || scale_k(theta_0) ||^2_{S_p}
+
+    by Gauss-Newton with a forward-difference Jacobian (one step is exact when the residual is linear in
+    ``theta``, as it is for diffusivities, viscosities and reaction rates), starting from the documented values."""
+    pde = pde or pde_for_dataset(observed.dataset)
+    base = pde.resolve_parameters(observed.scalars)
+    unknown = [n for n in names if n not in base]
+    if unknown:
+        raise ValueError(f"{pde.name} has no coefficient {unknown}; it has {sorted(base)}")
+    theta = np.array(
+        [float(base[n]) if isinstance(base[n], int | float) else float(base[n].double().mean()) for n in names]
+    )
+    initial = dict(zip(names, theta.tolist(), strict=True))
+    weights = None
+
+    def residual_vector(values: np.ndarray) -> torch.Tensor:
+        nonlocal weights
+        overrides = dict(zip(names, values.tolist(), strict=True))
+        params = pde.resolve_parameters(observed.scalars, overrides)
+        residuals, scales = _residuals(observed, pde, params, derivative, scheme)
+        dims = len(observed.spacing)
+        if weights is None:
+            weights = {k: 1.0 / float(interior(scales[k], dims).norm()) for k in residuals}
+        return torch.cat([interior(residuals[k], dims).flatten() * weights[k] for k in residuals])
+
+    iterations = 0
+    while iterations < max_iterations:
+        iterations += 1
+        current = residual_vector(theta)
+        steps = 1e-4 * np.maximum(np.abs(theta), 1e-12)
+        jacobian = torch.stack(
+            [(residual_vector(theta + step * np.eye(len(theta))[j]) - current) / step for j, step in enumerate(steps)],
+            dim=1,
+        )
+        update = torch.linalg.lstsq(jacobian, -current[:, None]).solution[:, 0].numpy()
+        theta = theta + update
+        if np.all(np.abs(update) <= 1e-10 * np.maximum(np.abs(theta), 1e-30)):
+            break
+    values = dict(zip(names, theta.tolist(), strict=True))
+    before = relative_residuals(observed, derivative, scheme, pde)
+    after = _relative(observed, pde, pde.resolve_parameters(observed.scalars, values), derivative, scheme)
+    return FittedConstants(values, initial, before, after, iterations)
+
+
+def _residuals(observed: ObservedFrames, pde: PDE, params, derivative: str, scheme: str):
+    """Residuals and term sizes of every sub-equation over the observed frames (equally spaced)."""
+    fields = observed.fields
+    steps = np.diff(observed.times)
+    needed = 2 if scheme == "central" else 1
+    if len(steps) < needed or not np.allclose(steps, steps[0], rtol=1e-9):
+        raise ValueError(f"the {scheme} residual needs at least {needed + 1} equally spaced frames")
+    dt = torch.tensor(float(steps[0]), dtype=torch.float64)
+    ops = Stencils(Grid(observed.spacing, observed.periodic), derivative)
+    if scheme == "central":
+        older = {k: v[:, :-2] for k, v in fields.items()}
+        old = {k: v[:, 1:-1] for k, v in fields.items()}
+        new = {k: v[:, 2:] for k, v in fields.items()}
+        return residuals_and_scales(pde, old, new, dt, params, ops, "central", older=older)
+    old = {k: v[:, :-1] for k, v in fields.items()}
+    new = {k: v[:, 1:] for k, v in fields.items()}
+    return residuals_and_scales(pde, old, new, dt, params, ops, scheme)
+
+
+def _relative(observed: ObservedFrames, pde: PDE, params, derivative: str, scheme: str) -> dict[str, float]:
+    residuals, scales = _residuals(observed, pde, params, derivative, scheme)
+    dims = len(observed.spacing)
+    return {k: float(interior(residuals[k], dims).norm() / interior(scales[k], dims).norm()) for k in residuals}

@@ -652,7 +652,8 @@ def _residual_floor_parser(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="NAME",
         help="least-squares values of these PDE coefficients (e.g. delta_A delta_B) from the observed frames, "
-        "with the lowest combination's floor at the documented and at the fitted values",
+        "under the derivative and time scheme whose floor after the fit is lowest, with the floor at the "
+        "documented and at the fitted values",
     )
     parser.set_defaults(handler=_run_residual_floor)
 
@@ -662,7 +663,7 @@ def _run_residual_floor(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from well_upao.data.source import WellSource, default_base_path
-    from well_upao.physics.floor import best_row, fit_constants, floor_markdown, floor_rows
+    from well_upao.physics.floor import fit_discretised, floor_markdown, floor_rows
     from well_upao.physics.pdes import pde_for_dataset
 
     source = WellSource(args.base_path or default_base_path(), args.data, args.split)
@@ -683,17 +684,16 @@ def _run_residual_floor(args: argparse.Namespace) -> int:
     print(floor_markdown(rows, args.data))
     fits = []
     for stride in args.stride if args.fit else []:
-        best = best_row(rows, stride)
         try:
-            fitted = fit_constants(observed[stride], args.fit, best.derivative, best.scheme, pde)
+            (derivative, scheme), fitted, _ = fit_discretised(observed[stride], args.fit, pde=pde)
         except ValueError as error:
             raise CommandError(str(error)) from error
-        fits.append({"stride": stride, "derivative": best.derivative, "scheme": best.scheme, **asdict(fitted)})
+        fits.append({"stride": stride, "derivative": derivative, "scheme": scheme, **asdict(fitted)})
         values = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
         floors = ", ".join(
             f"{k} {fitted.floor_initial[k]:.2e} -> {fitted.floor_fitted[k]:.2e}" for k in fitted.floor_fitted
         )
-        print(f"\nstride {stride}, {best.derivative}/{best.scheme}: {values}; floor {floors}")
+        print(f"\nstride {stride}, {derivative}/{scheme}: {values}; floor {floors}")
     if args.json:
         from well_upao.data.atomic import atomic_write_text
 

@@ -158,6 +158,32 @@ def fit_constants(
     return FittedConstants(values, initial, before, after, iterations)
 
 
+def fit_discretised(
+    observed: ObservedFrames,
+    names: list[str],
+    derivative: str = "auto",
+    scheme: str = "auto",
+    pde: PDE | None = None,
+) -> tuple[tuple[str, str], FittedConstants, dict[str, float]]:
+    """Constants fitted (:func:`fit_constants`) under every derivative / time scheme the settings allow (``auto``:
+    any), the one whose floor *after* the fit is lowest kept: ``((derivative, scheme), its fit, {"d/s": mean
+    fitted floor})``. A floor at the documented constants would pick the discretisation whose error best hides
+    a wrong constant."""
+    pde = pde or pde_for_dataset(observed.dataset)
+    candidates = [
+        (d, t)
+        for d in derivatives_for(observed.periodic)
+        for t in SCHEMES
+        if derivative in ("auto", d) and scheme in ("auto", t)
+    ]
+    if not candidates:
+        raise ValueError(f"derivative {derivative!r} is not available on this grid")
+    fits = {key: fit_constants(observed, names, *key, pde) for key in candidates}
+    floors = {f"{d}/{t}": float(np.mean(list(f.floor_fitted.values()))) for (d, t), f in fits.items()}
+    best = min(fits, key=lambda key: floors[f"{key[0]}/{key[1]}"])
+    return best, fits[best], floors
+
+
 def _residuals(observed: ObservedFrames, pde: PDE, params, derivative: str, scheme: str):
     """Residuals and term sizes of every sub-equation over the observed frames (equally spaced)."""
     fields = observed.fields

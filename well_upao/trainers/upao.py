@@ -34,7 +34,7 @@ from well_upao.harness.samples import (
 )
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
-from well_upao.physics.floor import choose_discretisation, fit_constants, floor_rows
+from well_upao.physics.floor import choose_discretisation, fit_discretised, floor_rows
 from well_upao.physics.objective import (
     DEFAULT_DERIVATIVE,
     DEFAULT_SCHEME,
@@ -61,7 +61,7 @@ class UpaoLoss(TrainingLoss):
     ``implicit`` | ``central`` | ``auto``), ``derivative`` (``fd`` | ``fd4`` | ``spectral`` | ``auto``; ``auto``:
     the lowest residual floor of the training frames, :meth:`choose_automatically`), ``floor_rel``,
     ``pde_constants`` (fixed coefficients, or ``fitted``: the PDE's constants fitted by least squares to the
-    training frames, :func:`well_upao.physics.floor.fit_constants`),
+    training frames, jointly with an ``auto`` discretisation, :func:`well_upao.physics.floor.fit_discretised`),
     ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
     validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
     ``imports``.
@@ -89,6 +89,8 @@ class UpaoLoss(TrainingLoss):
         self.pde_constants = pde_constants if pde_constants == "fitted" else dict(pde_constants or {})
         self.paper_protocol = bool(paper_protocol)
         self.vrmse_trajectories = int(vrmse_trajectories)
+        #: residual floors of the training frames per ``derivative/scheme`` (filled when a setting is ``auto``)
+        self.floors: dict[str, float] = {}
 
     def bind(self, trainer: Trainer) -> None:
         super().bind(trainer)
@@ -99,10 +101,10 @@ class UpaoLoss(TrainingLoss):
         }
         pde = pde_for_dataset(self.pde_name or source.name)
         stride = int(trainer.datamodule.settings["min_dt_stride"])
-        if "auto" in (self.settings["derivative"], self.settings["time_scheme"]):
-            self.settings.update(self.choose_automatically(source, stride, pde))
-        if self.pde_constants == "fitted":
+        if self.pde_constants == "fitted":  # constants and any `auto` discretisation chosen together
             self.pde_constants = self.fit_constants(source, stride, pde)
+        elif "auto" in (self.settings["derivative"], self.settings["time_scheme"]):
+            self.settings.update(self.choose_automatically(source, stride, pde))
         self.objective = UpaoObjective(
             pde=pde,
             lambda_bc=float(self.settings["lambda_bc"]),
@@ -132,8 +134,8 @@ class UpaoLoss(TrainingLoss):
     def choose_automatically(self, source: WellSource, stride: int, pde) -> dict[str, str]:
         """``derivative`` / ``time_scheme`` set to ``auto``: the combination with the lowest residual floor of the
         observed training history at the training stride (``well_upao.physics.floor``; label-free: the frames a
-        UPAO run trains on), among those the other, fixed, setting allows. Records the floors and the choice
-        (``self.floors``, ``self.chosen``: the checkpoint's ``upao`` section and the first metrics line)."""
+        UPAO run trains on), among those the other, fixed, setting allows. Records the floors (``self.floors``,
+        which checkpoints keep beside the choice)."""
         rows = floor_rows(source.observed(stride, max_trajectories=4, max_frames=12), stride, pde)
         best = choose_discretisation(rows, self.settings["derivative"], self.settings["time_scheme"])
         if best is None:
@@ -152,19 +154,19 @@ class UpaoLoss(TrainingLoss):
         return {"derivative": best.derivative, "time_scheme": best.scheme}
 
     def fit_constants(self, source: WellSource, stride: int, pde) -> dict[str, float]:
-        """The PDE's constants fitted to the training frames at the training stride with the run's derivative and
-        time scheme (label-free, like the floor); logs them beside the documented values."""
+        """The PDE's constants fitted to the training frames at the training stride (label-free, like the floor),
+        under the run's derivative and time scheme; where either is ``auto``, jointly with it (the combination
+        whose floor after the fit is lowest, :func:`well_upao.physics.floor.fit_discretised`). Logs them beside
+        the documented values."""
         if not pde.constants:
             raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
-        fitted = fit_constants(
-            source.observed(stride),
-            list(pde.constants),
-            self.settings["derivative"],
-            self.settings["time_scheme"],
-            pde,
-        )
+        derivative, scheme = self.settings["derivative"], self.settings["time_scheme"]
+        chosen, fitted, floors = fit_discretised(source.observed(stride), list(pde.constants), derivative, scheme, pde)
+        if len(floors) > 1:
+            self.floors = floors
+        self.settings.update(derivative=chosen[0], time_scheme=chosen[1])
         text = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
-        logger.info(f"UPAO fitted constants of {pde.name} to the training frames: {text}")
+        logger.info(f"UPAO fitted constants of {pde.name} to the training frames ({chosen[0]}/{chosen[1]}): {text}")
         return fitted.values
 
     # ------------------------------------------------------------------ the objective on a batch
@@ -261,10 +263,15 @@ class UpaoLoss(TrainingLoss):
         return (logs["valid_paper_VRMSE"] if self.paper_protocol else upao["upao_loss"]), logs
 
     def checkpoint_info(self) -> dict[str, Any]:
+        """The run's UPAO settings as resolved (``auto`` replaced by its choice), the PDE's constants it used
+        (fitted ones included) and, for ``auto``, the floors the choice was made from."""
         return {
             "selection": "paper_vrmse" if self.paper_protocol else "upao_loss",
             "regime": "windows",
             "upao": dict(self.settings),
+            "pde": self.objective.pde.name,
+            "pde_constants": dict(self.objective.pde.constants) | dict(self.objective.constants),
+            "floors": dict(self.floors),
         }
 
 

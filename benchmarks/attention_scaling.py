@@ -1,4 +1,4 @@
-"""Neighborhood attention speed on this machine, measured in one run (issue 3's benchmark).
+"""Neighborhood attention speed on this machine, measured in one run (reports/attention.md).
 
 1. Forward time at equal semantics (causal temporal kernel 5, spatial 5x5 on a (t, x, y) token grid):
    ours (pure PyTorch, tiled masked SDPA) vs one dense SDPA with the full neighbourhood mask vs NATTEN's CPU

@@ -5,7 +5,7 @@ fsync of every file, atomic rename) and the time h5py needs to write the same nu
 same layout (same files, same datasets, same write calls, created with the same writer and fsynced the same way:
 durable writes are what "the I/O limit" means; without fsync it is memory bandwidth). The zeros are timed with
 and without the generator's early writeback hints, and the faster counts. Each timing is the best of
-``--repeats`` interleaved runs. Goal (issue 2): within 1.5x of that limit for 1D/2D datasets.
+``--repeats`` interleaved runs. Goal: within 1.5x of that limit for 1D/2D datasets.
 
     python benchmarks/generation_throughput.py [--repeats 3] [--pde NAME ...]
 """

@@ -1,5 +1,5 @@
 """Newton-Schulz (NSLoRA's 5 steps) vs the exact SVD polar factor ``U V^T`` (``torch.linalg.svd``), measured in
-one run on this machine (issue 5's benchmark; the paper reports 1.38x end to end on an A100).
+one run on this machine (the paper, appendix "Newton-Schulz vs SVD", reports 1.38x end to end on an A100).
 
 1. One NSLoRA layer forward (orthogonalise A and B, then ``W0 x + s (x A'^T) B'^T``) at the paper's module
    shapes 768->2304 (qkv), 768->768 (proj), 768->3072 (gate/up), 3072->768 (down), rank 16, batch 8 x 1024

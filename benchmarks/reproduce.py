@@ -1,4 +1,4 @@
-"""The paper's main-table comparison at CPU scale, on the exact 2D datasets (issue 6's reproduction).
+"""The paper's main-table comparison at CPU scale, on the exact 2D datasets (reports/reproduction.md).
 
 For every dataset and time stride: generate the data (64^2 by default), then train each row through The Well's
 harness with a wall-clock share of the budget, and evaluate all rows beside the classical baselines:
@@ -14,27 +14,27 @@ numbers beside ours) and the evaluation JSON/PNG files to ``--out``.
 
     python benchmarks/reproduce.py --budget-minutes 120 [--datasets wave2d advdiff2d] [--strides 1 5]
 
-``--study regimes`` (issue 18) maps where adaptation pays: UPAO + NSLoRA and supervised LoRA with the prediction
+``--study regimes`` maps where adaptation pays: UPAO + NSLoRA and supervised LoRA with the prediction
 bases ``last`` and ``extrap2`` on wave2d, advdiff2d and burgers2d at strides 1, 5 and 10, beside the classical rows
 and the solver matched to the UPAO (``extrap2``) row in runtime and in accuracy (``evaluate --match-solver``);
 report ``reports/regimes.md``.
 
     python benchmarks/reproduce.py --study regimes --budget-minutes 90 --out regimes --report reports/regimes.md
 
-``--study auto`` (issue 16) compares UPAO + NSLoRA with the default residual discretisation against
+``--study auto`` compares UPAO + NSLoRA with the default residual discretisation against
 ``trainer.derivative=auto trainer.time_scheme=auto`` (the lowest residual floor of the training frames), two seeds
 each, on the four exact 2D sets and the three replicas. The Well's datasets (``gray_scott_reaction_diffusion``,
 ``shear_flow``, ``rayleigh_benard``) are made with ``well-upao generate-replica`` (``--replica-n-traj`` per parameter
 set) and get the Well's leaderboard and the paper's numbers beside them.
 
-``--study ablations`` (issue 17) runs the paper's ablations under our default normalisation (``norm``): UPAO + NSLoRA
+``--study ablations`` runs the paper's ablations under our default normalisation (``norm``): UPAO + NSLoRA
 with lambda_BC = 1e2 ... 1e5, full finetuning of the shipped backbone, full training from random weights, and plain
 LoRA vs NSLoRA after the paper's LoRA warm-up (``switch_patience=1`` so that the switch fires within a row: both
 start from the same seed and share the LoRA phase until the switch), beside the paper's ablation tables.
 
     python benchmarks/reproduce.py --study ablations --budget-minutes 72 --out ablations --report reports/ablations.md
 
-``--study transfer`` (issue 17) builds the paper's cross-target panels for CNextU-Net and TFNO over burgers2d,
+``--study transfer`` builds the paper's cross-target panels for CNextU-Net and TFNO over burgers2d,
 wave2d and tg2d (``--datasets`` adds replicas): supervised on each source, zero-shot and UPAO from each source on
 each other target, our backbone's zero-shot and UPAO columns, classical rows.
 
@@ -54,6 +54,8 @@ import time
 from pathlib import Path
 
 from well_upao.evaluate.leaderboard import MODELS, PAPER_MAIN_TABLE, WELL_VALIDATION
+from well_upao.models.na_transformer import T_IN
+from well_upao.trainers.records import first_value, read_metrics
 
 #: minutes of CPU instead of 30 GPU epochs: 10x the paper's finetuning lr for our backbone (the baselines keep
 #: their own, higher, rates), and NSLoRA's Newton-Schulz forward from the first step: a row gets one or two
@@ -204,7 +206,7 @@ STUDY_DEFAULTS = {
     "transfer": dict(datasets=["burgers2d", "wave2d", "tg2d"], strides=[1]),
 }
 #: history frames every sample needs (the backbone's T_in)
-HISTORY = 8
+HISTORY = T_IN
 #: the paper's normalisation table (VRMSE): rescaled_norm, norm, no_norm
 PAPER_NORMALIZATION = {
     "tg2d": (0.0070, 0.0294, 0.0875),
@@ -265,6 +267,11 @@ def run(command: list[str], log: Path, env: dict) -> float:
     elapsed = time.time() - start
     log.with_suffix(".done").write_text(f"{elapsed:.1f} s\n")
     return elapsed
+
+
+def run_folder(args: argparse.Namespace, dataset: str, stride: int, name: str) -> Path | None:
+    """The run folder of a row (``experiments/<tag>/<experiment>/<n>``), ``None`` when it was not trained."""
+    return next((args.out.resolve() / "experiments" / run_tag(dataset, stride, name)).glob("*/*"), None)
 
 
 def ensure_dataset(args: argparse.Namespace, dataset: str, base: Path, env: dict) -> None:
@@ -608,7 +615,7 @@ def auto_summary(args, results) -> list[str]:
         "## Summary",
         "",
         "Mean one-step VRMSE (paper's definition) over the seeds; `auto` chooses per run from the training frames "
-        "(its choice is in the run's log: `UPAO auto: ... chose`).",
+        "(its choice is in the run's metrics.jsonl: `upao_derivative`, `upao_time_scheme`).",
         "",
         "| dataset | stride | default (fd / crank_nicolson) | auto | auto chose | auto better |",
         "|---|---|---|---|---|---|",
@@ -625,11 +632,10 @@ def auto_summary(args, results) -> list[str]:
                 means[label] = sum(values) / len(values) if values else None
             if None in means.values():
                 continue
-            log = args.out.resolve() / f"{run_tag(dataset, stride, f'UPAO + NSLoRA, auto, seed {AUTO_SEEDS[0]}')}.log"
-            choice = ""
-            if log.exists():
-                found = re.search(r"chose (\S+)", log.read_text())
-                choice = found.group(1) if found else ""
+            folder = run_folder(args, dataset, stride, f"UPAO + NSLoRA, auto, seed {AUTO_SEEDS[0]}")
+            lines = read_metrics(folder) if folder else []
+            derivative, scheme = first_value(lines, "upao_derivative"), first_value(lines, "upao_time_scheme")
+            choice = f"{derivative}/{scheme}" if derivative else ""
             better = "yes" if means["auto"] < means["default"] else "no"
             lines.append(
                 f"| {dataset} | {stride} | {means['default']:.4g} | {means['auto']:.4g} | {choice} | {better} |"
@@ -651,11 +657,12 @@ def ablations_summary(args) -> list[str]:
     ]
     for dataset in args.datasets:
         for stride in args.strides:
-            log = args.out.resolve() / f"{run_tag(dataset, stride, name)}.log"
-            if not log.exists():
+            folder = run_folder(args, dataset, stride, name)
+            if folder is None:
                 continue
-            found = re.search(r"epoch (\d+): switching adapters LoRA -> NSLoRA", log.read_text())
-            lines.append(f"| {dataset} | {stride} | {f'after epoch {found.group(1)}' if found else 'did not fire'} |")
+            switched = first_value(read_metrics(folder), "nslora_switch_epoch")
+            fired = "did not fire" if switched is None else f"after epoch {switched}"
+            lines.append(f"| {dataset} | {stride} | {fired} |")
     return [*lines, ""]
 
 

@@ -6,7 +6,7 @@ For a batch of 4 windows of 8 frames at 64x64 (tg2d: 3 sub-equations, the most e
 * the UPAO objective (residuals on the 8 shifted predictions, s_k on the input window, band loss) plus its
   backward into the predictions,
 
-and print the ratio. Goal (issue 4): the objective costs < 10% of the forward + backward.
+and print the ratio. Goal: the objective costs < 10% of the forward + backward.
 
     python benchmarks/upao_loss_cost.py [--threads 2] [--pde tg2d]
 """

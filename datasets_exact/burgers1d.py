@@ -6,7 +6,8 @@
     u(x, t)     = -2 nu d_x theta / theta
                 = 2 nu sum_j eps_j k_j sin(k_j x + phi_j) exp(-nu k_j^2 t) / theta
 
-Parameters (paper appendix, ruling 14 of paper-decisions.md): nu ~ U(0.005, 0.1); N ~ U{3..8} modes with
+Parameters (paper appendix; wavenumbers drawn independently, so the stated mode count
+holds): nu ~ U(0.005, 0.1); N ~ U{3..8} modes with
 k_j ~ U{1..5} drawn independently (repeats allowed); raw eps_j ~ U(0.1, 0.5) rescaled so that
 sum_j eps_j ~ U(0.3, 0.9) (hence theta >= 0.1 > 0); phi_j ~ U(0, 2 pi). 1024 points, t in [0, 1], dt = 0.01,
 1000 trajectories. The velocity is stored as a vector field (t1, one component), aligned with the Vx slot.

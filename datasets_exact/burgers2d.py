@@ -9,7 +9,8 @@ With (u, v) = -2 nu grad ln theta and theta = f(x, t) g(y, t) solving the heat e
     u = -2 nu d_x f / f = 2 nu eps_x k_x exp(-nu k_x^2 t) sin(k_x x) / f,   v likewise in y.
 
 theta >= (1 - eps_x)(1 - eps_y) > 0, so the logarithm is defined everywhere.
-Parameters (paper appendix, ruling 12 of paper-decisions.md): nu ~ U(0.01, 0.1), eps_x, eps_y ~ U(0.1, 0.5),
+Parameters (paper appendix; its "(k_x, k_y) grid times six samples" gives 54, its table 200: we take 200):
+nu ~ U(0.01, 0.1), eps_x, eps_y ~ U(0.1, 0.5),
 (k_x, k_y) cycling through {1,2,3}^2 with the trajectory index; 256^2, t in [0, 1], dt = 0.01, 200 trajectories.
 """
 

@@ -368,8 +368,8 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--history",
         type=int,
-        help="frames before each scored frame (default: the longest history of the rows, else 8); every row reads "
-        "the history its run trained with, and all rows are scored on the same frames",
+        help="frames before each scored frame (default: the longest history of the rows, else the paper's 8); "
+        "every row reads the history its run trained with, and all rows are scored on the same frames",
     )
     parser.add_argument(
         "--stride", type=int, help="time stride between frames, the Well's dt_stride (default: the run's, else 1)"

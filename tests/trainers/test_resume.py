@@ -97,15 +97,10 @@ def test_skipping_leaves_out_exactly_the_consumed_batches(small_datasets, count)
 
 
 def test_mid_epoch_checkpoints_are_due_by_steps_or_by_time():
-    import types
-
-    from well_upao.trainers.loop import Trainer
+    from well_upao.trainers.schedule import CheckpointCadence
 
     def due(steps=None, seconds=None, step=0, since=0.0):
-        state = types.SimpleNamespace(
-            checkpoint_steps=steps, checkpoint_seconds=seconds, global_step=step, last_checkpoint=time.time() - since
-        )
-        return Trainer.mid_epoch_checkpoint_due(state)
+        return CheckpointCadence(steps, seconds, last=time.time() - since).due(step)
 
     assert not due() and not due(steps=3, step=4) and due(steps=3, step=6)
     assert not due(seconds=60.0, since=10.0) and due(seconds=60.0, since=61.0)

@@ -127,7 +127,12 @@ def test_harness_runs_upao_end_to_end(small_datasets, tmp_path):
     payload = read_checkpoint(folder / "checkpoints" / "best.pt")
     assert payload["train"]["selection"] == "upao_loss" and payload["train"]["regime"] == "windows"
     lines = [json.loads(line) for line in (folder / "artifacts" / "metrics.jsonl").read_text().splitlines()]
-    assert {"train_L_BC", "train_L_PDE", "valid_upao_loss", "valid_paper_VRMSE"} <= set(lines[0])
+    start, first = lines[0], lines[1]  # the untrained model's validation (trainer.validate_start), then epoch 1
+    assert start["epoch"] == 0 and start["step"] == 0 and start["kept_start"] and "train_loss" not in start
+    assert (start["pde"], start["upao_derivative"], start["upao_time_scheme"]) == ("tg2d", "fd", "crank_nicolson")
+    assert {"train_L_BC", "train_L_PDE", "valid_upao_loss", "valid_paper_VRMSE"} <= set(first)
+    assert first["epoch"] == 1 and first["kept_start"] == (first["best_epoch"] == 0) and "pde" not in first
+    assert payload["epoch"] == first["best_epoch"]  # best.pt holds the model of the logged best epoch
 
 
 def test_a_user_pde_registered_outside_the_package_runs_in_the_harness(small_datasets, tmp_path):
@@ -182,11 +187,11 @@ def test_the_schedule_in_the_model_config_is_an_alias_of_the_trainer_setting(sma
     """``model.adapter.schedule`` / ``switch_patience`` (earlier commands) reach the trainer; its own settings win."""
     adapter = {"kind": "nslora", "schedule": "from_start", "switch_patience": 3}
     trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": adapter})
-    assert (trainer.nslora_schedule, trainer.switch_patience) == ("from_start", 3)
+    assert (trainer.switch.schedule, trainer.switch.patience) == ("from_start", 3)
     assert all(layer.ns_mode for layer in adapter_layers(trainer.bare_model).values())
     assert "schedule" not in trainer.bare_model.config["adapter"]  # not an adapter setting any more
     trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": adapter}, nslora_schedule="warmup")
-    assert trainer.nslora_schedule == "warmup" and not any(
+    assert trainer.switch.schedule == "warmup" and not any(
         layer.ns_mode for layer in adapter_layers(trainer.bare_model).values()
     )
 

@@ -31,7 +31,7 @@ from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.generate import SPLITS, GenerationError
 from well_upao.data.source import REPLICA_ATTRIBUTE
 from well_upao.data.stats import FieldStatistics
-from well_upao.data.well_format import FIELD_GROUPS, write_grid_groups
+from well_upao.data.well_format import write_layout
 from well_upao.families.replicas.families import REPLICA_VERSION, REPLICAS, ReplicaFamily, ReplicaSize
 
 #: shares of each parameter set's trajectories (the Well's 80/10/10)
@@ -174,11 +174,20 @@ def write_replica_file(
 ) -> None:
     """One file of one parameter set and split, in the Well's layout (see the module docstring)."""
     with h5py.File(path, "w") as f:
-        f.attrs["dataset_name"] = family.name
-        f.attrs["grid_type"] = "cartesian"
-        f.attrs["n_spatial_dims"] = family.n_spatial_dims
-        f.attrs["n_trajectories"] = len(trajectories)
-        f.attrs["simulation_parameters"] = list(family.scalar_names)
+        blocks = {s.name: np.stack([t[s.name] for t in trajectories]).astype(np.float32) for s in family.fields}
+        datasets = write_layout(
+            f,
+            dataset_name=family.name,
+            n_trajectories=len(trajectories),
+            times=times,
+            coordinates=[np.asarray(c, dtype=np.float32) for c in family.axes(size.shape)],  # the Well's dtype
+            boundary_types=family.boundary_types,
+            scalar_names=family.scalar_names,
+            scalar_values=scalars,
+            fields=[(spec.name, spec.order, blocks[spec.name].shape) for spec in family.fields],
+        )
+        for name, block in blocks.items():
+            datasets[name][...] = block
         for name in family.scalar_names:
             f.attrs[name] = float(scalars[name])
         f.attrs[REPLICA_ATTRIBUTE] = json.dumps(
@@ -193,20 +202,3 @@ def write_replica_file(
                 "initial_conditions": initial,
             }
         )
-        coordinates = [np.asarray(c, dtype=np.float32) for c in family.axes(size.shape)]  # the Well's dtype
-        write_grid_groups(f, times, coordinates, family.boundary_types)
-        group = f.create_group("scalars")
-        group.attrs["field_names"] = list(family.scalar_names)
-        for name in family.scalar_names:
-            ds = group.create_dataset(name, data=np.float32(scalars[name]))
-            ds.attrs["sample_varying"] = False
-            ds.attrs["time_varying"] = False
-        groups = {order: f.create_group(g) for order, g in enumerate(FIELD_GROUPS)}
-        for order, g in groups.items():
-            g.attrs["field_names"] = [spec.name for spec in family.fields if spec.order == order]
-        for spec in family.fields:
-            data = np.stack([t[spec.name] for t in trajectories]).astype(np.float32)
-            ds = groups[spec.order].create_dataset(spec.name, data=data)
-            ds.attrs["dim_varying"] = [True] * family.n_spatial_dims
-            ds.attrs["sample_varying"] = True
-            ds.attrs["time_varying"] = True

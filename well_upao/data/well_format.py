@@ -113,34 +113,16 @@ class WellFileWriter:
         f = self.file
         pde, grid = self.pde, self.grid
         n = len(self.trajectory_indices)
-        axes = pde.grid_axes(grid.resolution)
-
-        f.attrs["dataset_name"] = pde.name
-        f.attrs["grid_type"] = "cartesian"
-        f.attrs["n_spatial_dims"] = pde.n_spatial_dims
-        f.attrs["n_trajectories"] = n
-        f.attrs["simulation_parameters"] = list(pde.scalar_names)
-
-        write_grid_groups(f, grid.times(), axes, pde.boundary_types)
-
-        scalars = f.create_group("scalars")
-        scalars.attrs["field_names"] = list(pde.scalar_names)
-        for name in pde.scalar_names:
-            ds = scalars.create_dataset(name, shape=(n,), dtype=np.float64)
-            ds.attrs["sample_varying"] = True
-            ds.attrs["time_varying"] = False
-
-        groups = {order: f.create_group(g) for order, g in enumerate(FIELD_GROUPS)}
-        for order, group in groups.items():
-            names = [spec.name for spec in pde.fields if spec.order == order]
-            group.attrs["field_names"] = names
-        for spec in pde.fields:
-            shape = (n, grid.n_steps, *pde.field_shape(spec, grid.resolution))
-            ds = groups[spec.order].create_dataset(spec.name, shape=shape, dtype=np.float32)
-            ds.attrs["dim_varying"] = [True] * pde.n_spatial_dims
-            ds.attrs["sample_varying"] = True
-            ds.attrs["time_varying"] = True
-
+        write_layout(
+            f,
+            dataset_name=pde.name,
+            n_trajectories=n,
+            times=grid.times(),
+            coordinates=pde.grid_axes(grid.resolution),
+            boundary_types=pde.boundary_types,
+            scalar_names=pde.scalar_names,
+            fields=[(s.name, s.order, (n, grid.n_steps, *pde.field_shape(s, grid.resolution))) for s in pde.fields],
+        )
         exact = f.create_group(EXACT_GROUP)
         exact.attrs["pde"] = pde.name
         exact.attrs["kind"] = pde.kind
@@ -184,6 +166,53 @@ class WellFileWriter:
         if self.sync_bytes is not None and self._unsynced_bytes >= self.sync_bytes:
             self._on_descriptor(lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED))
             self._unsynced_bytes = 0
+
+
+def write_layout(
+    f: h5py.File,
+    *,
+    dataset_name: str,
+    n_trajectories: int,
+    times: np.ndarray,
+    coordinates: Sequence[np.ndarray],
+    boundary_types: Sequence[str],
+    scalar_names: Sequence[str],
+    fields: Sequence[tuple[str, int, tuple[int, ...]]],
+    scalar_values: dict[str, float] | None = None,
+) -> dict[str, h5py.Dataset]:
+    """The Well's layout of one file (see the module docstring), every writer's: root attributes, ``/dimensions``
+    and ``/boundary_conditions`` (:func:`write_grid_groups`), ``/scalars`` and the three ``t*_fields`` groups with
+    one float32 dataset per ``(name, tensor order, shape)`` of ``fields``, to be filled by the caller.
+
+    ``scalar_values``: the file's parameters when they are the same for all its trajectories (one 0-d float32
+    dataset each, ``sample_varying`` false, as the Well stores a parameter set per file); else one ``(n,)`` float64
+    dataset per name, per trajectory, filled by the caller. Returns the field datasets by name."""
+    f.attrs["dataset_name"] = dataset_name
+    f.attrs["grid_type"] = "cartesian"
+    f.attrs["n_spatial_dims"] = len(coordinates)
+    f.attrs["n_trajectories"] = n_trajectories
+    f.attrs["simulation_parameters"] = list(scalar_names)
+    write_grid_groups(f, times, coordinates, boundary_types)
+    scalars = f.create_group("scalars")
+    scalars.attrs["field_names"] = list(scalar_names)
+    for name in scalar_names:
+        if scalar_values is None:
+            ds = scalars.create_dataset(name, shape=(n_trajectories,), dtype=np.float64)
+        else:
+            ds = scalars.create_dataset(name, data=np.float32(scalar_values[name]))
+        ds.attrs["sample_varying"] = scalar_values is None
+        ds.attrs["time_varying"] = False
+    groups = {order: f.create_group(g) for order, g in enumerate(FIELD_GROUPS)}
+    for order, group in groups.items():
+        group.attrs["field_names"] = [name for name, field_order, _ in fields if field_order == order]
+    datasets = {}
+    for name, order, shape in fields:
+        ds = groups[order].create_dataset(name, shape=shape, dtype=np.float32)
+        ds.attrs["dim_varying"] = [True] * len(coordinates)
+        ds.attrs["sample_varying"] = True
+        ds.attrs["time_varying"] = True
+        datasets[name] = ds
+    return datasets
 
 
 def write_grid_groups(

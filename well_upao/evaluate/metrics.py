@@ -1,4 +1,5 @@
-"""The two VRMSE definitions, labelled everywhere they are reported (paper-decisions.md, point 3).
+"""The two VRMSE definitions, labelled everywhere they are reported (the paper's eq. for VRMSE and The Well's
+metric, which divide by different variances).
 
 * The Well's VRMSE, per sample, time and channel: ``sqrt(mean_x (u^ - u)^2 / (var_x(u) + 1e-7))`` where the
   variance is over space at that time, unbiased (N - 1) as ``torch.std`` in ``the_well.benchmark.metrics.VRMSE``.

@@ -32,12 +32,13 @@ from well_upao.evaluate.run import (
     save,
 )
 from well_upao.models.checkpoint import read_checkpoint
+from well_upao.models.na_transformer import T_IN
 from well_upao.physics.floor import best_row, choose_discretisation, floor_rows
 from well_upao.physics.objective import DEFAULT_DERIVATIVE, DEFAULT_SCHEME
 from well_upao.physics.pdes import PDE, pde_for_dataset
 
 #: the history of an evaluation whose rows do not say (classical rows only): the paper's T_in
-DEFAULT_HISTORY = 8
+DEFAULT_HISTORY = T_IN
 
 
 @dataclass
@@ -96,11 +97,6 @@ class RunCheckpoint:
             "history": run_history(payload),
         }
         return {key: value for key, value in found.items() if value is not None}
-
-
-def run_settings(checkpoint: Path) -> dict:
-    """The data settings of a checkpoint or run folder (:attr:`RunCheckpoint.settings`)."""
-    return RunCheckpoint.read(None, checkpoint).settings
 
 
 def evaluate_request(

@@ -25,6 +25,7 @@ from well_upao.evaluate.predictors import Context, Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import grid_of, named_scalars
+from well_upao.models.na_transformer import T_IN
 
 
 class EvaluationError(ValueError):
@@ -114,7 +115,7 @@ def sample_context(sample: dict, scalar_names: list[str], channel_slots: list[in
 def evaluate(
     predictors: list[Predictor],
     source: WellSource,
-    history: int = 8,
+    history: int = T_IN,
     stride: int = 1,
     rollout_steps: int = 10,
     max_trajectories: int | None = None,

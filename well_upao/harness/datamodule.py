@@ -149,6 +149,10 @@ class WellUpaoDataModule(WellDataModule):
         self.test_dataset = WellUpaoDataset(well_split_name="test", **common)
         self.rollout_test_dataset = WellUpaoDataset(well_split_name="test", **common, **rollout)
 
+    def checkpoint_info(self) -> dict:
+        """What checkpoints record about the data (``train.data``): :attr:`settings`."""
+        return {"data": dict(self.settings)}
+
     def train_dataloader(self) -> DataLoader:
         """The training batches in the order of :class:`EpochSampler` (drop the last partial batch, as the Well)."""
         sampler = EpochSampler(len(self.train_dataset), self.shuffle_seed, self.world_size, self.rank)

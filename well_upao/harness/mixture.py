@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from well_upao.data.datasets import slot_indices
 from well_upao.data.slots import N_SLOTS
 from well_upao.harness.datamodule import WellUpaoDataModule
+from well_upao.models.na_transformer import T_IN
 
 
 @dataclass
@@ -47,7 +47,7 @@ class MixtureDataModule:
         well_base_path: str,
         datasets: Sequence[str],
         batch_size: int = 4,
-        n_steps_input: int = 8,
+        n_steps_input: int = T_IN,
         clips_per_dataset: int = 64,
         validation_trajectories: int = 2,
         seed: int = 0,
@@ -82,11 +82,7 @@ class MixtureDataModule:
             )
             for name in datasets
         }
-        self.slots = {}
-        for name, module in self.modules.items():
-            meta = module.train_dataset.metadata
-            channels = [n for names in meta.field_names.values() for n in names]
-            self.slots[name] = slot_indices(name, channels)
+        self.slots = {name: module.source.channel_slots for name, module in self.modules.items()}
 
     @property
     def train_dataset(self):
@@ -96,7 +92,8 @@ class MixtureDataModule:
         return MixtureLoader(self)
 
     def checkpoint_info(self) -> dict:
-        return {"datasets": list(self.modules)}
+        """What checkpoints record about the data: the settings (``train.data``) and the datasets."""
+        return {"data": dict(self.settings), "datasets": list(self.modules)}
 
     def mask(self, name: str) -> torch.Tensor:
         mask = torch.zeros(N_SLOTS)

@@ -125,21 +125,15 @@ def resolved_model_node(run_config) -> dict[str, Any]:
     return node
 
 
-def resolve_hydra_node(payload: dict[str, Any], path: str | Path) -> None:
-    """Resolve interpolations (e.g. ``${data.well_dataset_name}``) left in a harness model's stored Hydra node
-    against the run's ``extended_config.yaml`` (checkpoints written before nodes were stored resolved)."""
+def check_hydra_node(payload: dict[str, Any], path: str | Path) -> None:
+    """A harness model's stored Hydra node must be resolved (checkpoints store it so since the node records the
+    run's data); one with interpolations left (``${data.*}``, written by an unreleased version) is refused."""
     node = payload["model"].get("hydra")
-    if not node or "${" not in json.dumps(node):
-        return
-    config_file = Path(path).resolve().parent.parent / RUN_CONFIG
-    if not config_file.is_file():
+    if node and "${" in json.dumps(node):
         raise CheckpointError(
-            f"{path} describes its model with unresolved interpolations and its run's {RUN_CONFIG} is not beside "
-            "its checkpoints/ folder to resolve them"
+            f"{path} describes its model with unresolved interpolations (written by an earlier, unreleased version); "
+            "retrain it, or resave it with its model node resolved"
         )
-    from omegaconf import OmegaConf
-
-    payload["model"]["hydra"] = resolved_model_node(OmegaConf.load(config_file))
 
 
 def load_model(path: str | Path, **overrides) -> nn.Module:
@@ -149,7 +143,7 @@ def load_model(path: str | Path, **overrides) -> nn.Module:
 
 def model_from_payload(payload: dict[str, Any], path: str | Path, **overrides) -> nn.Module:
     """The model of a checkpoint already read (``read_checkpoint``) from ``path``, rebuilt and loaded."""
-    resolve_hydra_node(payload, path)
+    check_hydra_node(payload, path)
     model = build_model(payload, **overrides)
     load_state(model, payload, path)
     return model

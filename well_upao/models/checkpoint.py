@@ -176,7 +176,9 @@ def export_backbone(source: str | Path, destination: str | Path) -> int:
     return Path(destination).stat().st_size
 
 
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
+def read_checkpoint(path: str | Path, accept_well_trainer: bool = False) -> dict[str, Any]:
+    """The checkpoint at ``path`` (see :func:`check_payload`). ``accept_well_trainer``: also return a checkpoint of
+    the Well's own trainer (``model_state_dict``, no schema) as it is, for resuming a run from it."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
@@ -184,6 +186,10 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         payload = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as error:  # torch raises many types for damaged files
         raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
+    if accept_well_trainer and isinstance(payload, dict) and payload.get("format") != FORMAT:
+        if "model_state_dict" not in payload:
+            raise CheckpointError(f"{path} has no model weights")
+        return payload
     return check_payload(payload, path)
 
 

@@ -11,7 +11,7 @@ For a frozen ``W0 (d_out x d_in)`` and trainable ``A (r x d_in)``, ``B (d_out x 
 
 The forward never forms ``DeltaW``: ``y = W0 x + s * (x A'^T) B'^T`` with the (orthogonalised) factors.
 
-Zero-initialised ``B`` (ruling 5 of paper-decisions.md): ``NS(0) = 0`` and ``||B||_F = 0`` give NSLoRA no
+Zero-initialised ``B`` (a case the paper leaves open): ``NS(0) = 0`` and ``||B||_F = 0`` give NSLoRA no
 gradient signal for ``B`` (the normalisation's derivative is ``1/eps`` times a zero magnitude). A layer in NS
 mode therefore uses the standard LoRA forward while ``||B||_F <= ns_min_norm`` (only possible at the very start:
 NS from the first step); after the first update it runs the NS forward. The choice is a tensor ``where`` on the

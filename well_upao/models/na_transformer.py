@@ -51,12 +51,16 @@ from well_upao.data.slots import N_SLOTS, SlotError
 from well_upao.models.kinds import ModelKind
 from well_upao.models.layers import NeighborhoodAttention, PatchDecoder, PatchEncoder, SwiGLU
 
+#: the history window T_in of every preset (paper appendix, table "Hyperparameters of the NA Transformer
+#: backbone"): frames in, shifted predictions out; also the history of evaluations whose rows do not say
+T_IN = 8
+
 PRESETS: dict[str, dict[str, Any]] = {
     # the paper's backbone (appendix table "Hyperparameters of the NA Transformer backbone")
-    "paper": dict(hidden=768, layers=12, heads=12, patch=16, kernel=5, temporal_kernel=5, n_steps_input=8),
+    "paper": dict(hidden=768, layers=12, heads=12, patch=16, kernel=5, temporal_kernel=5, n_steps_input=T_IN),
     # CPU presets that train on 2 cores
-    "small": dict(hidden=192, layers=6, heads=6, patch=16, kernel=5, temporal_kernel=5, n_steps_input=8),
-    "tiny": dict(hidden=96, layers=4, heads=4, patch=8, kernel=5, temporal_kernel=5, n_steps_input=8),
+    "small": dict(hidden=192, layers=6, heads=6, patch=16, kernel=5, temporal_kernel=5, n_steps_input=T_IN),
+    "tiny": dict(hidden=96, layers=4, heads=4, patch=8, kernel=5, temporal_kernel=5, n_steps_input=T_IN),
 }
 #: 2D aspect-ratio variants: (upper bound of the token-grid aspect ratio, name, long-axis kernel multiplier)
 ASPECT_VARIANTS = ((1.5, "2d_1_1", 1), (3.0, "2d_1_2", 2), (math.inf, "2d_1_4", 4))

@@ -235,7 +235,8 @@ register_pde(
         parameters=("nu",),
         equations=(_burgers2d_momentum(0), _burgers2d_momentum(1)),
         description="viscous Burgers system, irrotational: d_t v_a + d_a(|v|^2 / 2) = nu Lap v_a",
-        notes="u d_x u + v d_y u = d_x(|v|^2/2) holds because the Cole-Hopf velocity is a gradient (ruling 18).",
+        notes="u d_x u + v d_y u = d_x(|v|^2/2) holds because the Cole-Hopf velocity is a gradient "
+        "(paper appendix, 2D Burgers).",
     )
 )
 register_pde(

@@ -9,7 +9,8 @@ With ``Q_k`` the conserved quantity and ``N_k`` the spatial operator of sub-equa
   u_new`` a ``dt`` apart; 2nd order, the spatial terms at the observed middle frame)
 
 Constraints (no ``Q_k``) are ``N_k`` at the same state. For the shifted prediction, ``u_old`` is input frame
-``tau`` and ``u_new`` the prediction of frame ``tau + 1`` (paper-decisions.md, point 1).
+``tau`` and ``u_new`` the prediction of frame ``tau + 1`` (the paper gives spatial schemes only; Crank-Nicolson
+is our default, see the README's UPAO section).
 """
 
 from __future__ import annotations

@@ -262,6 +262,14 @@ class UpaoLoss(TrainingLoss):
         logs = {f"valid_{k}": v for k, v in upao.items()} | self.paper_vrmse(full)
         return (logs["valid_paper_VRMSE"] if self.paper_protocol else upao["upao_loss"]), logs
 
+    def run_facts(self) -> dict[str, Any]:
+        """The discretisation, PDE and constants this run uses, for the first ``metrics.jsonl`` line: ``pde``,
+        ``pde_constants``, ``upao_<setting>`` (``auto`` replaced by its choice) and ``upao_floors``."""
+        info = self.checkpoint_info()
+        return {"pde": info["pde"], "pde_constants": info["pde_constants"], "upao_floors": info["floors"]} | {
+            f"upao_{key}": value for key, value in info["upao"].items()
+        }
+
     def checkpoint_info(self) -> dict[str, Any]:
         """The run's UPAO settings as resolved (``auto`` replaced by its choice), the PDE's constants it used
         (fitted ones included) and, for ``auto``, the floors the choice was made from."""

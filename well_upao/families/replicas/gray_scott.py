@@ -16,7 +16,7 @@ import torch
 
 from well_upao.families.replicas.etdrk4 import ETDRK4, PeriodicGrid, steps_between_frames
 
-#: the Well's diffusivities (documented; see issue 16 for fitted ones)
+#: the Well's diffusivities (documented; `well-upao residual-floor --fit` estimates them from frames)
 DELTA_A, DELTA_B = 2e-5, 1e-5
 #: the Well's six parameter sets: name -> (F, k)
 PATTERNS: dict[str, tuple[float, float]] = {

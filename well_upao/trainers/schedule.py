@@ -1,0 +1,97 @@
+"""The learning-rate schedule and the budgets of a run.
+
+The Well's harness steps its scheduler once per epoch and never clips gradients; the paper's protocol (appendix
+"Training Protocol", INTERFACES.md section 6) uses a per-step linear warm-up and a cosine decay ``lr -> lr_min``
+with clipping at norm 1.0. :func:`step_scheduler` builds that schedule; :class:`Budget` ends training at the first
+step past a wall-clock or step budget; :class:`CheckpointCadence` says when ``recent.pt`` is also written inside
+an epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch.optim.lr_scheduler import LambdaLR
+
+
+def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: float) -> float:
+    """LR multiplier: linear warm-up ``(step + 1) / warmup`` then cosine from 1 down to ``min_ratio``."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def step_scheduler(
+    optimizer: torch.optim.Optimizer, total_steps: int, warmup_steps: int, lr_min: float, state: dict | None = None
+) -> LambdaLR:
+    """The per-step warm-up + cosine schedule of ``optimizer`` over ``total_steps`` optimizer steps, from its
+    initial learning rate down to ``lr_min`` (restored from ``state`` when resuming). Short runs never spend more
+    than half of their steps warming up."""
+    total = max(1, total_steps)
+    group = optimizer.param_groups[0]
+    if "initial_lr" not in group:
+        for g in optimizer.param_groups:
+            g["initial_lr"] = g["lr"]
+    base_lr = group["initial_lr"]
+    ratio = min(1.0, lr_min / base_lr) if base_lr > 0 else 0.0
+    warmup = max(1, min(warmup_steps, total // 2))
+    scheduler = LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup, total, ratio))
+    if state is not None:
+        scheduler.load_state_dict(state)
+    return scheduler
+
+
+@dataclass
+class Budget:
+    """Wall-clock (``max_seconds``) and optimizer-step (``max_steps``) budgets; ``None`` is unlimited. The clock
+    starts with :meth:`start` (when training starts, not when the trainer is built)."""
+
+    max_seconds: float | None = None
+    max_steps: int | None = None
+    deadline: float | None = None
+
+    @classmethod
+    def of(cls, max_minutes: float | None, max_steps: int | None) -> Budget:
+        return cls(
+            None if max_minutes is None else 60.0 * float(max_minutes), None if max_steps is None else int(max_steps)
+        )
+
+    def start(self) -> None:
+        if self.max_seconds is not None:
+            self.deadline = time.time() + self.max_seconds
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.time() > self.deadline
+
+    def spent(self, global_step: int) -> bool:
+        """Past the wall-clock budget or the step budget: training ends, then validates and tests as usual."""
+        return self.out_of_time() or (self.max_steps is not None and global_step >= self.max_steps)
+
+
+@dataclass
+class CheckpointCadence:
+    """When ``recent.pt`` is also written inside an epoch: every ``steps`` optimizer steps and/or every
+    ``seconds`` of wall clock since the last checkpoint (``None``: never)."""
+
+    steps: int | None = None
+    seconds: float | None = None
+    last: float = field(default_factory=time.time)
+
+    @classmethod
+    def of(cls, checkpoint_steps: int | None, checkpoint_minutes: float | None) -> CheckpointCadence:
+        return cls(
+            int(checkpoint_steps) if checkpoint_steps else None,
+            60.0 * float(checkpoint_minutes) if checkpoint_minutes else None,
+        )
+
+    def due(self, global_step: int) -> bool:
+        by_steps = self.steps is not None and global_step % self.steps == 0
+        by_time = self.seconds is not None and time.time() - self.last >= self.seconds
+        return by_steps or by_time
+
+    def mark(self) -> None:
+        self.last = time.time()

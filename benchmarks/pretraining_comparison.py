@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from reproduce import write_keeping_reading  # benchmarks/ is on the path of a script run from it
+from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on the path of a script run from it
 
 from well_upao.data.datasets import slot_indices
 from well_upao.data.source import WellSource
@@ -31,6 +31,21 @@ def labelled(value: str) -> tuple[str, str]:
     if not path:
         raise argparse.ArgumentTypeError(f"expected LABEL=PATH, got {value!r}")
     return label, path
+
+
+def mean_rows(rows: list[tuple], datasets: list[str]) -> list[str]:
+    """A row per model evaluated on every dataset: its mean over them of each column (what a reading compares)."""
+    models = list(dict.fromkeys(m for _, m, *_ in rows))
+    lines = []
+    for model in models:
+        values = [row[2:] for row in rows if row[1] == model]
+        if len(values) != len(datasets):
+            continue
+        means = [sum(column) / len(column) for column in zip(*values, strict=True)]
+        lines.append(
+            f"| mean over the {len(datasets)} datasets | {model} | " + " | ".join(f"{v:.4g}" for v in means) + " |"
+        )
+    return lines
 
 
 def main() -> None:
@@ -94,6 +109,7 @@ def main() -> None:
         "|---|---|---|---|---|",
     ]
     table += [f"| {d} | {m} | {p:.4g} | {w:.4g} | {r:.4g} |" for d, m, p, w, r in rows]
+    table += mean_rows(rows, datasets)
     sources = [f"- {label}: `{path}`" for label, path in [*args.na, *args.pde_transformer]]
     lines = [
         "# Pretrained models on their corpus",
@@ -113,6 +129,7 @@ def main() -> None:
         *table,
     ]
     write_keeping_reading(args.report, lines)
+    exit_if_stale(args.report)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,12 @@ def main() -> None:
         "|---|---|---|---|---|",
     ]
     table += [f"| {d} | {m} | {p:.4g} | {w:.4g} | {r:.4g} |" for d, m, p, w, r in rows]
-    size_line = f"{count_parameters(NATransformer(preset=config['preset'])) / 1e6:.2f}M parameters"
+    with_all = count_parameters(NATransformer(preset=config["preset"], dims=config["dims"]))
+    in_2d = count_parameters(NATransformer(preset=config["preset"], dims=(2,)))
+    size_line = (
+        f"{with_all / 1e6:.2f}M parameters with the parts of every dimensionality; 2D data uses {in_2d / 1e6:.2f}M "
+        "of them (the same preset built with `dims=[2]`)"
+    )
     card = "\n".join(
         [
             "# Model card: `na_tiny_pretrained.pt`",

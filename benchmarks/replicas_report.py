@@ -119,6 +119,23 @@ def resolution_floors(quick: bool) -> dict[int, dict[str, float]]:
     return floors
 
 
+def resolution_sentence(floors: dict[int, dict[str, float]]) -> str:
+    """What the resolution table shows: how much each sub-equation's residual falls from the coarsest to the finest
+    stored grid, beside the factor of second-order differences alone, ((n_fine - 1) / (n_coarse - 1))^2."""
+    coarse, fine = min(floors), max(floors)
+    falls = {name: floors[coarse][name] / floors[fine][name] for name in floors[coarse]}
+    second_order = ((fine - 1) / (coarse - 1)) ** 2
+    each = ", ".join(f"{name} {fall:.1f}x" for name, fall in falls.items())
+    return (
+        "Our `rayleigh_benard` entry on developed convection (Ra 1e6, Pr 1, t = 12, frames 0.01 apart; spectral in x, "
+        "second-order differences in z on the stored uniform grid): from "
+        f"{coarse} to {fine} stored z points the relative residual falls by {min(falls.values()):.1f}x to "
+        f"{max(falls.values()):.1f}x ({each}), less than the {second_order:.0f}x of second-order differences alone: "
+        "the residual falls as the stored grid resolves the boundary layers, but not at the order of the z "
+        "differences (this table does not separate what else it holds)."
+    )
+
+
 def replica_trajectory(name: str, quick: bool) -> tuple[dict, dict, float, dict]:
     """One CPU-size trajectory: its fields, scalars, seconds, and residual floors (spectral and fd)."""
     family = REPLICAS[name]
@@ -221,12 +238,9 @@ def main() -> None:
         "",
         "![onset](figures/replicas/onset.png)",
         "",
-        "Our `rayleigh_benard` entry on developed convection (Ra 1e6, Pr 1, t = 12, frames 0.01 apart; spectral in x,",
-        "second-order differences in z on the stored uniform grid): the relative residual falls as the stored grid",
-        "resolves the boundary layers, at the order of the finite differences that measure it.",
-        "",
     ]
     floors = resolution_floors(args.quick)
+    lines += [resolution_sentence(floors), ""]
     names = sorted(next(iter(floors.values())))
     lines.append("| stored z points | " + " | ".join(names) + " |")
     lines.append("|---|" + "---|" * len(names))

@@ -53,6 +53,8 @@ import sys
 import time
 from pathlib import Path
 
+from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on the path of a script run from it
+
 from well_upao.evaluate.leaderboard import MODELS, PAPER_MAIN_TABLE, WELL_VALIDATION
 from well_upao.models.na_transformer import T_IN
 from well_upao.trainers.records import first_value, read_metrics
@@ -224,8 +226,6 @@ PAPER = {
 }
 #: the shipped backbone without adaptation (main study only)
 ZERO_SHOT = "NA zero-shot (shipped backbone)"
-#: a section of the report written by hand (what each difference from the paper means), kept when it is rewritten
-READING_HEADING = "## Reading"
 PAPER_ROW = {
     "FNO (supervised)": 0,
     "TFNO (supervised)": 1,
@@ -402,16 +402,7 @@ def run_transfer_study(args: argparse.Namespace) -> None:
         subprocess.run([*command, "--rollout-steps", "5"], check=True, env=env, stdout=subprocess.DEVNULL)
         collect_scores(eval_out, target, stride, results)
         write_transfer_report(args, results, commands, channels, minutes)
-
-
-def write_keeping_reading(report: Path, lines: list[str]) -> None:
-    """Write the generated ``lines`` to ``report``, keeping its hand-written part (from ``## Reading`` on)."""
-    reading = ""
-    if report.exists() and READING_HEADING in report.read_text():
-        reading = READING_HEADING + report.read_text().split(READING_HEADING, 1)[1]
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text("\n".join(lines) + "\n" + (f"\n{reading.rstrip()}\n" if reading else ""))
-    print(f"wrote {report}")
+    exit_if_stale(args.report)
 
 
 def write_transfer_report(args, results, commands, channels, minutes) -> None:
@@ -563,6 +554,7 @@ def main() -> None:
             subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
             collect_scores(eval_out, dataset, stride, results)
             write_report(args, rows, commands, results)  # after every dataset: partial results survive
+    exit_if_stale(args.report)  # the reading kept from the last report must cite the new tables
 
 
 def regimes_summary(args, results) -> list[str]:

@@ -6,6 +6,7 @@ Generates small copies of each dataset (exact sets at 64^2 / 256 / 32^3 with 60 
 grids, two parameter sets, three trajectories each), then for strides 1 and 5 prints the mean over sub-equations of
 the relative residual ||R_k|| / ||scale_k|| of the observed training frames (``well-upao residual-floor``) for
 every derivative and time scheme, marking the lowest; and, for Gray-Scott, the diffusivities fitted to the frames.
+The report's reading (from ``## Reading`` on) is kept and checked against the new tables (``benchmarks/readings.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import torch
+from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on the path of a script run from it
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.data.replicas import ReplicaRequest, generate_replica
@@ -106,9 +108,9 @@ def main() -> None:
             f"| {fitted.values['delta_B']:.4g} | {floors} |"
         )
     lines += ["", f"Total time: {time.perf_counter() - started:.0f} s."]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "residual_floor.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out / 'residual_floor.md'}")
+    report = args.out / "residual_floor.md"
+    write_keeping_reading(report, lines)  # the hand-written reading is kept and checked against the new tables
+    exit_if_stale(report)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ Directory written (a Well base path ``out`` and the dataset name ``pde``)::
 
 Trajectory ``i`` draws its parameters from ``numpy.random.default_rng([seed, i])`` and is evaluated with portable
 float64 arithmetic (``well_upao.families.portable``), so its stored bytes depend neither on how many others
-are generated, nor on how they are grouped into files, write units or threads, nor on the CPU; ``stats.yaml`` is
-reduced with exact sums, so it does not either (``tests/data/test_reproducibility.py``). Fields are evaluated in
+are generated, nor on how they are grouped into files, write units or threads, nor on the x86 CPU model;
+``stats.yaml`` is reduced with exact sums, so it does not either (``tests/data/test_reproducibility.py``, whose
+instruction-set switches run on x86-64 Linux: other architectures are untested). Fields are evaluated in
 bounded write units (a few small trajectories, or one large trajectory's block of time steps, see
 ``write_units``), so memory does not grow with the dataset, the resolution or the number of steps.
 """

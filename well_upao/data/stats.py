@@ -12,7 +12,8 @@ rounded *exact* sum in any order, through the exact decomposition of the total s
     N = sum_f n_f,    mean = fsum(s_f) / N,    M2 = fsum(m2_f) + fsum(n_f (s_f / n_f - mean)^2)
 
 So the statistics depend only on the stored values: not on how frames were batched, cut into time blocks, spread
-over threads or ordered, nor on the CPU (no BLAS, no accumulation whose order a kernel chooses). Centring each
+over threads or ordered, nor on the x86 CPU model (no BLAS, no accumulation whose order a kernel chooses; other
+architectures are untested). Centring each
 frame on its own mean also keeps a large mean from cancelling a small spread.
 
 Frames are processed in chunks that fit the CPU cache (``CHUNK_BYTES`` of float64 per array).

@@ -95,7 +95,8 @@ class TrajectoryFamily(ABC):
         """Evaluate every field at ``times`` on the tensor grid spanned by ``axes``, as ``dtype`` arrays.
 
         Values are computed in float64 (portable arithmetic, see the module docstring) and rounded to ``dtype``
-        once, so the same parameters give the same bits on every machine.
+        once, so the same parameters give the same bits on every x86 machine (the tested ones; see
+        ``well_upao.families.portable``).
 
         Returns a dict ``field name -> array (len(times), *grid shape)`` for scalar fields and
         ``(len(times), *grid shape, n_spatial_dims)`` for vector fields.

@@ -16,7 +16,9 @@ kernels add in different orders). Everything else we use (``+ - * /``, ``sqrt``,
   computes exactly. They are added with one rounding; the error is at most about
   ``K 2^-(2p) max_k |a_ik| max_k |b_kj|`` (``2^-48`` relative for ``K <= 16`` terms of similar size).
 
-The final float32 rounding of a dataset then sees the same float64 value on every machine.
+The final float32 rounding of a dataset then sees the same float64 value on every machine with IEEE-754 float64
+arithmetic (tested on x86-64 under several instruction sets, ``tests/data/test_reproducibility.py``; other
+architectures are untested).
 """
 
 from __future__ import annotations

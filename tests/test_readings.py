@@ -1,0 +1,107 @@
+"""Every number a report's reading states is backed by its tables (``benchmarks/readings.py``), and a regenerated
+table that no longer holds a reading's number marks the reading stale instead of keeping it silently."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import readings  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+
+REPORTS = sorted((ROOT / "reports").glob("*.md"))
+
+TABLE = """# A study
+
+Command: `python benchmarks/study.py --seeds 0 1`
+
+| row | wave2d | advdiff2d |
+|---|---|---|
+| extrap2 | 0.07126 | 0.005867 |
+| UPAO | 0.06549 | 0.003472 |
+"""
+
+
+def check(tmp_path: Path, reading: str, table: str = TABLE, name: str = "study.md") -> list[str]:
+    report = tmp_path / "reports" / name
+    report.parent.mkdir(exist_ok=True)
+    report.write_text(table + "\n" + readings.READING_HEADING + "\n\n" + reading + "\n")
+    return [f.number for f in readings.check_report(report, root=tmp_path)]
+
+
+@pytest.mark.parametrize("report", REPORTS, ids=[r.name for r in REPORTS])
+def test_every_committed_reading_states_only_numbers_its_tables_hold(report):
+    failures = readings.check_report(report, root=ROOT)
+    assert not failures, "\n".join(map(str, failures))
+
+
+def test_cited_numbers_must_round_from_a_table_value(tmp_path):
+    assert check(tmp_path, "- UPAO reached 0.0655 on wave2d and 0.0035 on advdiff2d (extrap2 0.0059).") == []
+    # 0.06549 is 0.065 at two digits, not 0.066; a value from no table at all fails too
+    assert check(tmp_path, "- UPAO reached 0.066 on wave2d, 0.0031 on advdiff2d.") == ["0.066", "0.0031"]
+    assert check(tmp_path, "- The floor is 6.5e-2 here.") == []
+    assert check(tmp_path, "- The floor is 6.6e-2 here.") == ["6.6e-2"]
+
+
+def test_ratios_and_percentages_must_follow_from_numbers_of_their_sentence(tmp_path):
+    # 1 - 0.003472 / 0.005867 = 40.8 %; 0.005867 / 0.003472 = 1.69
+    assert check(tmp_path, "- On advdiff2d UPAO beat extrap2 (0.0035 vs 0.0059, 41%), 1.7x lower.") == []
+    assert check(tmp_path, "- On advdiff2d UPAO beat extrap2 (0.0035 vs 0.0059, 12%).") == ["12%"]
+    assert check(tmp_path, "- On advdiff2d UPAO beat extrap2 by 41%.") == ["41%"]  # no inputs in its sentence
+    assert check(tmp_path, "- UPAO beat it (0.0035 vs 0.0059). It was 41% better.") == ["41%"]  # another sentence
+    # each end of a range is checked: 0.07126 / 0.06549 = 1.09, 0.005867 / 0.003472 = 1.69
+    assert check(tmp_path, "- UPAO: 0.0655 vs 0.0713 and 0.0035 vs 0.0059, 1.1-1.7x better.") == []
+    assert check(tmp_path, "- UPAO: 0.0655 vs 0.0713 and 0.0035 vs 0.0059, 1.1-2.5x better.") == ["2.5x"]
+    assert check(tmp_path, "- 2 trajectories (10% of 20) validate.") == []
+
+
+def test_integers_code_and_declared_numbers_are_not_checked(tmp_path):
+    reading = "- At stride 5 with 12 trajectories on 64^2 (`lambda_bc=1e4`, 2D, 1.9M parameters) it ran.\n"
+    assert check(tmp_path, reading) == []
+    assert check(tmp_path, "- The paper reports 0.0218 at stride 1.") == ["0.0218"]
+    declared = "- The paper reports 0.0218 at stride 1.\n\n<!-- not from a table: 0.0218 (the paper's Table 2) -->"
+    assert check(tmp_path, declared) == []
+
+
+def test_pasted_output_in_a_fenced_block_is_a_source_not_prose(tmp_path):
+    pasted = "## Output\n\n```\n| model | VRMSE |\n|---|---|\n| UPAO | 0.1907 |\nfinished in 9.4 min\n```\n"
+    assert check(tmp_path, "- UPAO reached 0.191 on seed 42.\n\n" + pasted) == []
+    assert check(tmp_path, "- UPAO reached 0.192 on seed 42.\n\n" + pasted) == ["0.192"]
+
+
+def test_numbers_may_come_from_a_report_the_paragraph_names(tmp_path):
+    floor = "# Floors\n\n| dataset | floor |\n|---|---|\n| wave2d | 1.70e-03 |\n"
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "residual_floor.md").write_text(floor)
+    assert check(tmp_path, "- Its floor is 1.7e-3 (reports/residual_floor.md).") == []
+    assert check(tmp_path, "- Its floor is 1.7e-3.") == ["1.7e-3"]
+
+
+def test_a_regenerated_table_marks_the_kept_reading_stale_and_the_script_exits_1(tmp_path, capsys):
+    report = tmp_path / "reports" / "study.md"
+    report.parent.mkdir()
+    reading = "- On wave2d UPAO reached 0.0655, extrap2 0.0713."
+    report.write_text(TABLE + "\n" + readings.READING_HEADING + "\n\n" + reading + "\n")
+    lines = TABLE.replace("0.06549", "0.05012").splitlines()  # the rerun's new number
+    failures = readings.write_keeping_reading(report, lines)
+    text = report.read_text()
+    assert [f.number for f in failures] == ["0.0655"]
+    assert "0.05012" in text and reading in text  # the new tables are written, the reading kept
+    assert readings.STALE_MARK in text.split(readings.READING_HEADING, 1)[1]
+    assert "stale reading" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        readings.exit_if_stale(report)
+    assert exit_info.value.code == 1
+
+    # the reading rewritten to the new numbers: the next regeneration removes the mark and leaves it as written
+    report.write_text(text.replace("0.0655", "0.0501"))
+    assert readings.write_keeping_reading(report, lines) == []
+    assert (
+        report.read_text()
+        == "\n".join(lines) + "\n\n" + readings.READING_HEADING + "\n\n" + reading.replace("0.0655", "0.0501") + "\n"
+    )
+    readings.exit_if_stale(report)

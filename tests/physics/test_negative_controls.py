@@ -294,6 +294,52 @@ def test_every_mutated_term_and_coefficient_rises_above_the_floor(name):
     assert len(controls) >= 2 * len(case.pde.equations) + len(params)
 
 
+def test_a_mutation_changes_one_term_and_nothing_else():
+    """On burgers1d (``d_t u + d_x(u^2 / 2) - nu u_xx = 0``): flipping the viscous term adds ``2 nu u_xx`` to the
+    residual, removing it adds ``nu u_xx``, removing ``d_t u`` subtracts the rate, doubling nu adds ``-nu u_xx``
+    (Crank-Nicolson midpoint state, spectral derivatives: computed here by FFT)."""
+    from well_upao.physics.negative_control import RATE, mutations, with_term_scaled
+    from well_upao.physics.residual import pde_residuals
+    from well_upao.physics.stencils import Stencils
+
+    case = exact_case("burgers1d")
+    window, pde = case.window, case.pde
+    params = pde.resolve_parameters(window.scalars)
+    u = window.fields["Vx"]
+    old, new = u[:, :-1], u[:, 1:]
+    middle = (old + new) / 2
+    k = torch.fft.fftfreq(u.shape[-1], d=window.grid.spacing[0] / (2 * math.pi)).to(u.dtype)
+    u_xx = torch.fft.ifft(-(k**2) * torch.fft.fft(middle, dim=-1), dim=-1).real
+    nu = params["nu"][:, None, None]
+    rate = (new - old) / window.dt
+    ops = Stencils(window.grid)
+
+    def residual(mutant, mutant_params=params):
+        frames = ({"Vx": old}, {"Vx": new})
+        return pde_residuals(mutant, *frames, torch.tensor(window.dt), mutant_params, ops)["momentum_x"]
+
+    base = residual(pde)
+    expected = {
+        (1, -1.0): base + 2 * nu * u_xx,
+        (1, 0.0): base + nu * u_xx,
+        (RATE, 0.0): base - rate,
+        (RATE, -1.0): base - 2 * rate,
+    }
+    for (term, factor), value in expected.items():
+        torch.testing.assert_close(residual(with_term_scaled(pde, "momentum_x", term, factor)), value)
+    torch.testing.assert_close(residual(pde, {**params, "nu": 2 * params["nu"]}), base - nu * u_xx)
+    names = [m.name for m in mutations(pde, window, params)]
+    assert names == [
+        "momentum_x: d_t Q flipped", "momentum_x: d_t Q removed", "momentum_x: term 1 of 2 flipped",
+        "momentum_x: term 1 of 2 removed", "momentum_x: term 2 of 2 flipped", "momentum_x: term 2 of 2 removed",
+        "nu x 2",
+    ]  # fmt: skip
+    with pytest.raises(IndexError, match="has 2 terms"):
+        residual(with_term_scaled(pde, "momentum_x", 2, 0.0))
+    with pytest.raises(ValueError, match="constraint"):
+        with_term_scaled(get_pde("tg2d"), "continuity", RATE, 0.0)
+
+
 def test_every_registered_pde_with_data_has_a_case():
     """Every PDE of a built-in dataset (exact, simulated, the Well's) has a case above or is in the documented list
     of PDEs without usable data."""

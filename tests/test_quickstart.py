@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
+from matched_rows import expected_matched_rows
 
 from well_upao.models.assembly import assemble, shipped_backbone_path
 from well_upao.models.checkpoint import read_checkpoint
@@ -36,12 +39,17 @@ def test_nslora_config_defaults_to_the_shipped_backbone():
 
 @pytest.mark.slow
 def test_quickstart_runs_at_a_toy_size(tmp_path):
-    from well_upao.quickstart import QuickstartConfig, run_quickstart
+    from well_upao.quickstart import UPAO_ROW, QuickstartConfig, run_quickstart
 
     text = run_quickstart(QuickstartConfig(out=tmp_path, n_traj=3, resolution=32, n_steps=51, epochs=1))
     for row in ("persistence", "extrap2", "solver", "zero-shot", "UPAO + NSLoRA", "supervised LoRA"):
         assert row in text
-    assert "accuracy-matched" in text or "cost-matched" in text or "slower than" in text
+    # the matched rows and the verdict's solver are the ones this run's measured ladder selects
+    result = json.loads(next((tmp_path / "results").glob("evaluation_*.json")).read_text())
+    expected = expected_matched_rows(result, UPAO_ROW)
+    assert all(f"| {name} |" in text for name in expected), (expected, text)
+    solver = "the cost-matched solver" if "cost-matched" in expected[0] else "the cheapest solver (slower)"
+    assert f"{solver} (" in text, text
     assert "UPAO + NSLoRA (mean paper VRMSE" in text and "extrap2 (" in text
     assert list((tmp_path / "results").glob("fields_*.png"))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import harness_command as harness
 import pytest
 import torch
 import well_synthetic as synthetic
@@ -46,16 +45,38 @@ def test_each_well_dataset_loads_with_the_papers_fields_and_slots(well_base, nam
     pde.resolve_parameters(scalars)  # the dataset's scalar names cover the PDE's parameters
 
 
-def test_rayleigh_benard_walls_reach_the_residual(well_base, tmp_path):
-    """Walls on the vertical axis: the UPAO trainer builds a non-periodic grid for it."""
-    result = harness.run_harness(
-        tmp_path,
-        well_base,
-        "trainer=upao",
-        "data=rayleigh_benard",
-        "data.n_steps_input=4",
-        "model.history=4",
-        *harness.FAST,
+def test_rayleigh_benard_walls_reach_the_residual(well_base, tmp_path, monkeypatch):
+    """Walls on the vertical axis: the UPAO trainer hands its objective a grid periodic in x only, with the file's
+    spacing (32 x 16 points on [0, 1)^2)."""
+    from the_well.benchmark.metrics import MSE
+
+    from well_upao.physics.objective import UpaoObjective
+    from well_upao.trainers.upao import UpaoTrainer
+
+    datamodule = WellUpaoDataModule(
+        str(well_base), "rayleigh_benard", batch_size=2, n_steps_input=4, n_steps_output=1, data_workers=0,
+        max_rollout_steps=3,
+    )  # fmt: skip
+    model = na_transformer(
+        preset="tiny", layers=1, dims=(2,), dataset_name="rayleigh_benard", well_base_path=str(well_base), history=4
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "PDE rayleigh_benard (4 sub-equations)" in result.stderr + result.stdout
+    folders = {f"{name}_folder": str(tmp_path / name) for name in ("checkpoint", "artifact", "viz")}
+    trainer = UpaoTrainer(
+        **folders, formatter="channels_last_default", model=model, datamodule=datamodule,
+        optimizer=torch.optim.AdamW(model.parameters(), lr=1e-4), loss_fn=MSE(), epochs=1, checkpoint_frequency=0,
+        val_frequency=1, rollout_val_frequency=1, max_rollout_steps=2, short_validation_length=1,
+        make_rollout_videos=False, num_time_intervals=2, device=torch.device("cpu"), progress=False,
+    )  # fmt: skip
+    grids = []
+    original = UpaoObjective.__call__
+
+    def spy(self, prediction, inputs, next_band, dt, scalars, grid, *args, **kwargs):
+        grids.append(grid)
+        return original(self, prediction, inputs, next_band, dt, scalars, grid, *args, **kwargs)
+
+    monkeypatch.setattr(UpaoObjective, "__call__", spy)
+    terms = trainer.loss.upao_terms(next(iter(datamodule.train_dataloader())))
+    assert torch.isfinite(terms.total) and len(grids) == 1
+    assert grids[0].periodic == (True, False)
+    assert grids[0].spacing == pytest.approx((1 / 32, 1 / 16))
+    assert trainer.loss.objective.pde.name == "rayleigh_benard" and len(terms.residual_mse) == 4

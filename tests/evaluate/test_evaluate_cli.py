@@ -40,7 +40,7 @@ def test_evaluate_prints_baselines_and_models_and_writes_files(small_datasets, t
     assert code == 0
     table = capsys.readouterr().out
     for name in ("persistence", "extrap1", "extrap2", "solver", "model"):
-        assert f"| {name} |" in table or name in table
+        assert f"| {name} |" in table, table
     assert "VRMSE (paper, per trajectory)" in table and "VRMSE (the Well, per frame)" in table
     result = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())
     names = {s["name"] for s in result["scores"]}

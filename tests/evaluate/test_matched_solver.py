@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from matched_rows import expected_matched_rows
+
 from well_upao.cli import main
 from well_upao.evaluate.matched_solver import match_solvers
 from well_upao.evaluate.run import Scores
@@ -48,9 +50,11 @@ def test_evaluate_adds_matched_rows_and_the_ladder(small_datasets, tmp_path, cap
     args = ["evaluate", "--data", "tg2d", "--base-path", str(small_datasets), "--rollout-steps", "1", "--quiet"]
     assert main([*args, "--out", str(out), "--match-solver", "extrap1"]) == 0
     table = capsys.readouterr().out
-    assert "matched to extrap1" in table or "slower than extrap1" in table
     result = json.loads((out / "evaluation_tg2d_valid_stride1.json").read_text())
     ladder = result["solver_ladder"]
+    expected = expected_matched_rows(result, "extrap1")  # the branch this run's measured ladder selects
+    assert [s["name"] for s in result["scores"] if s["name"].startswith("solver, ")] == expected
+    assert all(f"| {name} |" in table for name in expected), table
     assert {row["notes"]["coarsen"] for row in ladder} == {1, 2}  # 16^2 periodic: grid/4 would be under 8 points
     assert len(ladder) == 2 * 9
     assert (out / "cost_accuracy_tg2d_valid_stride1.png").is_file()

@@ -136,16 +136,19 @@ def test_shear_flow_is_fourth_order_in_time():
 
 # ---------------------------------------------------------------------------- Rayleigh-Benard
 def test_rayleigh_benard_conduction_modes_decay_exactly_and_walls_hold():
-    """x-independent buoyancy and mean-flow modes sin(pi z) decay as exp(-kappa pi^2 t), exp(-nu pi^2 t)."""
+    """x-independent buoyancy and mean-flow modes sin(pi z) decay as exp(-kappa pi^2 t), exp(-nu pi^2 t), with the
+    Well's definitions kappa = (Ra Pr)^-1/2, nu = (Ra / Pr)^-1/2 (at Pr = 2 they differ by 2x)."""
+    rayleigh, prandtl = 1e4, 2.0
+    kappa, nu = (rayleigh * prandtl) ** -0.5, (rayleigh / prandtl) ** -0.5
     grid = ChannelGrid(8, 24)
-    solver = RayleighBenardSolver(grid, 1e4, 2.0)
+    solver = RayleighBenardSolver(grid, rayleigh, prandtl)
     z = grid.z()
     theta = solver.to_mixed((0.1 * torch.sin(math.pi * z))[None, :].expand(8, -1).clone())
     state = {"psi": torch.zeros_like(theta), "theta": theta, "mean": 0.05 * torch.sin(math.pi * z)}
-    out = simulate_rayleigh_benard(grid, 1e4, 2.0, np.array([0.0, 2.0]), 17, state=state, max_step=0.002)
+    out = simulate_rayleigh_benard(grid, rayleigh, prandtl, np.array([0.0, 2.0]), 17, state=state, max_step=0.002)
     uniform = torch.linspace(0, 1, 17, dtype=torch.float64)
-    buoyancy = (1 - uniform) + 0.1 * math.exp(-solver.kappa * math.pi**2 * 2) * torch.sin(math.pi * uniform)
-    mean_flow = 0.05 * math.exp(-solver.nu * math.pi**2 * 2) * torch.sin(math.pi * uniform)
+    buoyancy = (1 - uniform) + 0.1 * math.exp(-kappa * math.pi**2 * 2) * torch.sin(math.pi * uniform)
+    mean_flow = 0.05 * math.exp(-nu * math.pi**2 * 2) * torch.sin(math.pi * uniform)
     torch.testing.assert_close(out["buoyancy"][-1], buoyancy.expand(8, -1), rtol=0, atol=1e-8)
     torch.testing.assert_close(out["u_x"][-1], mean_flow.expand(8, -1), rtol=0, atol=1e-8)
 

@@ -109,12 +109,19 @@ def test_inactive_slots_do_not_influence_active_outputs(tiny):
 
 
 def test_shorter_histories_equal_prefix_predictions(tiny):
-    """The shifted design: a history of any length <= T_in; entry tau uses frames <= tau only."""
-    frames = random_frames(1, 8, 32, 32)
+    """The shifted design: a history of any length <= T_in; entry tau uses frames <= tau only. The model
+    standardises each channel over the whole window, so the longer window's later frames are spatial rolls of the
+    prefix's frames (same per-channel mean and std over the window): then the predictions from the first ``steps``
+    frames are exactly the first ``steps`` predictions from the whole window."""
     with torch.no_grad():
-        for steps in (1, 3, 8):
-            out = tiny.forward_sequence(frames[:, :steps])
-            assert out.shape[1] == steps
+        for steps, total in ((1, 8), (3, 6), (4, 8)):
+            prefix = random_frames(1, steps, 32, 32, seed=steps)
+            later = [torch.roll(prefix[:, k % steps], shifts=(3 * k, 5 * k), dims=(1, 2)) for k in range(steps, total)]
+            window = torch.cat([prefix, torch.stack(later, 1)], 1)
+            short, full = tiny.forward_sequence(prefix), tiny.forward_sequence(window)
+            assert short.shape[1] == steps and full.shape[1] == total
+            torch.testing.assert_close(short, full[:, :steps], rtol=1e-5, atol=1e-5)
+            assert (full[:, steps:] - short[:, -1:]).abs().max() > 1e-3  # the later entries do move
 
 
 def test_aspect_ratio_routing_and_kernel_orientation():

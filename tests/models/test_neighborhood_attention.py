@@ -1,4 +1,5 @@
-"""Neighborhood attention against NATTEN's CPU forward, a slow gather reference, and hand-written windows."""
+"""Neighborhood attention against NATTEN's CPU forward (skipped without natten), and, without natten too, against a
+slow gather reference (four axes, gradients) and hand-written windows."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from well_upao.models.neighborhood_attention import (
     reference_neighborhood_attention,
 )
 
-natten_functional = pytest.importorskip("natten.functional")
-
 
 def qkv(*shape, seed=0, requires_grad=False):
     generator = torch.Generator().manual_seed(seed)
@@ -23,6 +22,8 @@ def qkv(*shape, seed=0, requires_grad=False):
 
 
 def natten(q, k, v, kernel, dilation, causal):
+    """NATTEN's CPU forward (the tests that compare with it skip without natten; the others never need it)."""
+    natten_functional = pytest.importorskip("natten.functional")
     function = {1: natten_functional.na1d, 2: natten_functional.na2d, 3: natten_functional.na3d}[q.ndim - 3]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -125,8 +125,21 @@ def test_multidimensional_operators_on_analytic_fields():
     # central Laplacian of sin(kx): -4 sin^2(k dx / 2) / dx^2 per axis (the discrete symbol), exactly
     symbol = sum(-4 * math.sin(k * dx / 2) ** 2 / dx**2 for k in (1, 2, 1))
     torch.testing.assert_close(ops.laplacian(f), symbol * f, atol=1e-10, rtol=1e-10)
-    divergence = ops.divergence([f, f, f])
-    assert divergence.shape == f.shape
+
+    # central first derivative of sin(k x + c): sin(k dx) / dx * cos(k x + c), exactly; each component varies along
+    # every axis with a different wavenumber, so a derivative along the wrong axis or a dropped term shows
+    def d(k):
+        return math.sin(k * dx) / dx
+
+    vx = torch.sin(X) * torch.cos(2 * Y) * torch.cos(3 * Z)
+    vy = torch.cos(3 * X) * torch.sin(2 * Y + 1) * torch.cos(Z)
+    vz = torch.cos(2 * X) * torch.cos(Y) * torch.sin(3 * Z)
+    expected = (
+        d(1) * torch.cos(X) * torch.cos(2 * Y) * torch.cos(3 * Z)
+        + d(2) * torch.cos(3 * X) * torch.cos(2 * Y + 1) * torch.cos(Z)
+        + d(3) * torch.cos(2 * X) * torch.cos(Y) * torch.cos(3 * Z)
+    )
+    torch.testing.assert_close(ops.divergence([vx, vy, vz]), expected, atol=1e-10, rtol=1e-10)
 
 
 def test_band_and_interior_partition_the_grid():

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import harness_command as harness
+import numpy as np
 import pytest
 import torch
 from the_well.benchmark.metrics import MSE
@@ -265,9 +266,23 @@ def test_auto_derivative_and_time_scheme_take_the_lowest_floor_of_the_training_f
     assert all(key.startswith("fd/") for key in fixed.loss.floors)
 
 
-def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path):
+def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path, monkeypatch):
+    """Gray-Scott replicas at the Well's 10 s frames, from t = 100 s on (the first ~50 s after the initial condition
+    are a transient faster than the frames resolve: fitted there, the diffusivities come out 10-50% off, measured).
+    The fit (spectral derivatives, Crank-Nicolson) recovers the solver's delta_A = 2e-5 and delta_B = 1e-5 within 2%
+    (measured here: 0.3% and 1.1%), each as itself (a swap would be 2x off)."""
     from well_upao.data.replicas import ReplicaRequest, generate_replica
+    from well_upao.families.replicas.families import REPLICAS
 
+    family = REPLICAS["gray_scott_reaction_diffusion"]
+    simulate, skipped = family.simulate, 10
+
+    def after_the_transient(scalars, initial, shape, times):
+        spacing = float(times[1] - times[0])
+        longer = np.arange(skipped + len(times)) * spacing
+        return {name: value[skipped:] for name, value in simulate(scalars, initial, shape, longer).items()}
+
+    monkeypatch.setattr(family, "simulate", after_the_transient)
     base = tmp_path / "replica"
     request = ReplicaRequest(
         "gray_scott_reaction_diffusion", base, shape=(32, 32), n_steps=14, n_traj_per_set=3, sets=[2, 5]
@@ -277,7 +292,7 @@ def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path
                            data_kwargs={"n_steps_input": 4}, pde_constants="fitted", derivative="spectral")  # fmt: skip
     fitted = trainer.loss.objective.constants
     assert set(fitted) == {"delta_A", "delta_B"} and fitted != {"delta_A": 2e-5, "delta_B": 1e-5}
-    assert all(0.2 < fitted[k] / v < 5 for k, v in {"delta_A": 2e-5, "delta_B": 1e-5}.items()), fitted
+    assert fitted["delta_A"] == pytest.approx(2e-5, rel=0.02) and fitted["delta_B"] == pytest.approx(1e-5, rel=0.02)
     with pytest.raises(ValueError, match="no constants to fit"):
         make_trainer(small_datasets, tmp_path / "tg", dataset="tg2d", pde_constants="fitted")
 

@@ -47,6 +47,8 @@ from well_upao.models.checkpoint import (
     unwrap,
 )
 from well_upao.models.lora import adapter_layers, delta_norms, ns_active, set_ns_active
+from well_upao.trainers import sharded_checkpoint
+from well_upao.trainers.sharding import ShardingOptions, is_sharded, prepare_in_process
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +200,9 @@ class Trainer(WellTrainer):
         self.validate_start = bool(validate_start)
         self.init_from = init_from
         resuming = bool(kwargs.get("checkpoint_path"))
+        sharding = ShardingOptions.pop_from(kwargs)  # trainer.strategy / mixed_precision / activation_checkpointing
         super().__init__(*args, **kwargs)
+        prepare_in_process(self.model, sharding)
         if init_from and not resuming:
             self.initialize_from(init_from)
         self.nslora_schedule, self.switch_patience = resolve_nslora_schedule(
@@ -253,6 +257,8 @@ class Trainer(WellTrainer):
         self.step_scheduler = LambdaLR(self.optimizer, lambda s: warmup_cosine(s, warmup, total, ratio))
         if self._scheduler_state is not None:
             self.step_scheduler.load_state_dict(self._scheduler_state)
+            for group, lr in zip(self.optimizer.param_groups, self.step_scheduler.get_last_lr(), strict=True):
+                group["lr"] = lr  # constructing the scheduler reset it to the first step's
 
     # ------------------------------------------------------------------ training
     def train_one_epoch(self, epoch: int, dataloader) -> tuple[float, dict[str, Any]]:
@@ -518,11 +524,16 @@ class Trainer(WellTrainer):
                 description["hydra"] = resolved_model_node(run_config)
         return description
 
-    def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:
+    def checkpoint_payload(
+        self, epoch: int, validation_loss: float, model_state: dict[str, torch.Tensor] | None = None
+    ) -> dict[str, Any]:
+        """The run's checkpoint; ``model_state``: the model's whole state dict gathered from its shards (a sharded
+        run, whose optimizer state goes to its sharded checkpoint instead, ``trainers/sharded_checkpoint.py``)."""
         return build_payload(
             self.model,
+            state=model_state,
             epoch=epoch,
-            optimizer=self.optimizer,
+            optimizer=self.optimizer if model_state is None else None,
             scheduler_state=self.step_scheduler.state_dict() if self.step_scheduler else None,
             validation_loss=validation_loss,
             best_validation_loss=self.best_val_loss,
@@ -539,6 +550,8 @@ class Trainer(WellTrainer):
         )
 
     def save_model(self, epoch: int, validation_loss: float, output_path: str) -> None:
+        if is_sharded(self.model):  # every process writes its shards; rank 0 the consolidated file
+            return sharded_checkpoint.save(self, epoch, validation_loss, output_path)
         if is_main_process():
             save_checkpoint(output_path, self.checkpoint_payload(epoch, validation_loss))
 
@@ -552,13 +565,15 @@ class Trainer(WellTrainer):
             raise CheckpointError(f"cannot resume from {checkpoint_path}: {type(error).__name__}: {error}") from error
         if not isinstance(payload, dict):
             raise CheckpointError(f"cannot resume from {checkpoint_path}: it holds a {type(payload).__name__}")
-        if payload.get("format") == "well-upao":
+        optimizer_state = payload.get("optimizer_state_dit")
+        if sharded_checkpoint.restore(self.model, self.optimizer, payload, checkpoint_path):
+            optimizer_state = None  # a sharded run's weights and optimizer state (or a sharded model's weights)
+        elif payload.get("format") == "well-upao":
             load_state(self.bare_model, payload, checkpoint_path)
         elif "model_state_dict" in payload:  # a checkpoint of the Well's own trainer
             self.bare_model.load_state_dict(clean_state_dict(payload["model_state_dict"]))
         else:
             raise CheckpointError(f"{checkpoint_path} has no model weights")
-        optimizer_state = payload.get("optimizer_state_dit")
         if self.optimizer is not None and optimizer_state is not None:
             self.optimizer.load_state_dict(optimizer_state)
         train = payload.get("train", {})

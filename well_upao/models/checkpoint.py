@@ -51,7 +51,11 @@ def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def model_target(model: nn.Module) -> str:
+    """``<module>.<class>`` of the bare model (FSDP2 swaps a sharded module's class for a subclass
+    ``FSDP<Name>(FSDPModule, <Name>)``: its ``<Name>``)."""
     cls = type(unwrap(model))
+    while cls.__module__.startswith("torch.distributed.fsdp"):
+        cls = cls.__bases__[-1]
     return f"{cls.__module__}.{cls.__qualname__}"
 
 

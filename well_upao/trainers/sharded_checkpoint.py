@@ -7,7 +7,7 @@ A sharded run writes, at every save of ``recent.pt`` (end of epoch, and inside e
 1. ``<checkpoint folder>/recent.sharded-<token>/``: a DCP checkpoint in which every process writes its own shards of
    the weights and of the AdamW state (``__<rank>_0.distcp``, plus ``.metadata``), together with the names of the
    parameters that have optimizer state (those never used, such as the NA variants of another dimensionality,
-   have none);
+   have none) and the optimizer's group settings (learning rate, and the schedule's ``initial_lr``);
 2. ``recent.pt``: the consolidated well-upao checkpoint (:mod:`well_upao.models.checkpoint`), written by rank 0 from
    the whole weights gathered onto its CPU, without optimizer state, naming the DCP directory it belongs to in
    ``train.sharded``. ``best.pt`` and ``checkpoint_N.pt`` are consolidated files only.
@@ -23,6 +23,7 @@ consolidated-only file (one written by a DDP or one-process run) loads its weigh
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import shutil
@@ -72,7 +73,12 @@ def save_sharded_state(model: nn.Module, optimizer: torch.optim.Optimizer | None
     state: dict[str, Any] = {"model": get_model_state_dict(model)}
     if optimizer is not None:
         optimizer_state = get_optimizer_state_dict(model, optimizer)
-        state |= {"optimizer": optimizer_state, "optimizer_params": sorted(optimizer_state["state"])}
+        groups = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+        state |= {
+            "optimizer": optimizer_state,
+            "optimizer_params": sorted(optimizer_state["state"]),
+            "optimizer_groups": json.dumps(groups),  # one string: DCP would flatten a list of dicts
+        }
     dcp.save(state, checkpoint_id=str(directory))
 
 
@@ -81,19 +87,23 @@ def load_sharded_state(model: nn.Module, optimizer: torch.optim.Optimizer | None
     had no optimizer state when it was written (never used) get none now, as in the run that wrote it."""
     if not (directory / ".metadata").is_file():
         raise CheckpointError(f"{directory} is not a complete sharded checkpoint (no .metadata)")
+    alone = not dist.is_initialized()  # one process reading a checkpoint that several wrote
     state: dict[str, Any] = {"model": get_model_state_dict(model)}
     if optimizer is not None:
-        names: dict[str, Any] = {"optimizer_params": []}
-        dcp.load(names, checkpoint_id=str(directory))
+        names: dict[str, Any] = {"optimizer_params": [], "optimizer_groups": ""}
+        dcp.load(names, checkpoint_id=str(directory), no_dist=alone)
         kept = set(names["optimizer_params"])
         template = get_optimizer_state_dict(model, optimizer)  # also creates state for every parameter
         template["state"] = {name: value for name, value in template["state"].items() if name in kept}
         state["optimizer"] = template
-    dcp.load(state, checkpoint_id=str(directory))
+    dcp.load(state, checkpoint_id=str(directory), no_dist=alone)
     set_model_state_dict(model, state["model"])
     if optimizer is not None:
         # replaces the whole state: the parameters left out above have none again
         set_optimizer_state_dict(model, optimizer, state["optimizer"], options=StateDictOptions(strict=False))
+        # every setting of the groups as saved, also those a fresh optimizer lacks (the schedule's initial_lr)
+        for group, saved in zip(optimizer.param_groups, json.loads(names["optimizer_groups"]), strict=True):
+            group.update({k: tuple(v) if isinstance(group.get(k), tuple) else v for k, v in saved.items()})
 
 
 def save(trainer, epoch: int, validation_loss: float, output_path: str | Path) -> None:

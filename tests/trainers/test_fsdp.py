@@ -46,13 +46,15 @@ def corpus(tmp_path_factory):
     return base
 
 
+def launcher(processes: int) -> list[str]:
+    """The interpreter, under ``torchrun`` (``torch.distributed.run``) for several processes."""
+    if processes == 1:
+        return [sys.executable]
+    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", f"--master_port={PORT}"]
+
+
 def pretraining_command(processes: int) -> list[str]:
-    launcher = (
-        ["-m", "torch.distributed.run", f"--nproc_per_node={processes}", f"--master_port={PORT}"]
-        if processes > 1
-        else []
-    )
-    return [sys.executable, *launcher, "-m", "well_upao.train", "--config-name", "pretrain", *COMMON]
+    return [*launcher(processes), "-m", "well_upao.train", "--config-name", "pretrain", *COMMON]
 
 
 def environment(corpus: Path) -> dict[str, str]:
@@ -212,3 +214,100 @@ def test_bf16_policy_trains_close_to_fp32_and_keeps_fp32_weights(corpus, tmp_pat
     assert bf16["train_loss"] != fp32["train_loss"]  # the policy is in effect
     state = read_checkpoint(tmp_path / "bf16" / "recent.pt")["state_dict"]
     assert {value.dtype for value in state.values() if value.is_floating_point()} == {torch.float32}
+
+
+HARNESS = [
+    "data=tg2d",
+    "model=na_nslora",
+    "trainer=shifted",
+    "+seed=0",
+    "trainer.epochs=1",
+    "trainer.epoch_steps=3",
+    "trainer.nslora_schedule=from_start",
+    "trainer.activation_checkpointing=true",
+    "trainer.max_rollout_steps=2",
+    "data.max_rollout_steps=3",
+    "trainer.short_validation_length=1",
+    "trainer.rollout_val_frequency=1000",
+    "trainer.progress=false",
+]
+
+
+def harness_run(base: Path, cwd: Path, processes: int, *overrides: str) -> Path:
+    """``[torchrun] python -m well_upao.train <HARNESS> <overrides>`` in ``cwd``; returns the run folder."""
+    cwd.mkdir()
+    command = [*launcher(processes), "-m", "well_upao.train", *HARNESS, *overrides]
+    env = dict(os.environ, WELL_BASE_PATH=str(base), OMP_NUM_THREADS="1")
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = sorted((cwd / "experiments").glob("*/*"))
+    return run
+
+
+@pytest.mark.slow
+def test_fsdp_harness_run_with_nslora_adapters_matches_one_process(small_datasets, tmp_path):
+    """A harness run (``torchrun -m well_upao.train model=na_nslora ...``) sharded over 2 processes, NS forward from
+    the first update and per-layer activation checkpointing: the frozen backbone sharded, the adapters trained to the
+    values one process reaches on the same global batches; its consolidated checkpoint (adapters, encoders and
+    decoders on the shipped backbone's hash) is read by evaluate and adapters-report."""
+    from well_upao.evaluate.predictors import load_predictor
+    from well_upao.evaluate.spectral import adapters_report
+
+    one = harness_run(small_datasets, tmp_path / "one", 1, "data.batch_size=2")
+    sharded = harness_run(small_datasets, tmp_path / "fsdp", 2, "data.batch_size=1", "trainer.strategy=fsdp")
+    lines = {}
+    for name, run in (("one", one), ("fsdp", sharded)):
+        lines[name] = [json.loads(line) for line in (run / "artifacts" / "metrics.jsonl").read_text().splitlines()]
+    epoch_one, epoch_fsdp = lines["one"][0], lines["fsdp"][0]
+    assert epoch_one["step"] == epoch_fsdp["step"] == 3
+    for key in ("train_loss", "valid", "param_norm"):  # param_norm: the Well's, from the shards
+        assert epoch_fsdp[key] == pytest.approx(epoch_one[key], rel=1e-5), key
+
+    reference = read_checkpoint(one / "checkpoints" / "recent.pt")
+    payload = read_checkpoint(sharded / "checkpoints" / "recent.pt")
+    assert payload["state_dict_complete"] is False and payload["adapters"]["kind"] == "nslora"
+    assert payload["adapters"]["backbone_sha256"] == reference["adapters"]["backbone_sha256"]
+    assert set(payload["state_dict"]) == set(reference["state_dict"])
+    assert any(key.endswith("ns_active") and bool(value) for key, value in payload["state_dict"].items())
+    for key, value in reference["state_dict"].items():
+        torch.testing.assert_close(payload["state_dict"][key], value, rtol=1e-4, atol=1e-6)
+
+    report = adapters_report(sharded / "checkpoints" / "recent.pt")
+    expected = adapters_report(one / "checkpoints" / "recent.pt")
+    assert report["n_untouched"] == expected["n_untouched"] < report["n_modules"]
+    assert report["mean"]["frobenius"] == pytest.approx(expected["mean"]["frobenius"], rel=1e-4)
+    predictor = load_predictor(
+        sharded / "checkpoints" / "recent.pt", "tg2d", ["pressure", "velocity_x", "velocity_y"], 4
+    )
+    assert predictor.notes["training"] == "1 epochs, 3 steps"
+
+
+@pytest.mark.slow
+def test_sharding_starts_every_process_from_rank_0s_weights(tmp_path):
+    """Processes that initialised differently (another seed each) train rank 0's weights once sharded, as DDP
+    does: the weights gathered from the shards are rank 0's initial ones."""
+    script = tmp_path / "shard.py"
+    script.write_text(
+        "import sys, torch, torch.distributed as dist\n"
+        "from well_upao.models.na_transformer import NATransformer\n"
+        "from well_upao.trainers.sharded_checkpoint import whole_state\n"
+        "from well_upao.trainers.sharding import ShardingOptions, shard\n"
+        "dist.init_process_group('gloo')\n"
+        "torch.manual_seed(100 + dist.get_rank())\n"
+        "model = NATransformer(preset='tiny', layers=1, dims=(2,))\n"
+        "if dist.get_rank() == 0:\n"
+        "    torch.save(model.state_dict(), sys.argv[1] + '/initial.pt')\n"
+        "shard(model, ShardingOptions('fsdp'), torch.device('cpu'))\n"
+        "state = whole_state(model)\n"
+        "if dist.get_rank() == 0:\n"
+        "    torch.save(state, sys.argv[1] + '/sharded.pt')\n"
+        "dist.destroy_process_group()\n"
+    )
+    command = [*launcher(2), str(script), str(tmp_path)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    initial, sharded = torch.load(tmp_path / "initial.pt"), torch.load(tmp_path / "sharded.pt")
+    assert set(initial) == set(sharded)
+    for key, value in initial.items():
+        assert torch.equal(sharded[key], value), key

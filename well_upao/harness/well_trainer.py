@@ -47,7 +47,7 @@ def sharded_param_norm(parameters) -> float:
         for parameter in parameters:
             if isinstance(parameter, DTensor):
                 parameter, sharded = parameter.to_local(), True
-            total += parameter.double().pow(2).sum().item()
+            total += parameter.pow(2).sum().item()
     if sharded and dist.is_initialized():
         reduced = torch.tensor(total, dtype=torch.float64)
         dist.all_reduce(reduced)

@@ -209,15 +209,23 @@ def load_predictor(
     """A trained model from a well-upao checkpoint file or a run folder (``<run>/checkpoints/best.pt``).
 
     Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
+    LoRA / NSLoRA adapters are folded into their linear layers first (``W0 + DeltaW``,
+    ``well_upao.models.lora.merge_adapters``): NSLoRA's Newton-Schulz runs once, not at every prediction.
     """
     from well_upao.models.assembly import load_model
     from well_upao.models.checkpoint import read_checkpoint
+    from well_upao.models.lora import adapter_layers, merge_adapters
 
     path = checkpoint_file(path)
     payload = read_checkpoint(path)
     model = load_model(path)
+    merged = len(adapter_layers(model))
+    if merged:
+        merge_adapters(model)
     name = default_row_name(path) if name is None else name
     predictor = _model_predictor(path, payload, model, name, dataset_name, channel_names, history)
+    if merged:
+        predictor.notes["adapters"] = f"{merged} merged"
     train = payload.get("train") or {}
     if train.get("global_step"):
         predictor.notes["training"] = f"{train.get('epoch', 0)} epochs, {train['global_step']} steps"

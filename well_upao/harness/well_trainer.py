@@ -42,14 +42,15 @@ def trainer_argument(name: str, args: tuple, kwargs: dict, default=None):
 def sharded_param_norm(parameters) -> float:
     """``sqrt(sum_p ||p||^2)`` over all parameters; for ``DTensor`` shards the squares of the local shards are summed
     over the processes (FSDP2 shards every parameter of a model over the same processes)."""
-    total, sharded = 0.0, False
+    total, sharded = 0.0, None
     with torch.no_grad():
         for parameter in parameters:
             if isinstance(parameter, DTensor):
-                parameter, sharded = parameter.to_local(), True
+                parameter = parameter.to_local()
+                sharded = parameter.device  # NCCL reduces tensors on the GPU
             total += parameter.pow(2).sum().item()
-    if sharded and dist.is_initialized():
-        reduced = torch.tensor(total, dtype=torch.float64)
+    if sharded is not None and dist.is_initialized():
+        reduced = torch.tensor(total, dtype=torch.float64, device=sharded)
         dist.all_reduce(reduced)
         total = float(reduced)
     return total**0.5

@@ -116,7 +116,7 @@ def run_workers(args: argparse.Namespace, directory: Path) -> list[dict]:
         f"--steps={args.steps}",
         f"--result={directory}",
     ]
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29561"]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     for command in (
         [sys.executable, here, "--worker=ddp", *settings],
         [*torchrun, here, "--worker=ddp", *settings],

@@ -24,7 +24,6 @@ from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.models.checkpoint import read_checkpoint
 
 FAMILIES = ["shallow_water_2d", "compressible_ns_1d"]
-PORT = 29541
 STEPS = 3
 COMMON = [
     f"data.datasets=[{','.join(FAMILIES)}]",
@@ -47,10 +46,11 @@ def corpus(tmp_path_factory):
 
 
 def launcher(processes: int) -> list[str]:
-    """The interpreter, under ``torchrun`` (``torch.distributed.run``) for several processes."""
+    """The interpreter, under ``torchrun`` (``torch.distributed.run``) for several processes (``--standalone``: a
+    rendezvous on a free local port, the machine may run other launches)."""
     if processes == 1:
         return [sys.executable]
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", f"--master_port={PORT}"]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
 
 
 def pretraining_command(processes: int) -> list[str]:

@@ -559,14 +559,21 @@ def _export_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("source", type=Path)
     parser.add_argument("destination", type=Path)
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="fold the checkpoint's LoRA/NSLoRA adapters into the weights: a plain backbone for model.pretrained=",
+    )
     parser.set_defaults(handler=_run_export)
 
 
 def _run_export(args: argparse.Namespace) -> int:
+    from well_upao.models.assembly import export_merged_backbone
     from well_upao.models.checkpoint import CheckpointError, export_backbone
 
     try:
-        size = export_backbone(args.source, args.destination)
+        export = export_merged_backbone if args.merge else export_backbone
+        size = export(args.source, args.destination)
     except CheckpointError as error:
         raise CommandError(str(error)) from error
     print(f"wrote {args.destination} ({size / 2**20:.1f} MiB)")

@@ -3,15 +3,19 @@
 The Well's ``train.py`` hard-codes a single process. This entry point reads ``RANK``/``WORLD_SIZE``/
 ``LOCAL_RANK`` (set by ``torchrun``), initialises the process group (NCCL on CUDA, gloo on CPU), and runs
 
-* the harness flow for our configs (``model=... trainer=... data=...``, primary config ``config``), with the
-  model wrapped in DDP, or
-* multi-dataset pretraining (``--config-name pretrain``), with DDP or (``trainer.strategy=fsdp``) FSDP.
+* the harness flow for our configs (``model=... trainer=... data=...``, primary config ``config``), or
+* multi-dataset pretraining (``--config-name pretrain``),
 
-Without ``torchrun`` it runs in one process.
+with the model replicated by DDP (``trainer.strategy=ddp``, the default) or sharded per block by FSDP2
+(``trainer.strategy=fsdp``, ``well_upao.trainers.sharding``; checkpoints ``well_upao.trainers.sharded_checkpoint``);
+``trainer.mixed_precision=bf16`` (FSDP) and ``trainer.activation_checkpointing=true`` are options of both flows.
+Several machines: ``torchrun --nnodes=M --nproc_per_node=N --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT ...``
+on each. Without ``torchrun`` it runs in one process.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from dataclasses import dataclass
@@ -20,7 +24,9 @@ import hydra
 import torch
 import torch.distributed as dist
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from well_upao.trainers.sharding import ShardingOptions, checkpoint_layers, shard
 
 logger = logging.getLogger("well_upao.train")
 
@@ -54,17 +60,20 @@ class Distributed:
         return info
 
 
-def wrap(model: torch.nn.Module, info: Distributed, strategy: str = "ddp") -> torch.nn.Module:
-    """DDP (``find_unused_parameters``: each batch uses one dimensionality's NA variant) or FSDP."""
+def wrap(
+    model: torch.nn.Module, info: Distributed, strategy: str = "ddp", options: ShardingOptions | None = None
+) -> torch.nn.Module:
+    """The model on this process's device, with per-layer activation checkpointing if asked, then DDP
+    (``find_unused_parameters``: each batch uses one dimensionality's NA variant) or FSDP2 per block (the same
+    module object, its parameters sharded); ``options`` (the trainer config's) override ``strategy``."""
+    options = options or ShardingOptions(strategy=strategy)
     model = model.to(info.device)
+    if options.activation_checkpointing:
+        checkpoint_layers(model)
     if not info.enabled:
         return model
-    if strategy == "fsdp":
-        if not torch.cuda.is_available():
-            raise RuntimeError("trainer.strategy=fsdp needs CUDA devices; use ddp on CPU")
-        from torch.distributed.fsdp import FullyShardedDataParallel
-
-        return FullyShardedDataParallel(model, use_orig_params=True, device_id=info.local_rank)
+    if options.strategy == "fsdp":
+        return shard(model, options, info.device)
     from torch.nn.parallel import DistributedDataParallel
 
     device_ids = [info.local_rank] if torch.cuda.is_available() else None
@@ -73,7 +82,7 @@ def wrap(model: torch.nn.Module, info: Distributed, strategy: str = "ddp") -> to
 
 def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
     """Pretraining in the one loop: the mixture, the model, AdamW with the trainer's ``lr``, ``betas``,
-    ``weight_decay``, wrapped for DDP/FSDP; resumes from ``trainer.output_dir/recent.pt``."""
+    ``weight_decay``, wrapped for DDP/FSDP2; resumes from ``trainer.output_dir/recent.pt``."""
     from well_upao.harness.mixture import MixtureDataModule
     from well_upao.trainers.pretraining import pretraining_trainer
 
@@ -83,10 +92,10 @@ def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
     )
     model = instantiate(cfg.model)
     settings = OmegaConf.to_container(cfg.trainer, resolve=True)
-    strategy = settings.pop("strategy", "ddp")
+    options = ShardingOptions.pop_from(settings)
     output_dir = settings.pop("output_dir")
     lr, betas, weight_decay = settings.pop("lr"), tuple(settings.pop("betas")), settings.pop("weight_decay")
-    model = wrap(model, info, strategy)
+    model = wrap(model, info, options=options)
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=lr, betas=betas, weight_decay=weight_decay
     )
@@ -97,11 +106,19 @@ def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
 
 
 def run_harness(cfg: DictConfig, info: Distributed) -> None:
-    """The flow of ``the_well.benchmark.train.train`` with DDP."""
+    """The flow of ``the_well.benchmark.train.train`` with DDP or FSDP2 (``trainer.strategy``). Rank 0 picks the
+    run folder (a new one, or the one to resume); the other processes use it."""
     import wandb
     from the_well.benchmark.utils.experiment_utils import configure_experiment
 
+    if info.enabled:
+        chosen = [configure_experiment(copy.deepcopy(cfg), logger)[2] if info.rank == 0 else None]
+        dist.broadcast_object_list(chosen, src=0)
+        with open_dict(cfg):
+            cfg.folder_override = chosen[0]
     cfg, name, folder, checkpoints, artifacts, viz = configure_experiment(cfg, logger)
+    if info.enabled:
+        dist.barrier()  # every process has read the folder's configuration before rank 0 rewrites it
     if info.rank == 0:
         wandb.init(
             dir=folder, project=cfg.wandb_project_name, name=name, config=OmegaConf.to_container(cfg, resolve=True)
@@ -109,6 +126,8 @@ def run_harness(cfg: DictConfig, info: Distributed) -> None:
         OmegaConf.save(cfg, os.path.join(folder, "extended_config.yaml"))
     if info.enabled:
         dist.barrier()
+    if cfg.get("seed") is not None:  # +seed=N: the same initial weights in every run
+        torch.manual_seed(int(cfg.seed))
     datamodule = instantiate(cfg.data, world_size=info.world_size, rank=info.rank, data_workers=cfg.data_workers)
     meta = datamodule.train_dataset.metadata
     model = instantiate(
@@ -118,7 +137,7 @@ def run_harness(cfg: DictConfig, info: Distributed) -> None:
         dim_in=cfg.data.n_steps_input * meta.n_fields + meta.n_constant_fields,
         dim_out=meta.n_fields,
     )
-    model = wrap(model, info)
+    model = wrap(model, info, options=ShardingOptions.pop_from(OmegaConf.to_container(cfg.trainer, resolve=True)))
     optimizer = instantiate(cfg.optimizer, params=model.parameters())
     trainer = instantiate(
         cfg.trainer,

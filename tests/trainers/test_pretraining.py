@@ -84,7 +84,7 @@ def test_a_killed_pretraining_run_resumes_mid_epoch_with_the_same_steps(corpus, 
     import signal
     import time
 
-    whole, _ = run(corpus, tmp_path / "whole", processes=1, batch_size=1, epochs=2, max_steps=1000)
+    whole, whole_state = run(corpus, tmp_path / "whole", processes=1, batch_size=1, epochs=2, max_steps=1000)
     out = tmp_path / "killed"
     out.mkdir()
     command = [
@@ -122,3 +122,7 @@ def test_a_killed_pretraining_run_resumes_mid_epoch_with_the_same_steps(corpus, 
     assert result.returncode == 0, result.stderr[-3000:]
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["epoch"] for m in metrics] == [1, 2] and metrics[-1]["step"] == whole["step"]
+    # and the same weights: the resumed steps continue the learning-rate schedule where it stopped
+    final = read_checkpoint(out / "recent.pt")["state_dict"]
+    for key, value in whole_state.items():
+        torch.testing.assert_close(final[key], value, rtol=1e-5, atol=1e-7)

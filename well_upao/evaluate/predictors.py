@@ -153,8 +153,8 @@ class BackboneModel(Predictor):
 
 
 class SlotModel(Predictor):
-    """A well-upao backbone, or a one-frame slot model (``model.one_frame``), on frames already in the 18 slots,
-    with the dataset's slot mask (a mixture)."""
+    """A well-upao backbone, or a one-frame slot model (``model_kind`` ``slot_frame``), on frames already in the 18
+    slots, with the dataset's slot mask (a mixture)."""
 
     def __init__(self, name: str, model: torch.nn.Module, mask: torch.Tensor):
         super().__init__(name, "model")
@@ -224,15 +224,25 @@ def load_predictor(
     ``data.use_normalization``, ``well_upao.harness.normalization``).
 
     Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
-    ``payload``: the checkpoint already read (``read_checkpoint``), so evaluation reads each file once."""
+    ``payload``: the checkpoint already read (``read_checkpoint``), so evaluation reads each file once.
+
+    LoRA / NSLoRA adapters are folded into their linear layers first (``W0 + DeltaW``,
+    ``well_upao.models.lora.merge_adapters``): NSLoRA's Newton-Schulz runs once, not at every prediction.
+    """
     from well_upao.models.assembly import model_from_payload
     from well_upao.models.checkpoint import read_checkpoint
+    from well_upao.models.lora import adapter_layers, merge_adapters
 
     path = checkpoint_file(path)
     payload = payload if payload is not None else read_checkpoint(path)
     model = model_from_payload(payload, path)
+    merged = len(adapter_layers(model))
+    if merged:
+        merge_adapters(model)
     name = default_row_name(path) if name is None else name
     predictor = _model_predictor(path, payload, model, name, source)
+    if merged:
+        predictor.notes["adapters"] = f"{merged} merged"
     train = payload.get("train") or {}
     if train.get("global_step"):
         predictor.notes["training"] = f"{train.get('epoch', 0)} epochs, {train['global_step']} steps"

@@ -6,15 +6,24 @@
 * Its validation draws power-spectrum plots that the_well 1.2.0 cannot draw for 1D data
   (``build_1d_power_spectrum`` indexes a 0-d tensor when there is a single spatial axis): for 1D datasets they are
   left out of ``the_well.benchmark.trainer.training.validation_plots`` for the duration of the validation.
+* Its validation logs ``param_norm``, the square root of the sum of ``p.pow(2).sum().item()`` over the parameters,
+  which a parameter sharded by FSDP2 (a ``DTensor``) refuses: during our validations it is
+  :func:`sharded_param_norm`, the same number from the shards.
+* Its validation runs under ``torch.inference_mode``, in which FSDP2 would gather parameters into inference tensors
+  that training cannot write to afterwards: a sharded model validates under ``torch.no_grad`` instead (the same
+  numbers).
 """
 
 from __future__ import annotations
 
 import inspect
 
+import torch
+import torch.distributed as dist
 from the_well.benchmark.trainer import Trainer
 from the_well.benchmark.trainer import training as well_training
 from the_well.data.data_formatter import DefaultChannelsFirstFormatter, DefaultChannelsLastFormatter
+from torch.distributed.tensor import DTensor
 
 FORMATTERS = {
     "channels_first_default": DefaultChannelsFirstFormatter,
@@ -30,6 +39,23 @@ def trainer_argument(name: str, args: tuple, kwargs: dict, default=None):
     return signature.bind_partial(None, *args, **known).arguments.get(name, default)
 
 
+def sharded_param_norm(parameters) -> float:
+    """``sqrt(sum_p ||p||^2)`` over all parameters; for ``DTensor`` shards the squares of the local shards are summed
+    over the processes (FSDP2 shards every parameter of a model over the same processes)."""
+    total, sharded = 0.0, None
+    with torch.no_grad():
+        for parameter in parameters:
+            if isinstance(parameter, DTensor):
+                parameter = parameter.to_local()
+                sharded = parameter.device  # NCCL reduces tensors on the GPU
+            total += parameter.pow(2).sum().item()
+    if sharded is not None and dist.is_initialized():
+        reduced = torch.tensor(total, dtype=torch.float64, device=sharded)
+        dist.all_reduce(reduced)
+        total = float(reduced)
+    return total**0.5
+
+
 class WellTrainer(Trainer):
     def __init__(self, *args, **kwargs):
         self.formatter_name = trainer_argument("formatter", args, kwargs, "channels_last_default")
@@ -41,11 +67,15 @@ class WellTrainer(Trainer):
         self.formatter, self.formatter_name = FORMATTERS[name](self.dset_metadata), name
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
-        if self.dset_metadata.n_spatial_dims > 1:
-            return super().validation_loop(dataloader, valid_or_test, full, epoch)
-        plots = well_training.validation_plots
-        well_training.validation_plots = [p for p in plots if p.__name__ != "plot_power_spectrum_by_field"]
+        plots, norm = well_training.validation_plots, well_training.param_norm
+        if self.dset_metadata.n_spatial_dims == 1:
+            well_training.validation_plots = [p for p in plots if p.__name__ != "plot_power_spectrum_by_field"]
+        well_training.param_norm = sharded_param_norm
+        sharded = any(isinstance(parameter, DTensor) for parameter in self.model.parameters())
         try:
+            if sharded:
+                with torch.no_grad():  # the undecorated loop (see the module docstring)
+                    return Trainer.validation_loop.__wrapped__(self, dataloader, valid_or_test, full, epoch)
             return super().validation_loop(dataloader, valid_or_test, full, epoch)
         finally:
-            well_training.validation_plots = plots
+            well_training.validation_plots, well_training.param_norm = plots, norm

@@ -28,8 +28,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from well_upao.models.checkpoint import CheckpointError, load_state, read_checkpoint
-from well_upao.models.lora import attach_adapters
+from well_upao.models.checkpoint import CheckpointError, build_payload, load_state, read_checkpoint, save_checkpoint
+from well_upao.models.lora import adapter_layers, attach_adapters, merge_adapters
 from well_upao.models.na_transformer import NATransformer, resolve_base
 
 logger = logging.getLogger(__name__)
@@ -147,6 +147,24 @@ def model_from_payload(payload: dict[str, Any], path: str | Path, **overrides) -
     model = build_model(payload, **overrides)
     load_state(model, payload, path)
     return model
+
+
+def export_merged_backbone(source: str | Path, destination: str | Path) -> int:
+    """A checkpoint with LoRA / NSLoRA adapters -> a plain backbone with them folded in (``W_0 + DeltaW`` in every
+    adapted linear layer, ``merge_adapters``), complete in one file and loadable as ``model.pretrained=`` of
+    ``model=na`` (and as the backbone of new adapters). Returns the file size."""
+    payload = read_checkpoint(source)
+    model = load_model(source)
+    if not adapter_layers(model):
+        raise CheckpointError(f"{source} has no adapters to merge: export it without --merge")
+    merge_adapters(model)
+    model.config.update(adapter=None, pretrained=None)
+    train = payload.get("train") or {}
+    kept = {key: train[key] for key in ("epoch", "metrics", "global_step", "datasets") if key in train}
+    merged = build_payload(model, epoch=payload.get("epoch", 0), metrics=train.get("metrics"))
+    merged["train"] = kept | {"merged_from": str(source), "merged_adapters": payload["adapters"]["kind"]}
+    save_checkpoint(destination, merged)
+    return Path(destination).stat().st_size
 
 
 def check_architecture(model_config: dict, checkpoint_config: dict, path: str | Path) -> None:

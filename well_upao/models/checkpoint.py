@@ -51,7 +51,11 @@ def clean_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def model_target(model: nn.Module) -> str:
+    """``<module>.<class>`` of the bare model (FSDP2 swaps a sharded module's class for a subclass
+    ``FSDP<Name>(FSDPModule, <Name>)``: its ``<Name>``)."""
     cls = type(unwrap(model))
+    while cls.__module__.startswith("torch.distributed.fsdp"):
+        cls = cls.__bases__[-1]
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
@@ -67,9 +71,12 @@ def build_payload(
     adapters: dict | None = None,
     extra_train: dict | None = None,
     extra_model: dict | None = None,
+    state: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, Any]:
+    """The checkpoint of ``model`` (its weights, or ``state``: its whole state dict gathered elsewhere, e.g. from
+    the shards of an FSDP model) in the schema above."""
     bare = unwrap(model)
-    state = clean_state_dict(bare.state_dict())
+    state = clean_state_dict(bare.state_dict() if state is None else state)
     complete = True
     if adapters is None:
         adapters, state, complete = adapter_section(bare, state)
@@ -111,7 +118,7 @@ def adapter_section(model: nn.Module, state: dict) -> tuple[dict | None, dict, b
         "kind": spec["kind"],
         "config": dict(spec),
         "state_dict": adapter_state,
-        "backbone_sha256": backbone_sha256(model),
+        "backbone_sha256": backbone_sha256(model, state),
         "backbone": model.config.get("pretrained"),
     }
     if not model.config.get("pretrained"):

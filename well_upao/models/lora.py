@@ -35,6 +35,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from well_upao.distributed import whole_parameters
+
 MUON_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 DEFAULT_TARGETS = ("qkv", "proj", "gate_proj", "up_proj", "down_proj")
 NORM_EPS = 1e-7
@@ -264,7 +266,9 @@ def ns_active(model: nn.Module) -> bool:
 
 
 def delta_norms(model: nn.Module) -> dict[str, float]:
-    with torch.no_grad():
+    """``||DeltaW||_F`` of every adapter (of a model sharded with FSDP2 too: a collective there, the factors are
+    gathered first)."""
+    with torch.no_grad(), whole_parameters(model):
         return {name: float(layer.delta_weight().norm()) for name, layer in adapter_layers(model).items()}
 
 
@@ -280,15 +284,21 @@ def _tensor_bytes(tensor: torch.Tensor) -> bytes:
     return tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
 
 
-def backbone_sha256(model: nn.Module) -> str:
-    """Hash of the frozen core weights (names without adapter wrapping), independent of the adapters."""
+def backbone_sha256(model: nn.Module, state: dict[str, torch.Tensor] | None = None) -> str:
+    """Hash of the frozen core weights (names without adapter wrapping), independent of the adapters: of the model's
+    own tensors, or of ``state``, the model's whole state dict (e.g. gathered from the shards of an FSDP model)."""
     digest = hashlib.sha256()
     for prefix, core in _core_modules(model):
-        for name, tensor in sorted(core.state_dict().items()):
+        if state is None:
+            items = core.state_dict().items()
+        else:
+            items = [(key[len(prefix) + 1 :], value) for key, value in state.items() if key.startswith(prefix + ".")]
+        for name, tensor in sorted(items):
             if "lora_" in name or name.endswith("ns_active"):
                 continue
             digest.update(f"{prefix}.{name.replace('.base.', '.')}".encode())
             digest.update(_tensor_bytes(tensor))
+    names = {id(parameter): name for name, parameter in model.named_parameters()}
     for parameter in model.core_parameters():
-        digest.update(_tensor_bytes(parameter))
+        digest.update(_tensor_bytes(parameter if state is None else state[names[id(parameter)]]))
     return digest.hexdigest()

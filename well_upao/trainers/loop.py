@@ -41,9 +41,10 @@ from well_upao.models.checkpoint import (
     unwrap,
 )
 from well_upao.models.kinds import is_sequence_model
-from well_upao.trainers import records
+from well_upao.trainers import records, sharded_checkpoint
 from well_upao.trainers.diagnosis import describe_non_finite
 from well_upao.trainers.schedule import Budget, CheckpointCadence, step_scheduler
+from well_upao.trainers.sharding import ShardingOptions, is_sharded, prepare_in_process
 from well_upao.trainers.switch import AdapterSwitch, resolve_nslora_schedule
 from well_upao.trainers.warm_start import initialize_from
 
@@ -171,7 +172,9 @@ class Trainer(WellTrainer):
         self.init_from = init_from
         self._facts_written = False
         resuming = bool(kwargs.get("checkpoint_path"))
+        sharding = ShardingOptions.pop_from(kwargs)  # trainer.strategy / mixed_precision / activation_checkpointing
         super().__init__(*args, **kwargs)
+        prepare_in_process(self.model, sharding)
         if init_from and not resuming:
             meta = self.dset_metadata
             history = self.datamodule.train_dataset.n_steps_input
@@ -388,11 +391,16 @@ class Trainer(WellTrainer):
         return loss, logs
 
     # ------------------------------------------------------------------ checkpoints and records
-    def checkpoint_payload(self, epoch: int, validation_loss: float) -> dict[str, Any]:
+    def checkpoint_payload(
+        self, epoch: int, validation_loss: float, model_state: dict[str, torch.Tensor] | None = None
+    ) -> dict[str, Any]:
+        """The run's checkpoint; ``model_state``: the model's whole state dict gathered from its shards (a sharded
+        run, whose optimizer state goes to its sharded checkpoint instead, ``trainers/sharded_checkpoint.py``)."""
         return build_payload(
             self.model,
+            state=model_state,
             epoch=epoch,
-            optimizer=self.optimizer,
+            optimizer=self.optimizer if model_state is None else None,
             scheduler_state=self.step_scheduler.state_dict() if self.step_scheduler else None,
             validation_loss=validation_loss,
             best_validation_loss=self.best_val_loss,
@@ -412,6 +420,8 @@ class Trainer(WellTrainer):
         )
 
     def save_model(self, epoch: int, validation_loss: float, output_path: str) -> None:
+        if is_sharded(self.model):  # every process writes its shards; rank 0 the consolidated file
+            return sharded_checkpoint.save(self, epoch, validation_loss, output_path)
         if is_main_process():
             save_checkpoint(output_path, self.checkpoint_payload(epoch, validation_loss))
 
@@ -420,11 +430,13 @@ class Trainer(WellTrainer):
         schedule, step count, selection state and an interrupted epoch's resume point."""
         logger.info(f"resuming from {checkpoint_path}")
         payload = read_checkpoint(checkpoint_path, accept_well_trainer=True)
-        if payload.get("format") == "well-upao":
+        optimizer_state = payload.get("optimizer_state_dit")
+        if sharded_checkpoint.restore(self.model, self.optimizer, payload, checkpoint_path):
+            optimizer_state = None  # a sharded run's weights and optimizer state (or a sharded model's weights)
+        elif payload.get("format") == "well-upao":
             load_state(self.bare_model, payload, checkpoint_path)
         else:
             self.bare_model.load_state_dict(clean_state_dict(payload["model_state_dict"]))
-        optimizer_state = payload.get("optimizer_state_dit")
         if self.optimizer is not None and optimizer_state is not None:
             self.optimizer.load_state_dict(optimizer_state)
         train = payload.get("train", {})

@@ -42,6 +42,8 @@ def step_scheduler(
     scheduler = LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup, total, ratio))
     if state is not None:
         scheduler.load_state_dict(state)
+        for g, lr in zip(optimizer.param_groups, scheduler.get_last_lr(), strict=True):
+            g["lr"] = lr  # constructing the scheduler reset it to the first step's
     return scheduler
 
 

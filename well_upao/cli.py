@@ -176,11 +176,17 @@ def _generate_replica_parser(sub: argparse._SubParsersAction) -> None:
         )
         + table
         + "\n\nexamples:\n  well-upao generate-replica --dataset gray_scott_reaction_diffusion\n"
-        "  well-upao generate-replica --dataset shear_flow --resolution 128 256 --n-traj 4",
+        "  well-upao generate-replica --dataset shear_flow --resolution 128 256 --n-traj 4\n"
+        "  well-upao generate-replica --dataset active_matter --sets 0 --n-traj 3   # ~2 CPU-minutes a trajectory",
     )
     parser.add_argument("--dataset", required=True, choices=sorted(REPLICAS))
     parser.add_argument("--out", type=Path, default=Path("datasets"), help="Well base path (default ./datasets)")
-    parser.add_argument("--resolution", type=int, nargs="+", help="grid points per axis (default: the CPU size)")
+    parser.add_argument(
+        "--resolution",
+        type=int,
+        nargs="+",
+        help="grid points per axis (default: the CPU size); active_matter: N [N [orientations]] (orientations = N)",
+    )
     parser.add_argument("--n-steps", type=int, help="stored frames per trajectory")
     parser.add_argument("--n-traj", type=int, help="trajectories per parameter set (split 80/10/10)")
     parser.add_argument("--full", action="store_true", help="the Well's parameter sets and sizes")
@@ -295,11 +301,15 @@ def _validate_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "validate",
         help="check a dataset directory or HDF5 file against The Well's format and our contracts",
-        description="Check OUT/<name> (splits, files, stats.yaml) or a single .hdf5 file. Exit 1 on problems.",
+        description="Check OUT/<name> (splits, files, stats.yaml) or a single .hdf5 file, and its values with the "
+        "checks of The Well's scripts/check_thewell_data.py (NaN and constant frames are problems; frames close to "
+        "the previous one and outlier frames are printed as notes). Exit 1 on problems.",
     )
     parser.add_argument("path", type=Path)
     parser.add_argument("--check-exact", action="store_true", help="re-evaluate the closed form and compare")
-    parser.add_argument("--no-values", action="store_true", help="skip the NaN/inf scan of the field values")
+    parser.add_argument(
+        "--no-values", action="store_true", help="skip the value checks (NaN/inf, constant frames, notes)"
+    )
     parser.add_argument(
         "--digest",
         action="store_true",
@@ -314,9 +324,12 @@ def _run_validate(args: argparse.Namespace) -> int:
 
     if not args.path.exists():
         raise CommandError(f"{args.path}: no such file or directory")
-    problems = validate_dataset(args.path, check_exact=args.check_exact, check_values=not args.no_values)
+    notes: list[str] = []
+    problems = validate_dataset(args.path, check_exact=args.check_exact, check_values=not args.no_values, notes=notes)
     for problem in problems:
         print(f"problem: {problem}")
+    for note in notes:
+        print(f"note: {note}")
     print(f"{args.path}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
     if args.digest:
         from well_upao.data.digest import dataset_digest

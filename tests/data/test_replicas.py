@@ -27,8 +27,9 @@ from well_upao.physics.stencils import interior
 #: tiny replicas: (grid, frames, parameter sets)
 TINY = {
     "gray_scott_reaction_diffusion": ((32, 32), 12, [0, 2]),
-    "shear_flow": ((32, 64), 12, [0]),
+    "shear_flow": ((64, 128), 12, [0]),  # the layers of the Well's code are thin: 32 x 64 under-resolves them
     "rayleigh_benard": ((32, 16), 12, [0]),
+    "active_matter": ((16, 16), 12, [2]),  # 16 orientations too
 }
 
 
@@ -47,12 +48,18 @@ def test_parameter_sets_and_file_names_are_the_wells():
     ]  # fmt: skip
     assert [prandtl_tag(v) for v in (0.1, 0.5, 1.0, 2.0, 10.0)] == ["1e-1", "5e-1", "1", "2", "10"]
     counts = {name: len(family.parameter_sets(True)) for name, family in REPLICAS.items()}
-    assert counts == {"gray_scott_reaction_diffusion": 6, "shear_flow": 28, "rayleigh_benard": 35}  # n_simulations
+    assert counts == {"gray_scott_reaction_diffusion": 6, "shear_flow": 28, "rayleigh_benard": 35, "active_matter": 45}
     stems = {name: family.file_stem(family.parameter_sets(True)[0]) for name, family in REPLICAS.items()}
     assert stems == {
         "gray_scott_reaction_diffusion": "gray_scott_reaction_diffusion_gliders_F_0.014_k_0.054",
         "shear_flow": "shear_flow_Reynolds_1e4_Schmidt_1e-1",
         "rayleigh_benard": "rayleigh_benard_Rayleigh_1e6_Prandtl_1e-1",
+        "active_matter": "active_matter_L_10.0_zeta_1.0_alpha_-1.0",  # the Well's names, e.g. its notebook's
+    }
+    active = REPLICAS["active_matter"]
+    assert active.file_stem({"L": 10.0, "zeta": 17.0, "alpha": -4.0}) == "active_matter_L_10.0_zeta_17.0_alpha_-4.0"
+    assert {(s["zeta"], s["alpha"]) for s in active.parameter_sets(True)} == {
+        (z, a) for z in (1, 3, 5, 7, 9, 11, 13, 15, 17) for a in (-1, -2, -3, -4, -5)
     }
 
 
@@ -81,16 +88,24 @@ def test_replica_files_have_the_wells_layout_and_validate(replicas, name):
         assert names == {
             "t0_fields": sorted(s.name for s in family.fields if s.order == 0),
             "t1_fields": sorted(s.name for s in family.fields if s.order == 1),
-            "t2_fields": [],
+            "t2_fields": ["D", "E"] if name == "active_matter" else [],
         }
         first = family.fields[0].name
         assert f["t0_fields"][first].shape == (1, n_steps, *shape) and f["t0_fields"][first].dtype == np.float32
+        if name == "active_matter":  # tensors as the Well's (n, T, x, y, 2, 2), coordinates i L / N
+            assert f["t2_fields"]["D"].shape == (1, n_steps, *shape, 2, 2)
+            assert np.allclose(f["dimensions"]["x"][:], np.arange(shape[0]) * 10 / shape[0])
+            assert list(f["scalars"].attrs["field_names"]) == ["L", "zeta", "alpha"]
     info = read_layout(path).replica
-    assert info["resolution"] == list(shape) and info["version"] >= 1 and len(info["initial_conditions"]) == 1
+    expected_resolution = [*shape, shape[0]] if name == "active_matter" else list(shape)  # + orientations
+    assert info["resolution"] == expected_resolution and info["version"] >= 1 and len(info["initial_conditions"]) == 1
     assert "generate-replica" in info["generator"] and REPLICA_ATTRIBUTE == "well_upao_replica"
     stats = yaml.safe_load((replicas / name / "stats.yaml").read_text())
     assert set(stats) == {"mean", "std", "rms", "mean_delta", "std_delta", "rms_delta"}
     assert set(stats["mean"]) == {s.name for s in family.fields}
+    if name == "active_matter":  # the Well's shapes: nested 2 x 2 for tensors; tr D = c holds for the means
+        assert np.shape(stats["std"]["E"]) == (2, 2) and np.shape(stats["mean"]["velocity"]) == (2,)
+        assert np.trace(stats["mean"]["D"]) == pytest.approx(stats["mean"]["concentration"], rel=1e-6)
 
 
 def test_gray_scott_and_shear_flow_satisfy_our_pde_entries(replicas):
@@ -121,6 +136,40 @@ def test_gray_scott_and_shear_flow_satisfy_our_pde_entries(replicas):
     assert wrong["momentum_x"] > 5 * floors["momentum_x"] and wrong["tracer"] > 5 * floors["tracer"], wrong
 
 
+def test_active_matter_replica_satisfies_what_its_files_determine(replicas):
+    """On the replica's files: our registry entry (incompressibility; concentration transport with d_T = 0.05,
+    spectral derivatives, Crank-Nicolson between the Well's 0.25 frames) and the kinematic relations E = sym grad u,
+    tr D = c (to float32 storage); a wrong d_T, or tensors of other frames, fail."""
+    from well_upao.physics.active_matter import ActiveMatterFrames, kinematic_residuals
+
+    source = WellSource(replicas, "active_matter")
+    path = source.files[0]
+    observed = source.read_frames(path, range(4, 12))
+    floors = relative_residuals(observed, "spectral")
+    assert floors["continuity"] < 1e-6 and floors["concentration"] < 0.05, floors
+    pde = get_pde("active_matter")
+    ops = Stencils(Grid(observed.spacing, observed.periodic), "spectral")
+    old = {k: v[:, :-1] for k, v in observed.fields.items()}
+    new = {k: v[:, 1:] for k, v in observed.fields.items()}
+    dt = torch.tensor(float(observed.times[1] - observed.times[0]))
+    for d_t, at_least in ((0.05, 0.0), (0.5, 3 * floors["concentration"]), (0.0, 1.5 * floors["concentration"])):
+        residuals, scales = residuals_and_scales(pde, old, new, dt, {"d_T": d_t}, ops)
+        level = float(interior(residuals["concentration"], 2).norm() / interior(scales["concentration"], 2).norm())
+        assert level >= at_least and (d_t != 0.05 or level == pytest.approx(floors["concentration"], rel=1e-9))
+    with h5py.File(path, "r") as f:
+        fields = {name: torch.as_tensor(f[group][name][:], dtype=torch.float64)
+                  for group, name in [("t0_fields", "concentration"), ("t1_fields", "velocity"), ("t2_fields", "D"),
+                                      ("t2_fields", "E")]}  # fmt: skip
+    frames = ActiveMatterFrames(fields["concentration"], fields["velocity"], fields["D"], fields["E"], observed.spacing)
+    exact = kinematic_residuals(frames)
+    assert max(exact.values()) < 1e-6, exact  # float32 storage
+    shifted = ActiveMatterFrames(
+        frames.concentration, frames.velocity, frames.D.roll(1, 1), frames.E.roll(1, 1), observed.spacing
+    )
+    wrong = kinematic_residuals(shifted)
+    assert wrong["strain"] > 1e-2 and wrong["trace"] > 1e-4, wrong
+
+
 def test_rayleigh_benard_residual_vanishes_as_the_measurement_resolves_the_flow():
     """Developed convection (Ra 1e6, Pr 10, t = 12): our entry's residual falls as the stored grid is refined, to
     below 1% at 129 points and frames 0.01 apart. At Pr 10 kappa and nu differ by 10x: with the two exchanged in the
@@ -148,7 +197,13 @@ def test_the_cli_lists_sets_and_refuses_bad_sizes(tmp_path, capsys):
     assert code == 2 and "too small" in capsys.readouterr().err
     code = main(["generate-replica", "--dataset", "shear_flow", "--out", str(tmp_path), "--sets", "9", "--quiet"])
     assert code == 2 and "do not exist" in capsys.readouterr().err
+    for sizes in (["16", "24"], ["16", "16", "15"], ["6"]):  # not square, odd orientations, too small
+        code = main(["generate-replica", "--dataset", "active_matter", "--out", str(tmp_path), "--resolution", *sizes])
+        assert code == 2 and "--resolution N [N [N_theta]]" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing half-written
+    family = REPLICAS["active_matter"]
+    assert family.check_shape((32,)) == family.check_shape((32, 32)) == (32, 32, 32)
+    assert family.check_shape((32, 32, 64)) == (32, 32, 64) and family.spatial_shape((32, 32, 64)) == (32, 32)
 
 
 def test_replica_metadata_is_json_with_the_initial_conditions(replicas):
@@ -170,13 +225,15 @@ def test_upao_with_nslora_runs_on_each_replica_through_the_harness(replicas, tmp
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert (harness.run_folders(tmp_path)[0] / "checkpoints" / "best.pt").is_file()
+    equations = {"gray_scott_reaction_diffusion": 2, "shear_flow": 4, "rayleigh_benard": 4, "active_matter": 2}[name]
+    assert f"PDE {name} ({equations} sub-equations)" in result.stderr + result.stdout  # the residual was built
 
 
 def test_evaluate_and_leaderboard_label_replica_results(replicas, tmp_path, capsys):
     out = tmp_path / "evaluation"
     args = ["evaluate", "--data", "gray_scott_reaction_diffusion", "--base-path", str(replicas), "--history", "4"]
     assert main([*args, "--rollout-steps", "1", "--quiet", "--out", str(out)]) == 0
-    assert "data: replica (32x32, well-upao generate-replica v1)" in capsys.readouterr().out
+    assert "data: replica (32x32, well-upao generate-replica v2)" in capsys.readouterr().out
     result = next(out.glob("evaluation_*.json"))
     assert main(["leaderboard", str(result)]) == 0
     board = capsys.readouterr().out

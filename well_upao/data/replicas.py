@@ -7,7 +7,8 @@ simulation_parameters`` and one per parameter (a number: constant within the fil
 (float64) and float32 coordinates; ``/boundary_conditions/<axis>_<type>`` with masks; ``/scalars`` holding the
 parameters as 0-d float32 (not sample varying); ``/t0_fields``, ``/t1_fields``, ``/t2_fields`` float32. Ours on
 top: the root attribute ``well_upao_replica`` (JSON: generator, version, method, sizes, seed, the trajectories'
-initial-condition knobs), so evaluate and leaderboard can label replica rows as such. ``stats.yaml`` is computed
+initial-condition knobs), so evaluate and leaderboard can label replica rows as such; its ``resolution`` lists the
+simulation's sizes (for active matter the orientations after the two grid sizes). ``stats.yaml`` is computed
 from ``train`` as for every dataset (``well_upao.data.stats``).
 
 Output is atomic (a staging folder renamed when complete); trajectories are simulated two at a time on a thread
@@ -67,8 +68,10 @@ def resolve_size(family: ReplicaFamily, request: ReplicaRequest) -> ReplicaSize:
     shape = tuple(int(n) for n in (request.shape or base.shape))
     n_steps = int(request.n_steps or base.n_steps)
     n_traj = int(request.n_traj_per_set or base.n_traj_per_set)
-    if len(shape) != family.n_spatial_dims or min(shape) < 8:
-        raise GenerationError(f"{family.name} needs {family.n_spatial_dims} grid sizes of at least 8, got {shape}")
+    try:
+        shape = family.check_shape(shape)
+    except ValueError as error:
+        raise GenerationError(str(error)) from error
     if n_steps < 2:
         raise GenerationError("a replica needs at least 2 stored frames")
     if n_traj < len(SPLITS):
@@ -88,6 +91,30 @@ def split_of_set(n_traj: int, rng: np.random.Generator) -> dict[str, list[int]]:
     }
 
 
+def chosen_sets(family: ReplicaFamily, request: ReplicaRequest) -> list[dict[str, float]]:
+    """The parameter sets a request makes: the family's (full or CPU) sets, or those picked by ``request.sets``."""
+    sets = family.parameter_sets(request.full)
+    if request.sets is not None:
+        unknown = [i for i in request.sets if not 0 <= i < len(sets)]
+        if unknown:
+            raise GenerationError(f"parameter sets {unknown} do not exist: {family.name} has {len(sets)} (0..)")
+        sets = [sets[i] for i in request.sets]
+    return sets
+
+
+def plan_trajectories(
+    family: ReplicaFamily, sets: list[dict[str, float]], n_traj_per_set: int, seed: int
+) -> list[tuple[dict[str, float], list[dict[str, float]], dict[str, list[int]]]]:
+    """Per parameter set: its scalars, each trajectory's initial-condition knobs and the split of its trajectories,
+    all drawn in order from ``numpy.random.default_rng(seed)`` (what ``generate-replica --seed`` makes)."""
+    rng = np.random.default_rng(seed)
+    plans = []
+    for scalars in sets:
+        initial = [family.initial_condition(rng) for _ in range(n_traj_per_set)]
+        plans.append((scalars, initial, split_of_set(n_traj_per_set, rng)))
+    return plans
+
+
 def generate_replica(request: ReplicaRequest, progress: bool = True) -> ReplicaSummary:
     """Simulate and write ``request.out / <dataset>`` (see the module docstring)."""
     import time
@@ -98,18 +125,9 @@ def generate_replica(request: ReplicaRequest, progress: bool = True) -> ReplicaS
         raise GenerationError(f"no replica generator for {request.dataset!r}; choose from {sorted(REPLICAS)}")
     family = REPLICAS[request.dataset]
     size = resolve_size(family, request)
-    sets = family.parameter_sets(request.full)
-    if request.sets is not None:
-        unknown = [i for i in request.sets if not 0 <= i < len(sets)]
-        if unknown:
-            raise GenerationError(f"parameter sets {unknown} do not exist: {family.name} has {len(sets)} (0..)")
-        sets = [sets[i] for i in request.sets]
+    sets = chosen_sets(family, request)
     times = np.arange(size.n_steps, dtype=np.float64) * family.frame_dt
-    rng = np.random.default_rng(request.seed)
-    plans = []
-    for scalars in sets:
-        initial = [family.initial_condition(rng) for _ in range(size.n_traj_per_set)]
-        plans.append((scalars, initial, split_of_set(size.n_traj_per_set, rng)))
+    plans = plan_trajectories(family, sets, size.n_traj_per_set, request.seed)
     started = time.perf_counter()
     layout = {spec.name: (spec.order, family.n_spatial_dims**spec.order) for spec in family.fields}
     statistics = FieldStatistics(layout)
@@ -180,7 +198,8 @@ def write_replica_file(
             dataset_name=family.name,
             n_trajectories=len(trajectories),
             times=times,
-            coordinates=[np.asarray(c, dtype=np.float32) for c in family.axes(size.shape)],  # the Well's dtype
+            # the Well's dtype; the simulation's sizes may go beyond the grid's (active matter's orientations)
+            coordinates=[np.asarray(c, dtype=np.float32) for c in family.axes(family.spatial_shape(size.shape))],
             boundary_types=family.boundary_types,
             scalar_names=family.scalar_names,
             scalar_values=scalars,

@@ -65,15 +65,20 @@ def split_files(directory: str | Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.suffix in HDF5_SUFFIXES and p.is_file())
 
 
-def flattened_channel_names(file: h5py.File) -> list[str]:
-    """Channel names in the Well's order (t0, then t1 components, then t2), like ``WellMetadata``."""
+def channels_by_field(file: h5py.File) -> dict[str, list[str]]:
+    """Each field's flattened channel names in the Well's order (t0, then t1 components, then t2)."""
     spatial = [str(d) for d in file["dimensions"].attrs["spatial_dims"]]
-    names = []
+    out: dict[str, list[str]] = {}
     for order, group in enumerate(FIELD_GROUPS):
         suffixes = ["".join(p) for p in itertools.product(spatial, repeat=order)]
         for name in file[group].attrs["field_names"]:
-            names += [f"{name}_{s}" if s else str(name) for s in suffixes]
-    return names
+            out[str(name)] = [f"{name}_{s}" if s else str(name) for s in suffixes]
+    return out
+
+
+def flattened_channel_names(file: h5py.File) -> list[str]:
+    """Channel names in the Well's order (t0, then t1 components, then t2), like ``WellMetadata``."""
+    return [name for names in channels_by_field(file).values() for name in names]
 
 
 @dataclass(frozen=True)

@@ -119,8 +119,9 @@ class FieldStatistics:
             for name, sums in theirs.items():
                 mine.setdefault(name, FrameSums(sums.points)).extend(sums)
 
-    def as_yaml_dict(self) -> dict[str, dict[str, float | list[float]]]:
-        """The six ``stats.yaml`` sections; scalar fields give floats, vector fields lists."""
+    def as_yaml_dict(self) -> dict[str, dict[str, float | list]]:
+        """The six ``stats.yaml`` sections in the Well's shapes: scalar fields give floats, vector fields lists,
+        tensor fields nested lists (``D x D`` for order 2, as the Well's ``active_matter/stats.yaml``)."""
         out: dict[str, dict[str, float | list[float]]] = {
             key: {} for key in ("mean", "std", "rms", "mean_delta", "std_delta", "rms_delta")
         }
@@ -129,7 +130,13 @@ class FieldStatistics:
                 moments = sums.moments(components) if sums is not None else (np.zeros(components),) * 3
                 for key, array in zip(("mean", "std", "rms"), moments, strict=True):
                     values = [float(v) for v in array]
-                    out[key + suffix][name] = values[0] if order == 0 else values
+                    if order == 0:
+                        out[key + suffix][name] = values[0]
+                    elif order == 1:
+                        out[key + suffix][name] = values
+                    else:
+                        dims = round(components ** (1 / order))
+                        out[key + suffix][name] = np.reshape(values, (dims,) * order).tolist()
         return out
 
 

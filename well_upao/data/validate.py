@@ -3,8 +3,9 @@
 It checks what the Well's loaders rely on (root attributes, ``/dimensions``, ``/boundary_conditions``,
 ``/scalars``, the three ``t*_fields`` groups and their tensor shapes, ``stats.yaml``) plus our contracts
 (string attributes are ``str``, per-trajectory parameters in ``/scalars``, a slot-table row for the dataset,
-non-empty ``train/valid/test``). With ``check_exact=True`` it re-evaluates the closed form of exact-solution
-files from the stored parameters and compares with the stored fields.
+non-empty ``train/valid/test``), and the values with the Well's data checks (:mod:`.data_checks`: NaN, constant
+frames; frames close to the previous one and outliers as notes). With ``check_exact=True`` it re-evaluates the
+closed form of exact-solution files from the stored parameters and compares with the stored fields.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import h5py
 import numpy as np
 import yaml
 
-from well_upao.data.datasets import DATASET_SLOTS
-from well_upao.data.source import SPLITS, flattened_channel_names, split_files
+from well_upao.data.data_checks import check_file
+from well_upao.data.datasets import DATASET_SLOTS, selected_fields
+from well_upao.data.source import SPLITS, channels_by_field, split_files
 from well_upao.data.well_format import BC_TYPES, EXACT_GROUP, FIELD_GROUPS, read_trajectory_parameters
 
 ROOT_ATTRS = ("dataset_name", "grid_type", "n_spatial_dims", "n_trajectories", "simulation_parameters")
@@ -33,8 +35,12 @@ def _is_bytes(value) -> bool:
     return False
 
 
-def validate_file(path: str | Path, check_exact: bool = False, check_values: bool = True) -> list[str]:
-    """Problems found in one HDF5 file (empty list when valid)."""
+def validate_file(
+    path: str | Path, check_exact: bool = False, check_values: bool = True, notes: list[str] | None = None
+) -> list[str]:
+    """Problems found in one HDF5 file (empty list when valid). With ``check_values`` the values are scanned for
+    NaN / inf and the Well's data checks run (:mod:`well_upao.data.data_checks`): constant frames are problems, and
+    frames close to the previous one or outlying are appended to ``notes`` (when given)."""
     problems: list[str] = []
     path = Path(path)
 
@@ -147,7 +153,12 @@ def validate_file(path: str | Path, check_exact: bool = False, check_values: boo
 
         dataset_name = str(f.attrs["dataset_name"])
         if dataset_name in DATASET_SLOTS:
-            channels = flattened_channel_names(f)
+            # only the fields the dataset's registry entry keeps need a slot (active matter drops D and E)
+            selection = selected_fields(dataset_name)
+            channels = [
+                c for field, names in channels_by_field(f).items() if selection is None or field in selection
+                for c in names
+            ]  # fmt: skip
             missing = [c for c in channels if c not in DATASET_SLOTS[dataset_name]]
             if missing:
                 bad(f"channels {missing} have no slot in the slot table row of {dataset_name!r}")
@@ -156,6 +167,11 @@ def validate_file(path: str | Path, check_exact: bool = False, check_values: boo
 
         if check_exact and not problems:
             problems += _check_exact(f, path)
+    if check_values and not problems:
+        report = check_file(path)
+        problems += report.problems
+        if notes is not None:
+            notes += report.notes
     return problems
 
 
@@ -195,12 +211,14 @@ def _check_exact(f: h5py.File, path: Path) -> list[str]:
     return problems
 
 
-def validate_dataset(path: str | Path, check_exact: bool = False, check_values: bool = True) -> list[str]:
+def validate_dataset(
+    path: str | Path, check_exact: bool = False, check_values: bool = True, notes: list[str] | None = None
+) -> list[str]:
     """Problems in a dataset directory ``path`` (containing ``data/{train,valid,test}`` and ``stats.yaml``),
-    or in a single file when ``path`` is a file."""
+    or in a single file when ``path`` is a file; the data checks' notes go to ``notes`` (see :func:`validate_file`)."""
     path = Path(path)
     if path.is_file():
-        return validate_file(path, check_exact, check_values)
+        return validate_file(path, check_exact, check_values, notes)
     if not path.is_dir():
         return [f"{path}: no such file or directory"]
     problems: list[str] = []
@@ -213,7 +231,7 @@ def validate_dataset(path: str | Path, check_exact: bool = False, check_values: 
             problems.append(f"{split_dir}: split is missing or has no HDF5 files")
             continue
         for file in files:
-            problems += validate_file(file, check_exact, check_values)
+            problems += validate_file(file, check_exact, check_values, notes)
             try:
                 with h5py.File(file, "r") as f:
                     spatial = [str(d) for d in f["dimensions"].attrs["spatial_dims"]]

@@ -329,13 +329,16 @@ register_pde(
         parameters=(),
         constants={"d_T": 0.05},
         equations=(continuity(2), advection_diffusion("concentration", "concentration_rho", 2, lambda p: p["d_T"])),
-        description="partial: incompressibility div v = 0 and concentration transport d_t c + div(v c) = d_T Lap c",
+        description="incompressibility div v = 0 and concentration transport d_t c + div(v c) = d_T Lap c (exact)",
         notes=(
-            "The paper keeps only concentration and velocity. From them we can form (1) incompressibility of the "
-            "Stokes flow and (2) conservation of the concentration advected by it with translational diffusion "
-            "d_T (assumed 0.05, not in the Well's documentation; set trainer.pde_constants.d_T). The Stokes force "
-            "balance needs the active stress alpha D and the orientation dynamics need D and E, which are dropped; "
-            "the rods' self-propulsion flux is not modelled."
+            "Both hold exactly in the kinetic theory the Well's files come from (Maddu, Weady & Shelley 2024, eqs "
+            "(1)-(5); well_upao/families/replicas/active_matter.py): the theta-integral of the Smoluchowski "
+            "equation is the transport of c with the translational diffusivity d_T = 0.05 of the generating script, "
+            "since the particles do not swim (V0 = 0), and the Stokes flow is incompressible. The files also "
+            "determine E = sym(grad u) and tr D = c exactly, but the paper drops D and E, so these two are checked "
+            "on files (well_upao.physics.active_matter.kinematic_residuals), not in UPAO. The orientation equation "
+            "for D and the Stokes force balance need the fourth moment S of the distribution, which no file stores: "
+            "a closure S(c, D) leaves a floor, measured in well_upao.physics.active_matter (reports/replicas.md)."
         ),
     )
 )

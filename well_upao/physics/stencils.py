@@ -95,7 +95,9 @@ class Stencils:
         ax = self._tensor_axis(f, axis)
         n = f.shape[ax]
         length = n * self.grid.spacing[axis]
-        k = torch.fft.fftfreq(n, d=length / (2 * math.pi * n), device=f.device)  # angular wavenumbers
+        # angular wavenumbers in the field's precision (torch's default float32 erred by 3e-8 on float64 data)
+        real = torch.float64 if f.dtype == torch.float64 else torch.float32
+        k = torch.fft.fftfreq(n, d=length / (2 * math.pi * n), device=f.device, dtype=real)
         multiplier = (1j * k) ** order
         if order % 2 == 1 and n % 2 == 0:
             multiplier[n // 2] = 0  # the Nyquist mode has no odd derivative on a real grid

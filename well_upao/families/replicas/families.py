@@ -3,7 +3,8 @@
 A replica family knows its dataset's layout in the Well (field names and tensor orders, ``/scalars`` names, axes,
 boundary types, frame spacing, file names per parameter set), the Well's full parameter sets and sizes, the CPU
 defaults (a resolved subset, smaller grids) and how to simulate one trajectory with our solvers
-(:mod:`.gray_scott`, :mod:`.shear_flow`, :mod:`.rayleigh_benard`). The writer is ``well_upao.data.replicas``.
+(:mod:`.gray_scott`, :mod:`.shear_flow`, :mod:`.rayleigh_benard`, :mod:`.active_matter`). The writer is
+``well_upao.data.replicas``.
 
 torch and the solvers are imported when a trajectory is simulated, not with this module.
 """
@@ -18,8 +19,9 @@ import numpy as np
 
 from well_upao.families.base import FieldSpec
 
-#: bumped when a replica's numbers would change for the same seed and settings
-REPLICA_VERSION = 1
+#: bumped when a replica's numbers would change for the same seed and settings (2: Gray-Scott's initial conditions
+#: follow the Well's generator)
+REPLICA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,24 @@ class ReplicaFamily(ABC):
     def simulate(
         self, scalars: dict[str, float], initial: dict[str, float], shape: tuple[int, ...], times: np.ndarray
     ) -> dict[str, np.ndarray]:
-        """Every field at ``times``: ``(T, *shape)`` for scalars, ``(T, *shape, 2)`` for vectors (float64)."""
+        """Every field at ``times``: ``(T, *shape)`` for scalars, ``(T, *shape, 2)`` for vectors, ``(T, *shape, 2, 2)``
+        for tensors (float64). A family may note in ``initial`` how the trajectory was made (Gray-Scott's
+        ``redraws``); the writer stores ``initial`` after the simulation."""
 
     @property
     def n_spatial_dims(self) -> int:
         return len(self.boundary_types)
+
+    def check_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The simulation's sizes from ``--resolution``: one grid size per spatial axis (``ValueError`` otherwise).
+        Families with more resolution axes than spatial ones (active matter's orientations) override this."""
+        if len(shape) != self.n_spatial_dims or min(shape) < 8:
+            raise ValueError(f"{self.name} needs {self.n_spatial_dims} grid sizes of at least 8, got {shape}")
+        return tuple(shape)
+
+    def spatial_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The stored grid of a simulation's sizes."""
+        return tuple(shape[: self.n_spatial_dims])
 
     def field_shape(self, spec: FieldSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(shape) + (self.n_spatial_dims,) * spec.order
@@ -125,17 +140,37 @@ class GrayScottReplica(ReplicaFamily):
         return {"kind": float(rng.integers(0, 2)), "seed": float(rng.integers(0, 2**31 - 1))}
 
     def simulate(self, scalars, initial, shape, times):
+        """One trajectory from the knobs ``kind`` (0 Fourier series, 1 Gaussian clusters) and ``seed``. A
+        trajectory that decays into the trivial state (:func:`~.gray_scott.decays_to_trivial_state`) teaches
+        nothing: its knobs are redrawn from ``default_rng([seed, attempt])`` (attempt = 1, 2, ..; deterministic, so
+        the stored knobs re-make the same trajectory) and the number of redraws is recorded in ``initial``
+        (``redraws``), which the writer stores. The Well keeps such trajectories (its README lists 89 gliders and
+        6 spirals trajectories that reach a stationary state)."""
         torch = _torch()
         from well_upao.families.replicas import gray_scott
 
         grid = gray_scott.square_grid(shape[0])
-        rng = np.random.default_rng(int(initial["seed"]))
-        make = gray_scott.random_fourier_state if initial["kind"] == 0 else gray_scott.gaussian_cluster_state
-        a0, b0 = make(rng, grid)
-        a, b = gray_scott.simulate_gray_scott(
-            torch.as_tensor(a0), torch.as_tensor(b0), scalars["F"], scalars["k"], times, grid
+        kind, seed = int(initial["kind"]), int(initial["seed"])
+        for attempt in range(gray_scott.MAX_DRAWS):
+            if attempt:
+                redraw = np.random.default_rng([int(initial["seed"]), attempt])
+                kind, seed = int(redraw.integers(0, 2)), int(redraw.integers(0, 2**31 - 1))
+            rng = np.random.default_rng(seed)
+            if kind == 0:
+                a0, b0 = gray_scott.random_fourier_state(rng, grid, feed=scalars["F"], kill=scalars["k"])
+            else:
+                a0, b0 = gray_scott.gaussian_cluster_state(rng, grid)
+            a, b = gray_scott.simulate_gray_scott(
+                torch.as_tensor(a0), torch.as_tensor(b0), scalars["F"], scalars["k"], times, grid
+            )
+            if not gray_scott.decays_to_trivial_state(b, scalars["F"], scalars["k"]):
+                if attempt:
+                    initial["redraws"] = float(attempt)
+                return {"A": a.numpy(), "B": b.numpy()}
+        raise FloatingPointError(
+            f"Gray-Scott F = {scalars['F']:g}, k = {scalars['k']:g}: {gray_scott.MAX_DRAWS} initial conditions in a "
+            "row decayed to the trivial state A = 1, B = 0"
         )
-        return {"A": a.numpy(), "B": b.numpy()}
 
 
 class ShearFlowReplica(ReplicaFamily):
@@ -146,7 +181,8 @@ class ShearFlowReplica(ReplicaFamily):
     boundary_types = ("PERIODIC", "PERIODIC")
     frame_dt = 0.1
     well_size = ReplicaSize((256, 512), 200, 40)
-    cpu_size = ReplicaSize((64, 128), 200, 10)
+    #: the Well's generating code's own grid (its layers are thin: on 64 x 128 the tracer's filaments are not resolved)
+    cpu_size = ReplicaSize((128, 256), 200, 10)
     method = "Fourier pseudo-spectral vorticity form, 2/3 de-aliasing, ETDRK4 at CFL 0.5"
 
     def parameter_sets(self, full):
@@ -230,6 +266,78 @@ class RayleighBenardReplica(ReplicaFamily):
         return {"buoyancy": out["buoyancy"].numpy(), "pressure": out["pressure"].numpy(), "velocity": velocity.numpy()}
 
 
+def well_number(value: float) -> str:
+    """Active matter's spelling of parameters in file names: Python's float text (``10.0``, ``-1.0``)."""
+    return repr(float(value))
+
+
+class ActiveMatterReplica(ReplicaFamily):
+    """The kinetic theory of :mod:`.active_matter`; ``--resolution N`` or ``N N`` (orientations = N, as the Well's
+    256^2 x 256) or ``N N N_theta``. At 64 orientations the distribution stays resolved for zeta = 1 only (the
+    alignment sharpens it in theta as zeta grows; reports/replicas.md), so the CPU default keeps zeta = 1."""
+
+    name = "active_matter"
+    equation = (
+        "d_t psi + div(u psi) + d_theta(theta_dot psi) = d_T Lap psi + d_R d_theta^2 psi, "
+        "theta_dot = p_perp.(grad u + 2 zeta D).p; -Lap u + grad q = div sigma(psi, E), div u = 0; periodic"
+    )
+    fields = (FieldSpec("concentration", 0), FieldSpec("velocity", 1), FieldSpec("D", 2), FieldSpec("E", 2))
+    scalar_names = ("L", "zeta", "alpha")
+    boundary_types = ("PERIODIC", "PERIODIC")
+    frame_dt = 0.25
+    well_size = ReplicaSize((256, 256, 256), 81, 5)
+    cpu_size = ReplicaSize((64, 64, 64), 81, 5)
+    method = (
+        "Fourier pseudo-spectral in x, y, theta with 2/3 de-aliasing, SBDF2 (step 3.90625e-4 x 256 / N), "
+        "Stokes solved self-consistently (conjugate gradients)"
+    )
+
+    def check_shape(self, shape):
+        shape = tuple(shape)
+        if len(shape) == 1:
+            shape = (shape[0], shape[0])
+        if len(shape) == 2:
+            shape = (*shape, shape[0])
+        if len(shape) != 3 or shape[0] != shape[1] or min(shape) < 8 or any(n % 2 for n in shape):
+            raise ValueError(
+                f"active_matter needs a square grid and an orientation count, even and at least 8: "
+                f"--resolution N [N [N_theta]], got {shape}"
+            )
+        return shape
+
+    def parameter_sets(self, full):
+        from well_upao.families.replicas.active_matter import ALPHAS, LENGTH, ZETAS
+
+        zetas = ZETAS if full else (1.0,)
+        alphas = ALPHAS if full else (-1.0, -3.0, -5.0)
+        return [{"L": LENGTH, "zeta": z, "alpha": a} for z in zetas for a in alphas]
+
+    def file_stem(self, scalars):
+        return (
+            f"{self.name}_L_{well_number(scalars['L'])}_zeta_{well_number(scalars['zeta'])}"
+            f"_alpha_{well_number(scalars['alpha'])}"
+        )
+
+    def axes(self, shape):
+        from well_upao.families.replicas.active_matter import LENGTH
+
+        return tuple(np.arange(n) * (LENGTH / n) for n in shape[:2])
+
+    def initial_condition(self, rng):
+        return {"seed": float(rng.integers(0, 2**31 - 1))}
+
+    def simulate(self, scalars, initial, shape, times):
+        from well_upao.families.replicas import active_matter
+
+        n, _, n_theta = self.check_shape(shape)
+        grid = active_matter.KineticGrid(n, n_theta, scalars["L"])
+        parameters = active_matter.ActiveMatterParameters(alpha=scalars["alpha"], zeta=scalars["zeta"])
+        psi0 = active_matter.initial_distribution(grid, int(initial["seed"]))
+        out = active_matter.simulate_active_matter(grid, parameters, psi0, times)
+        return {name: value.numpy() for name, value in out.items()}
+
+
 REPLICAS: dict[str, ReplicaFamily] = {
-    family.name: family for family in (GrayScottReplica(), ShearFlowReplica(), RayleighBenardReplica())
+    family.name: family
+    for family in (GrayScottReplica(), ShearFlowReplica(), RayleighBenardReplica(), ActiveMatterReplica())
 }

@@ -8,13 +8,22 @@ on ``x in [0, 1)``, ``y in [-1, 1)`` (periodic). Solved in vorticity form ``w = 
 the 2/3 de-aliasing rule and ETDRK4 (diffusion exact, advection explicit), the step set by a CFL number on the
 initial velocity. The pressure is the zero-mean solution of ``Lap p = -d_i d_j (u_i u_j)``.
 
-Initial condition (the Well's README): ``n_shear`` tanh shear layers ``tanh(5 (y - y_k) / (n_shear w))`` of
-alternating sign, uniformly spaced in ``y``, make ``u_x`` (range about +-1/2, as the Dedalus example the Well's
-code builds on); ``u_y`` is ``0.1 sin(2 pi n_blobs x) exp(-25 (y - y_k)^2 / w^2)`` at each layer (the README writes
-``sin(n_blobs pi x)``, which is not periodic on ``[0, 1)`` for odd ``n_blobs``); each layer is summed over its
-periodic images in ``y`` (wide layers would otherwise have a kink at ``y = +-1``); the tracer starts equal to
-``u_x``. The velocity is made divergence-free (the solver evolves its vorticity); like the Well's files, the stored
-pressure of the first frame is zero (Dedalus initialises it so).
+Initial condition (the Well's generating code, RudyMorel/the-well-rbc-sf ``src/generate_sf.py``
+``init_standard_shear``, which the Well's README links): ``n_shear`` tanh shear layers ``s_k tanh(5 n_shear (y -
+y_k) / w) / 2`` of alternating sign ``s_k = -1, +1, ..`` at ``y_k = -1 + (2k + 1) / n_shear``, plus 1/2, make ``u_x``;
+``u_y`` is ``0.1 s_k sin(n_blobs pi x) exp(-25 n_shear^2 (y - y_k)^2 / w^2)`` at each layer. The README writes the
+layers as ``tanh(5 (y - y_k) / (n_shear w))`` and the blobs' envelope as ``exp(-25 (y - y_k)^2 / w^2)``: layers
+``n_shear^2`` times thicker than the code's, which at Reynolds 1e4 are Kelvin-Helmholtz stable at every wavelength the
+unit-length box holds (``k delta < 1`` with ``delta = n_shear w / 5``): the blobs decay, the flow relaxes to a parallel
+shear ``u = (U(y), 0)``, whose pressure vanishes (``Lap p = -d_i d_j (u_i u_j) = 0``), and The Well's data checker
+flags every late pressure frame as constant. We follow the code, including ``sin(n_blobs pi x)``: for odd
+``n_blobs`` it is not periodic on ``[0, 1)`` (a kink at ``x = 0``), and like the code we evolve the Fourier
+interpolant of its grid values, whose broad spectrum seeds every horizontal mode (with ``sin(2 pi n_blobs x)``, an
+earlier choice of ours, only multiples of ``2 pi n_blobs`` were seeded, all Kelvin-Helmholtz stable in some of the
+Well's layer widths, and those flows relaxed to parallel shear too). One deviation: each layer is summed over its
+periodic images in ``y`` (wide layers would otherwise have a kink at ``y = +-1``). The tracer starts equal to
+``u_x``. The velocity is made divergence-free (the solver evolves its vorticity); like the Well's files, the
+stored pressure of the first frame is zero (Dedalus initialises it so).
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ IMAGES = 4
 
 
 def initial_state(grid: PeriodicGrid, n_shear: int, n_blobs: int, width: float) -> dict[str, torch.Tensor]:
-    """The README's shear layers and blobs (see the module docstring): ``u_x, u_y, tracer``.
+    """The generating code's shear layers and blobs (see the module docstring): ``u_x, u_y, tracer``.
 
     Each layer and blob is summed over its periodic images ``y + 2m``, ``|m| <= IMAGES`` (the alternating signs
     make the tanh images cancel far away): identical to the README's profile to round-off for narrow layers, and
@@ -58,8 +67,10 @@ def initial_state(grid: PeriodicGrid, n_shear: int, n_blobs: int, width: float) 
     for k, centre in enumerate(centres):
         for image in range(-IMAGES, IMAGES + 1):
             offset = y - centre - 2.0 * image
-            ux = ux + 0.5 * (-1) ** (k + 1) * torch.tanh(5 * offset / (n_shear * width))
-            uy = uy + 0.1 * torch.sin(2 * math.pi * n_blobs * x) * torch.exp(-25 * offset**2 / width**2)
+            sign = (-1) ** (k + 1)
+            ux = ux + 0.5 * sign * torch.tanh(5 * n_shear * offset / width)
+            blob = torch.exp(-25 * (n_shear * offset / width) ** 2)
+            uy = uy + 0.1 * sign * torch.sin(n_blobs * math.pi * x) * blob
     return {"u_x": ux, "u_y": uy, "tracer": ux.clone()}
 
 

@@ -196,7 +196,7 @@ PAPER_ABLATIONS = {
     },
 }
 #: the Well's datasets we re-make with generate-replica
-REPLICA_DATASETS = ("gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard")
+REPLICA_DATASETS = ("gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard", "active_matter")
 #: the row the regimes study matches the solver to
 REGIME_MATCHED = "UPAO + NSLoRA, base extrap2"
 STUDY_DEFAULTS = {

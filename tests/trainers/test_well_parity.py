@@ -18,6 +18,7 @@ import json
 import warnings
 from pathlib import Path
 
+import harness_command as harness  # tests/ is on sys.path (conftest)
 import pytest
 import torch
 from torch.utils.data import DataLoader, RandomSampler
@@ -37,36 +38,25 @@ def tiny_burgers(tmp_path_factory) -> Path:
 
 def our_run(base: Path, out: Path, monkeypatch, *overrides: str) -> Path:
     """``python -m well_upao.train experiment=fno_well ...`` in this process (the same function, composed configs)."""
-    from hydra import compose, initialize_config_module
-
-    from well_upao.train import Distributed, run_harness
-
-    monkeypatch.setenv("WANDB_MODE", "disabled")
-    with initialize_config_module(config_module="well_upao.configs", version_base=None):
-        cfg = compose(
-            config_name="config",
-            overrides=[
-                "experiment=fno_well",
-                "data=burgers2d",
-                f"data.well_base_path={base}",
-                f"+seed={SEED}",
-                f"data.shuffle_seed={SEED}",
-                f"data.batch_size={BATCH}",
-                f"trainer.epochs={EPOCHS}",
-                f"trainer.warmup_epochs={WARMUP}",
-                *[f"model.{k}={v}" for k, v in FNO.items()],
-                "trainer.short_validation_length=1000",  # every validation batch, as the Well's full validation
-                "trainer.rollout_val_frequency=1000",
-                "trainer.max_rollout_steps=1",
-                "data.max_rollout_steps=2",
-                "trainer.progress=false",
-                "name=parity",  # the primary config names runs after Hydra's runtime choices (not set by compose)
-                f"experiment_dir={out}",
-                *overrides,
-            ],
-        )
-        run_harness(cfg, Distributed(0, 1, 0))
-    return next(out.glob("*/*"))
+    return harness.run_harness_in_process(
+        base,
+        out,
+        monkeypatch,
+        "experiment=fno_well",
+        "data=burgers2d",
+        f"data.shuffle_seed={SEED}",
+        f"data.batch_size={BATCH}",
+        f"trainer.epochs={EPOCHS}",
+        f"trainer.warmup_epochs={WARMUP}",
+        *[f"model.{k}={v}" for k, v in FNO.items()],
+        "trainer.short_validation_length=1000",  # every validation batch, as the Well's full validation
+        "trainer.rollout_val_frequency=1000",
+        "trainer.max_rollout_steps=1",
+        "data.max_rollout_steps=2",
+        "name=parity",  # the primary config names runs after Hydra's runtime choices (not set by compose)
+        *overrides,
+        seed=SEED,
+    )
 
 
 def well_run(base: Path, folder: Path, monkeypatch) -> tuple[list[float], list[dict], torch.nn.Module]:

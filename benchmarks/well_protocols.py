@@ -12,7 +12,8 @@ against wall-clock seconds) as a figure, and the Well's published validation VRM
     python benchmarks/well_protocols.py --base /tmp/replicas --datasets shear_flow --minutes 10 --resume
 
 Resumable: with ``--resume`` a row whose log has a ``.done`` marker is not retrained; ``--evaluate-only`` only
-re-evaluates and rewrites the report. The data are not made here: point ``--base`` at a folder holding them (e.g.
+re-evaluates and rewrites the report (keeping its hand-written reading, which must cite the new tables). The data
+are not made here: point ``--base`` at a folder holding them (e.g.
 ``well-upao generate-replica --dataset shear_flow ... --out BASE``) and say how they were made with ``--data-note``.
 """
 
@@ -27,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from well_upao.data.atomic import atomic_write_text
+from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on the path of a script run from it
+
 from well_upao.evaluate.leaderboard import MODELS, WELL_VALIDATION
 from well_upao.trainers.records import read_metrics
 
@@ -223,8 +225,9 @@ def main() -> None:
         lines += ["", "Commands (with `WELL_BASE_PATH` set to the data's base path):", ""]
         lines += [f"- {label}: `python {command}`" for label, command in commands.items()]
     args.report.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.report, "\n".join(lines) + "\n")
+    write_keeping_reading(args.report, lines)  # keeps a hand-written "## Reading", checked against it
     print(f"wrote {args.report}")
+    exit_if_stale(args.report)
 
 
 if __name__ == "__main__":

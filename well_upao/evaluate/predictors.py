@@ -224,6 +224,8 @@ def load_predictor(
     ``data.use_normalization``, ``well_upao.harness.normalization``).
 
     Its row is called ``name``, by default ``<experiment>/<n>`` for a run folder and the file's stem otherwise.
+    Its ``notes`` name the training protocol the run recorded (``protocol``: ``paper``, ``well``; ``unrecorded`` for
+    checkpoints written before runs recorded it) and the history it reads.
     ``payload``: the checkpoint already read (``read_checkpoint``), so evaluation reads each file once.
 
     LoRA / NSLoRA adapters are folded into their linear layers first (``W0 + DeltaW``,
@@ -247,6 +249,8 @@ def load_predictor(
     if train.get("global_step"):
         predictor.notes["training"] = f"{train.get('epoch', 0)} epochs, {train['global_step']} steps"
     predictor.notes["initial weights"] = initial_weights(payload)
+    predictor.notes["protocol"] = train.get("protocol") or "unrecorded"
+    predictor.notes["history"] = predictor.history
     if predictor.space.normalized:
         predictor.notes["normalization"] = predictor.space.describe()
     return predictor

@@ -196,10 +196,11 @@ def markdown_table(evaluation: Evaluation) -> str:
         f"{e.history}; one-step = every frame from its true history (regime: {e.regime})"
         + (f"; data: {e.data_source}" if e.data_source else "")
         + "\n\n"
-        "| model | kind | one-step VRMSE (paper, per trajectory) | one-step VRMSE (the Well, per frame) "
+        "| model | kind | protocol | history | one-step VRMSE (paper, per trajectory) "
+        "| one-step VRMSE (the Well, per frame) "
         + "".join(f"| {c} (paper) " for c in e.channels)
         + f"| {e.rollout_steps}-step rollout VRMSE (the Well) | ms / prediction |\n"
-        + "|---|---|---|---|"
+        + "|---|---|---|---|---|---|"
         + "---|" * len(e.channels)
         + "---|---|"
     )
@@ -207,7 +208,8 @@ def markdown_table(evaluation: Evaluation) -> str:
     for s in sorted(e.scores, key=lambda s: s.mean_paper):
         rollout_value = f"{s.rollout_vrmse_well[-1]:.4g}" if s.rollout_vrmse_well else "n/a"
         rows.append(
-            f"| {s.name} | {s.kind} | {s.mean_paper:.4g} | {s.mean_well:.4g} "
+            f"| {s.name} | {s.kind} | {s.notes.get('protocol', '-')} | {s.notes.get('history', '-')} "
+            f"| {s.mean_paper:.4g} | {s.mean_well:.4g} "
             + "".join(f"| {s.one_step_vrmse_paper[c]:.4g} " for c in e.channels)
             + f"| {rollout_value} | {s.seconds_per_prediction * 1e3:.2f} |"
         )

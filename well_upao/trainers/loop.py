@@ -43,7 +43,7 @@ from well_upao.models.checkpoint import (
 from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers import records, sharded_checkpoint
 from well_upao.trainers.diagnosis import describe_non_finite
-from well_upao.trainers.schedule import Budget, CheckpointCadence, step_scheduler
+from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_scheduler, step_scheduler
 from well_upao.trainers.sharding import ShardingOptions, is_sharded, prepare_in_process
 from well_upao.trainers.switch import AdapterSwitch, resolve_nslora_schedule
 from well_upao.trainers.warm_start import initialize_from
@@ -79,6 +79,10 @@ class TrainingLoss:
         """Facts about the run the loss decided (e.g. an ``auto`` discretisation), for the first metrics line."""
         return {}
 
+    def protocol_settings(self) -> dict[str, Any]:
+        """The loss's settings that belong to the training protocol (``Trainer.protocol_facts``)."""
+        return {"objective": type(self).__name__}
+
 
 #: ``validation(trainer, split, full, epoch) -> (criterion or None, logs)`` for split in valid, rollout_valid,
 #: test, rollout_test
@@ -107,12 +111,22 @@ def well_validation(trainer: Trainer, split: str, full: bool, epoch: int) -> tup
     return trainer.validation_loop(loaders[split](), split, full, epoch)
 
 
-class Trainer(WellTrainer):
-    """The Well's ``Trainer`` with per-step warm-up + cosine LR, gradient clipping, our checkpoints, and a
-    pluggable ``loss`` (a :class:`TrainingLoss`) and ``validation`` (default :func:`well_validation`).
+#: the learning-rate schedules of ``trainer.lr_schedule`` (``trainers/schedule.py``)
+LR_SCHEDULES = ("per_step", "per_epoch")
 
-    Extra arguments (all from the trainer config): ``grad_clip`` (max gradient norm, ``0`` disables),
-    ``warmup_steps``, ``lr_min`` (end of the cosine), ``patience`` (early stopping after that many
+
+class Trainer(WellTrainer):
+    """The Well's ``Trainer`` with a warm-up + cosine LR schedule per step (the paper's) or per epoch (the Well's),
+    optional gradient clipping, our checkpoints, and a pluggable ``loss`` (a :class:`TrainingLoss`) and
+    ``validation`` (default :func:`well_validation`).
+
+    Extra arguments (all from the trainer config): ``protocol`` (the name of the training protocol the config
+    follows, ``paper`` or ``well``: recorded with the settings that change numbers in checkpoints and on the first
+    line of ``metrics.jsonl``, :meth:`protocol_facts`, so ``evaluate`` can name it), ``lr_schedule``
+    (``per_step``: linear warm-up over ``warmup_steps`` optimizer steps then cosine to ``lr_min``; ``per_epoch``:
+    the Well's, warm-up over ``warmup_epochs`` epochs from ``warmup_start_ratio * lr``, cosine to
+    ``min_lr_ratio * lr`` at the last epoch, stepped after each epoch), ``grad_clip`` (max gradient norm, ``0``
+    disables), ``warmup_steps``, ``lr_min`` (end of the per-step cosine), ``patience`` (early stopping after that many
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
     budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
     ``max_steps`` (stop after that many optimizer steps), ``epoch_steps`` (end each epoch after that many
@@ -130,6 +144,11 @@ class Trainer(WellTrainer):
         *args,
         loss: TrainingLoss,
         validation: Validation | None = None,
+        protocol: str = "paper",
+        lr_schedule: str = "per_step",
+        warmup_epochs: int = 5,
+        warmup_start_ratio: float = 0.1,
+        min_lr_ratio: float = 0.1,
         grad_clip: float = 1.0,
         warmup_steps: int = 200,
         lr_min: float = 1e-6,
@@ -154,6 +173,13 @@ class Trainer(WellTrainer):
         #: where an interrupted epoch stopped (from recent.pt): epoch, batches done, the epoch's running sums
         self.resume_point: dict | None = None
         self.last_val_loss = float("inf")
+        if lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"trainer.lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
+        self.protocol = str(protocol)
+        self.lr_schedule = lr_schedule
+        self.warmup_epochs = int(warmup_epochs)
+        self.warmup_start_ratio = float(warmup_start_ratio)
+        self.min_lr_ratio = float(min_lr_ratio)
         self.grad_clip = float(grad_clip)
         self.warmup_steps = int(warmup_steps)
         self.lr_min = float(lr_min)
@@ -165,7 +191,7 @@ class Trainer(WellTrainer):
         #: why the selection kept the starting model when something other than its criterion decided
         self.kept_start_reason: str | None = None
         self.progress = bool(progress)
-        self.step_scheduler = None
+        self.scheduler = None
         self._scheduler_state: dict | None = None
         self.global_step = 0
         self.validate_start = bool(validate_start)
@@ -223,11 +249,9 @@ class Trainer(WellTrainer):
         """One epoch of optimizer steps (continuing an interrupted epoch from its resume point)."""
         self.model.train()
         batches = len(dataloader) if self.epoch_steps is None else min(len(dataloader), self.epoch_steps)
-        if self.step_scheduler is None and self.optimizer is not None:
-            total = batches * self.max_epoch
-            self.step_scheduler = step_scheduler(
-                self.optimizer, total, self.warmup_steps, self.lr_min, self._scheduler_state
-            )
+        if self.scheduler is None and self.optimizer is not None:
+            self.scheduler = self.build_scheduler(batches)
+        epoch_lr = self.optimizer.param_groups[0]["lr"]
         resumed = self.resume_point if self.resume_point and self.resume_point["epoch"] == epoch else None
         self.resume_point = None
         done = resumed["batches"] if resumed else 0
@@ -257,8 +281,8 @@ class Trainer(WellTrainer):
                 logs["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip))
             self.grad_scaler.step(self.optimizer)
             self.grad_scaler.update()
-            if self.step_scheduler is not None:
-                self.step_scheduler.step()
+            if self.scheduler is not None and self.lr_schedule == "per_step":
+                self.scheduler.step()
             self.global_step += 1
             epoch_loss += loss.item()
             for key, value in logs.items():
@@ -275,9 +299,53 @@ class Trainer(WellTrainer):
         logs = {f"train_{k}": v / steps for k, v in totals.items()}
         logs["train_loss"] = epoch_loss
         logs["time_per_train_iter"] = (time.time() - start) / max(steps - done, 1)
-        logs["lr"] = self.optimizer.param_groups[0]["lr"]
+        logs["lr"] = self.optimizer.param_groups[0]["lr"] if self.lr_schedule == "per_step" else epoch_lr
+        if self.scheduler is not None and self.lr_schedule == "per_epoch":
+            self.scheduler.step()  # the next epoch's rate (the Well steps its scheduler after each epoch)
         logger.info(f"epoch {epoch}: train loss {epoch_loss:.4e} lr {logs['lr']:.2e}")
         return epoch_loss, logs
+
+    def build_scheduler(self, batches_per_epoch: int):
+        """The LR schedule of ``trainer.lr_schedule`` over the run (restored from a resumed checkpoint's state)."""
+        if self.lr_schedule == "per_epoch":
+            return epoch_scheduler(
+                self.optimizer,
+                self.max_epoch,
+                self.warmup_epochs,
+                self.warmup_start_ratio,
+                self.min_lr_ratio,
+                self._scheduler_state,
+            )
+        total = batches_per_epoch * self.max_epoch
+        return step_scheduler(self.optimizer, total, self.warmup_steps, self.lr_min, self._scheduler_state)
+
+    def protocol_facts(self) -> dict[str, Any]:
+        """The protocol's name and every setting of the run that changes its numbers (history, normalisation,
+        batch size, optimizer, schedule, clipping, objective, epochs, early stopping): ``protocol`` and
+        ``protocol_settings`` in checkpoints (``train``) and on the first line of ``metrics.jsonl``."""
+        settings: dict[str, Any] = {}
+        data = getattr(self.datamodule, "settings", None) or {}
+        for key in ("n_steps_input", "use_normalization", "normalization_type"):
+            if key in data:
+                settings[key] = data[key]
+        settings["batch_size"] = getattr(self.datamodule, "batch_size", None)
+        if self.optimizer is not None:
+            group = self.optimizer.param_groups[0]
+            settings["optimizer"] = type(self.optimizer).__name__
+            settings["lr"] = group.get("initial_lr", group["lr"])
+            settings["weight_decay"] = group.get("weight_decay")
+        settings["lr_schedule"] = self.lr_schedule
+        if self.lr_schedule == "per_epoch":
+            settings |= {
+                "warmup_epochs": self.warmup_epochs,
+                "warmup_start_ratio": self.warmup_start_ratio,
+                "min_lr_ratio": self.min_lr_ratio,
+            }
+        else:
+            settings |= {"warmup_steps": self.warmup_steps, "lr_min": self.lr_min}
+        settings |= {"grad_clip": self.grad_clip, "epochs": self.max_epoch, "patience": self.patience}
+        settings |= self.loss.protocol_settings()
+        return {"protocol": self.protocol, "protocol_settings": settings}
 
     def save_mid_epoch(self, epoch: int, batches: int, loss_sum: float, totals: dict[str, float]) -> None:
         """``recent.pt`` with the epoch counted as not finished and where it stopped (``train.resume``)."""
@@ -401,7 +469,7 @@ class Trainer(WellTrainer):
             state=model_state,
             epoch=epoch,
             optimizer=self.optimizer if model_state is None else None,
-            scheduler_state=self.step_scheduler.state_dict() if self.step_scheduler else None,
+            scheduler_state=self.scheduler.state_dict() if self.scheduler else None,
             validation_loss=validation_loss,
             best_validation_loss=self.best_val_loss,
             extra_train={
@@ -411,6 +479,7 @@ class Trainer(WellTrainer):
                 "best_epoch": self.best_epoch,
                 "kept_start_reason": self.kept_start_reason,
                 "resume": self.resume_point,
+                **self.protocol_facts(),
                 **self.loss.checkpoint_info(),
                 **self.datamodule.checkpoint_info(),
             },
@@ -454,9 +523,9 @@ class Trainer(WellTrainer):
 
     def record(self, values: dict[str, Any]) -> None:
         """Log to wandb (when on) and append one line to ``metrics.jsonl``; the first line this process writes
-        also carries the loss's facts (:meth:`TrainingLoss.run_facts`)."""
+        also carries the protocol (:meth:`protocol_facts`) and the loss's facts (:meth:`TrainingLoss.run_facts`)."""
         if not self._facts_written:
-            values = self.loss.run_facts() | values
+            values = self.protocol_facts() | self.loss.run_facts() | values
             self._facts_written = True
         clean = records.append_metrics(self.artifact_folder, values)
         if is_main_process() and wandb.run is not None:

@@ -1,10 +1,18 @@
-"""The learning-rate schedule and the budgets of a run.
+"""The learning-rate schedules and the budgets of a run.
 
-The Well's harness steps its scheduler once per epoch and never clips gradients; the paper's protocol (appendix
-"Training Protocol", INTERFACES.md section 6) uses a per-step linear warm-up and a cosine decay ``lr -> lr_min``
-with clipping at norm 1.0. :func:`step_scheduler` builds that schedule; :class:`Budget` ends training at the first
-step past a wall-clock or step budget; :class:`CheckpointCadence` says when ``recent.pt`` is also written inside
-an epoch.
+Two schedules, one per protocol:
+
+* the paper's (appendix "Training Protocol", INTERFACES.md section 6): a per-*step* linear warm-up and a cosine
+  decay ``lr -> lr_min`` (with clipping at norm 1.0, in the loop): :func:`step_scheduler`;
+* the Well's released protocol (``trainer=well``): a per-*epoch* linear warm-up from ``start_ratio * lr`` to ``lr``
+  over ``warmup_epochs`` epochs, then a cosine from ``lr`` down to ``min_ratio * lr`` at the last epoch, stepped
+  once at the end of every epoch (the Well's ``train.py`` builds its ``LinearWarmupCosineAnnealingLR`` with
+  ``warmup_start_lr = eta_min = 0.1 lr``, 5 warm-up epochs): :func:`epoch_scheduler`, whose multiplier
+  :func:`well_epoch_factor` is that scheduler's closed form (its recursive form gives the same values up to
+  rounding; ``tests/trainers/test_schedule.py`` checks both).
+
+:class:`Budget` ends training at the first step past a wall-clock or step budget; :class:`CheckpointCadence` says
+when ``recent.pt`` is also written inside an epoch.
 """
 
 from __future__ import annotations
@@ -44,6 +52,46 @@ def step_scheduler(
         scheduler.load_state_dict(state)
         for g, lr in zip(optimizer.param_groups, scheduler.get_last_lr(), strict=True):
             g["lr"] = lr  # constructing the scheduler reset it to the first step's
+    return scheduler
+
+
+def well_epoch_factor(
+    epochs_done: float, warmup_epochs: int, max_epochs: int, start_ratio: float, min_ratio: float
+) -> float:
+    """LR multiplier of the epoch after ``epochs_done`` finished epochs under the Well's per-epoch schedule:
+
+    * ``epochs_done < warmup_epochs``: ``start_ratio + epochs_done (1 - start_ratio) / max(1, warmup_epochs - 1)``
+      (so the first epoch runs at ``start_ratio`` and the full rate is reached after ``warmup_epochs - 1`` epochs);
+    * otherwise ``min_ratio + (1 - min_ratio) (1 + cos(pi (epochs_done - warmup_epochs) / (max_epochs -
+      warmup_epochs))) / 2``, reaching ``min_ratio`` after ``max_epochs`` epochs.
+    """
+    if epochs_done < warmup_epochs:
+        return start_ratio + epochs_done * (1.0 - start_ratio) / max(1, warmup_epochs - 1)
+    progress = (epochs_done - warmup_epochs) / max(1, max_epochs - warmup_epochs)
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def epoch_scheduler(
+    optimizer: torch.optim.Optimizer,
+    max_epochs: int,
+    warmup_epochs: int,
+    start_ratio: float,
+    min_ratio: float,
+    state: dict | None = None,
+) -> LambdaLR:
+    """The Well's per-epoch warm-up + cosine schedule of ``optimizer`` (:func:`well_epoch_factor` times its initial
+    learning rate); call ``step()`` once after each epoch. ``state``: a saved state to resume from."""
+    if warmup_epochs < 0 or max_epochs < 1:
+        raise ValueError(f"need warmup_epochs >= 0 and epochs >= 1, got {warmup_epochs} and {max_epochs}")
+    for g in optimizer.param_groups:
+        g.setdefault("initial_lr", g["lr"])
+    scheduler = LambdaLR(
+        optimizer, lambda e: well_epoch_factor(e, int(warmup_epochs), int(max_epochs), start_ratio, min_ratio)
+    )
+    if state is not None:
+        scheduler.load_state_dict(state)
+        for g, lr in zip(optimizer.param_groups, scheduler.get_last_lr(), strict=True):
+            g["lr"] = lr  # constructing the scheduler reset it to the first epoch's
     return scheduler
 
 

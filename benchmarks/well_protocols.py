@@ -1,0 +1,234 @@
+"""The Well's four neural operators under both training protocols at one equal budget (reports/well_protocols.md).
+
+For every dataset and model (FNO, TFNO, U-Net, CNextU-Net) it trains two rows through the harness with the same
+wall-clock budget: ``experiment=<model>`` (the paper's protocol: history 8, no normalisation, per-step schedule,
+clipping) and ``experiment=<model>_well`` (the Well's released protocol: history 4, z-score, per-epoch warm-up +
+cosine over the protocol's 200 epochs, no clipping; README "Comparing with the leaderboard"). Both keep their own
+epoch counts, so a short budget runs the first epochs of each schedule, as a longer run would. Then one
+``well-upao evaluate`` of all rows beside the classical baselines (every row on the same frames: those after the
+longest history), the learning curves (validation VRMSE, the Well's definition, from each run's ``metrics.jsonl``,
+against wall-clock seconds) as a figure, and the Well's published validation VRMSE in its own labelled column.
+
+    python benchmarks/well_protocols.py --base /tmp/replicas --datasets shear_flow --minutes 10 --resume
+
+Resumable: with ``--resume`` a row whose log has a ``.done`` marker is not retrained; ``--evaluate-only`` only
+re-evaluates and rewrites the report (keeping its hand-written reading, which must cite the new tables). The data
+are not made here: point ``--base`` at a folder holding them (e.g.
+``well-upao generate-replica --dataset shear_flow ... --out BASE``) and say how they were made with ``--data-note``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on the path of a script run from it
+
+from well_upao.evaluate.leaderboard import MODELS, WELL_VALIDATION
+from well_upao.trainers.records import read_metrics
+
+#: model (config name) -> the leaderboard's name
+MODEL_NAMES = dict(zip(("fno", "tfno", "unet_classic", "unet_convnext"), MODELS, strict=True))
+PROTOCOLS = {"paper": "{model}", "well": "{model}_well"}
+
+
+def row_tag(dataset: str, model: str, protocol: str) -> str:
+    return f"{dataset}-{model}-{protocol}"
+
+
+def train_row(args, dataset: str, model: str, protocol: str, env: dict) -> tuple[Path | None, str]:
+    """Train one row unless it finished before (``--resume``) or ``--evaluate-only``; its run folder and command."""
+    out = args.out.resolve()
+    tag = row_tag(dataset, model, protocol)
+    experiments = out / "experiments" / tag
+    command = [
+        sys.executable,
+        "-m",
+        "the_well.benchmark.train",
+        f"experiment={PROTOCOLS[protocol].format(model=model)}",
+        f"data={dataset}",
+        f"trainer.max_minutes={args.minutes:g}",
+        "trainer.max_rollout_steps=5",
+        "data.max_rollout_steps=5",
+        "trainer.rollout_val_frequency=1000",
+        "trainer.validate_start=false",  # the budget counts from the start: no validation of the untrained model
+        f"trainer.short_validation_length={args.validation_batches}",
+        "trainer.progress=false",
+        "auto_resume=false",
+        f"experiment_dir={experiments}",
+        *args.extra,
+    ]
+    if args.batch_size:
+        command.append(f"data.batch_size={args.batch_size}")
+    log = out / f"{tag}.log"
+    done = log.with_suffix(".done")
+    if not args.evaluate_only and not (args.resume and done.exists()):
+        shutil.rmtree(experiments, ignore_errors=True)  # a half-trained earlier attempt
+        out.mkdir(parents=True, exist_ok=True)
+        start = time.time()
+        with open(log, "w") as stream:
+            result = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
+        if result.returncode != 0:
+            raise RuntimeError(f"failed ({log}): {' '.join(command)}")
+        done.write_text(f"{time.time() - start:.1f} s\n")
+    return next(experiments.glob("*/*"), None), " ".join(command[1:])
+
+
+def curve(run: Path, dataset: str) -> list[tuple[float, float]]:
+    """(seconds, validation VRMSE of the Well's definition) of every validation line of a run."""
+    key = f"valid_{dataset}/full_VRMSE_T=all"
+    return [(line["seconds"], line[key]) for line in read_metrics(run) if key in line and "seconds" in line]
+
+
+def summary(run: Path) -> dict:
+    """Epochs, steps, the last epoch's learning rate, the protocol recorded by the run."""
+    lines = read_metrics(run)
+    trained = [line for line in lines if "train_loss" in line]
+    first = lines[0] if lines else {}
+    return {
+        "epochs": trained[-1]["epoch"] if trained else 0,
+        "steps": trained[-1].get("step", 0) if trained else 0,
+        "lr": trained[-1].get("lr") if trained else None,
+        "seconds": trained[-1].get("seconds") if trained else None,
+        "protocol": first.get("protocol", "?"),
+        "settings": first.get("protocol_settings", {}),
+    }
+
+
+def evaluate(args, dataset: str, runs: dict[str, Path], env: dict) -> dict:
+    out = args.out.resolve() / f"evaluation-{dataset}"
+    command = [str(Path(sys.executable).with_name("well-upao")), "evaluate", *[f"{k}={v}" for k, v in runs.items()]]
+    command += ["--out", str(out), "--quiet", "--rollout-steps", "5", "--split", "valid"]
+    if args.no_solver:
+        command.append("--no-solver")
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(next(out.glob(f"evaluation_{dataset}_valid_stride1.json")).read_text())
+
+
+def plot_curves(curves: dict[str, list[tuple[float, float]]], persistence: float, dataset: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for label, points in curves.items():
+        if points:
+            style = "-" if label.endswith("well") else "--"
+            axis.plot([p[0] / 60 for p in points], [p[1] for p in points], style, marker=".", label=label)
+    axis.axhline(persistence, color="k", lw=0.8, label="persistence (evaluate, frames after 8)")
+    axis.set_yscale("log")
+    axis.set_xlabel("wall-clock minutes of training (this machine, shared)")
+    axis.set_ylabel("validation VRMSE (the Well's definition)")
+    axis.set_title(f"{dataset}: paper protocol (dashed) vs the Well's (solid)")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", type=Path, required=True, help="the Well base path holding the datasets")
+    parser.add_argument("--datasets", nargs="+", default=["shear_flow"])
+    parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=list(MODEL_NAMES))
+    parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock training budget of every row")
+    parser.add_argument("--batch-size", type=int, default=None, help="override both protocols' batch sizes")
+    parser.add_argument("--validation-batches", type=int, default=8, help="validation batches between epochs")
+    parser.add_argument("--out", type=Path, default=Path("outputs/well_protocols"))
+    parser.add_argument("--report", type=Path, default=Path("reports/well_protocols.md"))
+    parser.add_argument("--data-note", default="", help="how the data were made (goes into the report)")
+    parser.add_argument("--resume", action="store_true", help="keep rows that finished")
+    parser.add_argument("--evaluate-only", action="store_true")
+    parser.add_argument("--no-solver", action="store_true")
+    parser.add_argument("extra", nargs="*", help="Hydra overrides added to every row")
+    args = parser.parse_args()
+    env = dict(os.environ, WELL_BASE_PATH=str(args.base.resolve()))
+    env.pop("WANDB_MODE", None)
+    lines = [
+        "# The Well's neural operators under the paper's and the Well's training protocols",
+        "",
+        "Generated by `python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]) + "`.",
+        "",
+        f"Every row trained for the same wall-clock budget, {args.minutes:g} minutes (`trainer.max_minutes`), on a "
+        "machine of two cores shared with other jobs (so CPU time per row was less and unequal), one seed. "
+        "`paper` = `experiment=<model>` (history 8, no normalisation, AdamW with the paper's lr, per-step warm-up + "
+        "cosine over 30 epochs, clipping 1.0, early stopping); `well` = `experiment=<model>_well` (history 4, z-score, "
+        "AdamW lr 1e-2, per-epoch warm-up 5 + cosine over 200 epochs, no clipping): each runs the first epochs of its "
+        "own schedule within the budget; the budget includes the validations between epochs, and neither row validates "
+        "the untrained model (`trainer.validate_start=false`). Evaluation: `well-upao evaluate` of all rows of a "
+        "dataset together, on its "
+        "validation split, every row on the frames after the 8th (the longest history); the Well's published "
+        "validation VRMSE is on its full-size data after 200 GPU epochs and sits in its own column, it does not "
+        "measure the same thing.",
+    ]
+    if args.data_note:
+        lines += ["", f"Data: {args.data_note}"]
+    for dataset in args.datasets:
+        runs, commands, curves = {}, {}, {}
+        for model in args.models:
+            for protocol in PROTOCOLS:
+                run, command = train_row(args, dataset, model, protocol, env)
+                label = f"{MODEL_NAMES[model]} {protocol}"
+                commands[label] = command
+                if run is not None:
+                    runs[label.replace(" ", "_")] = run
+                    curves[label] = curve(run, dataset)
+        if not runs:
+            continue
+        result = evaluate(args, dataset, runs, env)
+        scores = {s["name"]: s for s in result["scores"]}
+        persistence = scores["persistence"]["mean_vrmse_well"]
+        figure = args.report.parent / "figures" / f"well_protocols_{dataset}.png"
+        plot_curves(curves, persistence, dataset, figure)
+        published = dict(zip(MODELS, WELL_VALIDATION.get(dataset, (None,) * 4), strict=True))
+        lines += [
+            "",
+            f"## {dataset}",
+            "",
+            f"Evaluated on {result['n_trajectories']} validation trajectories, history {result['history']}. "
+            f"Learning curves: `{figure.relative_to(args.report.parent).as_posix()}`.",
+            "",
+            "| row | protocol (recorded) | history | batch | epochs | steps | last lr | best validation VRMSE "
+            "(Well def., own windows) | evaluate VRMSE (Well def.) | evaluate VRMSE (paper def.) | 5-step rollout "
+            "(Well def.) | the Well's published validation VRMSE |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name in ("persistence", "extrap1", "extrap2", "solver"):
+            if name in scores:
+                s = scores[name]
+                roll = f"{s['rollout_vrmse_well'][-1]:.4g}" if s["rollout_vrmse_well"] else ""
+                lines.append(
+                    f"| {name} | | | | | | | | {s['mean_vrmse_well']:.4g} | {s['mean_vrmse_paper']:.4g} | {roll} | |"
+                )
+        for label in curves:
+            key = label.replace(" ", "_")
+            s, info = scores.get(key), summary(runs[key])
+            best = min((v for _, v in curves[label]), default=float("nan"))
+            roll = f"{s['rollout_vrmse_well'][-1]:.4g}" if s and s["rollout_vrmse_well"] else ""
+            model = label.rsplit(" ", 1)[0]
+            shown = f"{published[model]:.4g}" if published.get(model) is not None else ""
+            lr = f"{info['lr']:.3g}" if info["lr"] is not None else ""
+            settings = info["settings"]
+            lines.append(
+                f"| {label} | {info['protocol']} | {settings.get('n_steps_input', '')} | "
+                f"{settings.get('batch_size', '')} | {info['epochs']} | {info['steps']} | {lr} | {best:.4g} | "
+                f"{s['mean_vrmse_well']:.4g} | {s['mean_vrmse_paper']:.4g} | {roll} | {shown} |"
+            )
+        lines += ["", "Commands (with `WELL_BASE_PATH` set to the data's base path):", ""]
+        lines += [f"- {label}: `python {command}`" for label, command in commands.items()]
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    write_keeping_reading(args.report, lines)  # keeps a hand-written "## Reading", checked against it
+    print(f"wrote {args.report}")
+    exit_if_stale(args.report)
+
+
+if __name__ == "__main__":
+    main()

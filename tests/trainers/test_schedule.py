@@ -1,0 +1,59 @@
+"""The learning-rate schedules of ``trainers/schedule.py`` against closed forms and the Well's own scheduler."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+from the_well.benchmark.optim.schedulers import LinearWarmupCosineAnnealingLR
+
+from well_upao.trainers.schedule import epoch_scheduler, well_epoch_factor
+
+
+def optimizer(lr: float) -> torch.optim.Optimizer:
+    return torch.optim.AdamW([torch.nn.Parameter(torch.zeros(3))], lr=lr, weight_decay=1e-4)
+
+
+def test_the_well_epoch_schedule_has_the_released_closed_form():
+    """lr 1e-2, 5 warm-up epochs, 200 epochs, start = min = 0.1 lr: epoch k (0-based, k finished epochs) runs at
+    1e-3 + k (1e-2 - 1e-3) / 4 while warming up, 1e-2 at k = 4 and 5, then 1e-3 + 4.5e-3 (1 + cos(pi (k - 5) / 195))."""
+    lr, warmup, epochs = 1e-2, 5, 200
+    expected = {0: 1e-3, 1: 3.25e-3, 2: 5.5e-3, 3: 7.75e-3, 4: 1e-2, 5: 1e-2, 200: 1e-3}
+    for k in (6, 50, 102, 150, 199):
+        expected[k] = 1e-3 + 4.5e-3 * (1 + math.cos(math.pi * (k - 5) / 195))
+    expected[102] = 1e-3 + 4.5e-3 * (1 + math.cos(math.pi * 97 / 195))
+    for k, value in expected.items():
+        assert lr * well_epoch_factor(k, warmup, epochs, 0.1, 0.1) == pytest.approx(value, rel=1e-12), k
+    # the cosine's midpoint is the mean of the full and the minimal rate
+    assert lr * well_epoch_factor(5 + 195 / 2, warmup, epochs, 0.1, 0.1) == pytest.approx(5.5e-3, rel=1e-12)
+
+
+@pytest.mark.parametrize("warmup, epochs", [(5, 200), (2, 6), (1, 4), (0, 3)])
+def test_the_epoch_scheduler_follows_the_wells_own_scheduler_epoch_by_epoch(warmup, epochs):
+    """Our per-epoch scheduler gives the learning rate of the_well's ``LinearWarmupCosineAnnealingLR`` (built as the
+    Well's train.py builds it: warmup_start_lr = eta_min = 0.1 lr) before every epoch, to rounding; and it resumes
+    from its saved state to the same rates."""
+    lr = 1e-2
+    ours, theirs = optimizer(lr), optimizer(lr)
+    schedule = epoch_scheduler(ours, epochs, warmup, 0.1, 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        well = LinearWarmupCosineAnnealingLR(theirs, warmup, epochs, warmup_start_lr=0.1 * lr, eta_min=0.1 * lr)
+    seen = []
+    for epoch in range(epochs):
+        assert ours.param_groups[0]["lr"] == pytest.approx(theirs.param_groups[0]["lr"], rel=1e-9, abs=1e-15), epoch
+        seen.append(ours.param_groups[0]["lr"])
+        ours.step(), theirs.step()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            schedule.step(), well.step()
+        if epoch == epochs // 2:
+            state = schedule.state_dict()
+    assert seen[0] == pytest.approx(0.1 * lr if warmup else lr)
+    assert max(seen) == pytest.approx(lr)
+    resumed_optimizer = optimizer(lr)
+    resumed = epoch_scheduler(resumed_optimizer, epochs, warmup, 0.1, 0.1, state=state)
+    assert resumed_optimizer.param_groups[0]["lr"] == pytest.approx(seen[epochs // 2 + 1])
+    del resumed

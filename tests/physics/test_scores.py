@@ -86,7 +86,7 @@ def test_departure_and_backtest_match_the_closed_form():
     _, _, decay = window_and_frames()
     q, r, b = 0.995, decay, 0.9990
     out = cards(q, reference_factor=r, backtest_factor=b)
-    assert float(out["departure"]) == pytest.approx(abs(q - r) / abs(r - 1) / rho(decay), rel=1e-9)
+    assert float(out["departure"]) == pytest.approx(abs(q - r) / abs(r - 1), rel=1e-9)
     assert float(out["backtest"]) == pytest.approx(abs(b - decay) / abs(decay - 1), rel=1e-9)
     same = cards(decay, reference_factor=decay, backtest_factor=decay)  # control: identical -> exactly zero
     assert float(same["departure"]) == 0.0 and float(same["backtest"]) == pytest.approx(0.0, abs=1e-12)
@@ -95,17 +95,17 @@ def test_departure_and_backtest_match_the_closed_form():
 def test_the_guard_refuses_a_move_the_floor_cannot_ask_for_and_a_worse_backtest():
     start = Scorecard(floor=1e-2, residual_ratio=1.0, departure=0.0, backtest=0.01)
     settings = GuardSettings()
-    far = Scorecard(floor=1e-2, residual_ratio=0.4, departure=30.0, backtest=0.01)
+    far = Scorecard(floor=1e-2, residual_ratio=0.4, departure=0.021, backtest=0.01)  # > 2x the start's backtest
     reason = guard_decision(start, far, settings)
     assert reason is not None and reason.startswith("floor:")
-    worse = Scorecard(floor=1e-2, residual_ratio=1.0, departure=0.5, backtest=0.02)
+    worse = Scorecard(floor=1e-2, residual_ratio=1.0, departure=0.005, backtest=0.02)
     reason = guard_decision(start, worse, settings)
     assert reason is not None and reason.startswith("backtest:")
-    close = Scorecard(floor=1e-2, residual_ratio=0.9, departure=0.5, backtest=0.0105)
+    close = Scorecard(floor=1e-2, residual_ratio=0.9, departure=0.019, backtest=0.0105)
     assert guard_decision(start, close, settings) is None
     # a start far above the floor (the residual can still tell): a large move is allowed
     above = Scorecard(floor=1e-2, residual_ratio=50.0, departure=0.0, backtest=0.5)
-    assert guard_decision(above, Scorecard(1e-2, 3.0, 30.0, 0.2), settings) is None
+    assert guard_decision(above, Scorecard(1e-2, 3.0, 3.0, 0.2), settings) is None
     # missing scores never fire
     assert guard_decision(Scorecard(), Scorecard(), settings) is None
     assert guard_decision(start, Scorecard(floor=1e-2, residual_ratio=1.0), settings) is None

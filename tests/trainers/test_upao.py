@@ -384,6 +384,7 @@ def prefer_trained(trainer) -> None:
     trainer.loss.__class__ = Preferring
 
 
+@pytest.mark.slow
 def test_the_guard_keeps_the_start_when_the_scorecard_refuses_every_move(small_datasets, tmp_path):
     """trainer.guard: with a departure limit of 0 (and any start counted as at the floor) every trained candidate is
     refused, so best.pt stays the start and metrics.jsonl says why; the scorecard is logged at every validation."""
@@ -416,6 +417,7 @@ def test_the_guard_keeps_the_start_when_the_scorecard_refuses_every_move(small_d
     assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in initial.items())
 
 
+@pytest.mark.slow
 def test_without_the_guard_the_criterion_alone_selects(small_datasets, tmp_path):
     """Negative control of the test above: the same run with trainer.guard=false takes the trained candidate."""
     from well_upao.trainers.records import read_metrics

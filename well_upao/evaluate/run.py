@@ -8,7 +8,7 @@ For every trajectory of the split (read whole, at time stride ``stride``):
 * rollout: ``rollout_steps`` autoregressive steps from the first window; The Well's VRMSE per step;
 * the label-free scorecard of every row's one-step predictions (``well_upao.physics.scores``), from each target's
   window only: the residual of the prediction over the floor of the window, the departure from ``extrap2`` of
-  the same window in floor units, and the backtest (the row run on the window without its last frame, against that
+  the same window per unit of its step, and the backtest (the row run on the window without its last frame, against that
   observed frame), under the dataset's UPAO discretisation (:func:`label_free_scores`).
 
 Results are averaged over trajectories. Classical baselines are always part of the comparison.
@@ -276,7 +276,7 @@ def markdown_table(evaluation: Evaluation) -> str:
         "| model | kind | one-step VRMSE (paper, per trajectory) | one-step VRMSE (the Well, per frame) "
         + "".join(f"| {c} (paper) " for c in e.channels)
         + f"| {e.rollout_steps}-step rollout VRMSE (the Well) | ms / prediction "
-        + "| residual / floor | departure from extrap2 (floor units) | backtest | selection |\n"
+        + "| residual / floor | departure from extrap2 | backtest | selection |\n"
         + "|---|---|---|---|"
         + "---|" * len(e.channels)
         + "---|---|---|---|---|---|"
@@ -324,7 +324,8 @@ def scorecard_text(evaluation: Evaluation) -> str:
         'Label-free scores (no interior labels; README "Label-free scorecard and guard"): *residual / floor* is the '
         "prediction's relative residual over that of the observed window's frames (~1: as consistent as the data; "
         "< 1: closer to the discrete equation than the truth is); *departure from extrap2* is how far the prediction "
-        "moved from the window's quadratic extrapolation, per unit of its step, in floor units; *backtest* is the "
+        "moved from the window's quadratic extrapolation, per unit of its step (the floor is in the same unit); "
+        "*backtest* is the "
         "error of the row predicting the window's observed last frame from the frames before it, per unit of that "
         "frame's step.",
     ]

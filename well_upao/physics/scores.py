@@ -15,21 +15,22 @@ every frame concerned, and ``rho(a -> b) = mean_k ||R_k(a, b)|| / ||scale_k(a, b
   above 1: it is further from the equation than data; below 1: it satisfies the discrete equation *better* than
   the true frames do, i.e. it has been pulled towards the discretisation's own solution (the discrete residual
   cannot tell it from the truth any more: its error is below what the residual resolves).
-* **departure** ``departure = mean_v ||p_v - r_v|| / ||r_v - u_{T-1,v}|| / rho_obs`` for the PDE's variables ``v``
-  and a reference prediction ``r``: how far the prediction moved from the reference, as a fraction of the
-  reference's own step, in units of the floor. The discrete equation fixes a step only up to a relative error of
-  about ``rho_obs``, so a reference whose residual is already at the floor can be moved by the residual by about
-  ``departure ~ 1`` towards the discrete solution; a move much larger than 1 is not something the equation can
-  have asked for. In training ``r`` is the starting model's prediction (for ``model.base=extrap2`` with its
-  correction at zero, the extrapolation itself); in ``well-upao evaluate`` it is ``extrap2`` of the same window
-  (``departure_extrap2``), the one reference every row shares.
+* **departure** ``departure = mean_v ||p_v - r_v|| / ||r_v - u_{T-1,v}||`` for the PDE's variables ``v`` and a
+  reference prediction ``r``: how far the prediction moved from the reference, as a fraction of the reference's own
+  step (the same unit as the floor and the backtest). In training ``r`` is the starting model's prediction (for
+  ``model.base=extrap2`` with its correction at zero, the extrapolation itself); in ``well-upao evaluate`` it is
+  ``extrap2`` of the same window (``departure_extrap2``), the one reference every row shares.
 * **backtest** ``backtest = mean_v ||q_v - u_{T-1,v}|| / ||u_{T-1,v} - u_{T-2,v}||`` with ``q`` the prediction of
   the *observed* last frame ``u_{T-1}`` from ``u_0 .. u_{T-2}`` (the backbone's causal shifted prediction at
   position ``T-2``, or the predictor run on the shortened window): the error on a frame the user has observed, as a
   fraction of that frame's step. This is a held-out check inside the history: the UPAO loss never reads the
   interior of that frame against that prediction (its band term only reads the band).
 
-:func:`scorecard` computes all of them; :func:`guard_decision` compares a candidate's card with the start's.
+:func:`scorecard` computes all of them; :func:`guard_decision` compares a candidate's card with the start's. Why the
+guard's ``floor`` rule compares the departure with the start's backtest: when the start's residual is at the floor,
+the residual cannot tell predictions apart within about ``rho_obs`` of a step, so it gives no reason for any move;
+and if the start's error on the target is about its backtest ``e`` (both in step units), a candidate that moved by
+``m`` has an error of at least ``m - e`` (triangle inequality), worse than the start's once ``m > 2 e``.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def scorecard(
     last = {k: v[:, -1] for k, v in fields.items()}
     if reference is not None:
         ref = slot_fields(reference.double(), pde.variables)
-        out["departure"] = relative_change(predicted, ref, last) / floor.clamp_min(1e-300)
+        out["departure"] = relative_change(predicted, ref, last)
     if backtest is not None and window.shape[1] >= 2:
         guess = slot_fields(backtest.double(), pde.variables)
         before = {k: v[:, -2] for k, v in fields.items()}
@@ -170,12 +171,13 @@ def mean_card(per_sample: Mapping[str, list[torch.Tensor]]) -> Scorecard:
 @dataclass
 class GuardSettings:
     """``trainer.guard_*``: ``floor_tolerance``: the start's residual ratio at or below which its residual counts as
-    *at the floor*; ``departure_limit``: the departure from the start beyond which a candidate moved further than
-    the floor resolves; ``backtest_tolerance``: the relative increase of the backtest error over the start's that
-    makes a candidate worse on the observed history."""
+    *at the floor*; ``departure_limit``: the departure from the start, in multiples of the start's backtest error,
+    beyond which a candidate moved further than anything the floor can justify (2: provably worse than the start
+    when the backtest estimates the start's error); ``backtest_tolerance``: the relative increase of the backtest
+    error over the start's that makes a candidate worse on the observed history."""
 
     floor_tolerance: float = 2.0
-    departure_limit: float = 1.0
+    departure_limit: float = 2.0
     backtest_tolerance: float = 0.1
 
 
@@ -183,19 +185,21 @@ def guard_decision(start: Scorecard, candidate: Scorecard, settings: GuardSettin
     """Why the candidate is worse than the start by the scorecard, or ``None`` when nothing says so. Two rules,
     each on label-free scores only:
 
-    * ``floor``: the start's residual is already at the floor (``start.residual_ratio <= floor_tolerance``) and
-      the candidate moved further from the start than the floor resolves (``candidate.departure >
-      departure_limit``): the residual cannot have asked for that move;
+    * ``floor``: the start's residual is already at the floor (``start.residual_ratio <= floor_tolerance``), so
+      the residual cannot resolve any move, and the candidate moved further from the start than the start's own
+      estimated error allows (``candidate.departure > departure_limit * start.backtest``; see the module
+      docstring);
     * ``backtest``: the candidate predicts the observed last frame of the history worse than the start did
       (``candidate.backtest > (1 + backtest_tolerance) * start.backtest``).
 
     A ``nan`` score never triggers its rule."""
     s = settings or GuardSettings()
     reasons = []
-    if start.residual_ratio <= s.floor_tolerance and candidate.departure > s.departure_limit:
+    if start.residual_ratio <= s.floor_tolerance and candidate.departure > s.departure_limit * start.backtest:
         reasons.append(
             f"floor: the start's residual is at the floor ({start.residual_ratio:.3g}x it, <= {s.floor_tolerance:g}) "
-            f"and the candidate moved {candidate.departure:.3g} floor units from the start (> {s.departure_limit:g})"
+            f"and the candidate moved {candidate.departure:.3g} of a step from the start, more than "
+            f"{s.departure_limit:g}x the start's backtest error {start.backtest:.3g}"
         )
     if candidate.backtest > (1 + s.backtest_tolerance) * start.backtest:
         reasons.append(

@@ -227,10 +227,13 @@ def label_free_scores(
     per target frame: each target's window is the ``history`` true frames before it (what a user has), the
     departure's reference is ``extrap2`` of that window (``departure_extrap2``), and the backtest runs the row on
     the window without its last frame (``nan`` when the row needs more frames than that)."""
+    timing = (predictor.seconds, predictor.calls)  # the backtest's calls do not count in the row's cost
     try:
         backtests = one_step_all(predictor, frames[:-1], history - 1, context) if history >= 2 else None
     except Exception:  # a row with a fixed history as long as the evaluated one has no shorter window to run on
         backtests = None
+    finally:
+        predictor.seconds, predictor.calls = timing
     slots = context.channel_slots
     params = pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
     ops = Stencils(context.grid, derivative)

@@ -169,6 +169,42 @@ def load_runs(args) -> list[dict]:
     return runs
 
 
+def load_external(folders: list[Path]) -> list[dict]:
+    """Run folders made outside the grid (``--include-runs``, e.g. the done-when runs of
+    ``tests/trainers/test_guard_burgers.py``), described from their ``extended_config.yaml``. A run made before the
+    departure was measured in step units (its first line logs no ``guard`` setting under the current rule) is kept
+    with its departure converted: ``departure (floor units) x floor``."""
+    from omegaconf import OmegaConf
+
+    runs = []
+    for folder in folders:
+        config = OmegaConf.load(folder / "extended_config.yaml")
+        lines = [line for line in read_metrics(folder) if "valid" in line and "valid_paper_VRMSE" in line]
+        if len(lines) < 2 or lines[0].get("epoch") != 0:
+            continue
+        if config.trainer.get("guard_departure_limit") == 1.0:  # the first rule: departure in floor units
+            for line in lines:
+                for key in ("valid_score_departure", "valid_score_start_departure"):
+                    if key in line and line[key] == line[key]:
+                        line[key] *= line["valid_score_floor"]
+        runs.append(
+            {
+                "name": str(folder),
+                "dataset": config.data.well_dataset_name,
+                "stride": int(config.data.min_dt_stride),
+                "base": config.model.base,
+                "budget": int(config.trainer.epoch_steps),
+                "seed": int(config.data.get("shuffle_seed") or 0),
+                "lines": lines,
+                "command": [],
+                "seconds": lines[-1].get("seconds", math.nan),
+                "external": True,
+                "guard_on": bool(config.trainer.get("guard", False)),
+            }
+        )
+    return runs
+
+
 def relative_vrmse(run: dict) -> list[float]:
     start = run["lines"][0]["valid_paper_VRMSE"]
     return [line["valid_paper_VRMSE"] / start for line in run["lines"]]
@@ -220,22 +256,45 @@ def interval(boot) -> dict:
     return {"spearman_ci": (float(low[0]), float(high[0])), "kendall_ci": (float(low[1]), float(high[1]))}
 
 
+def simulate(run: dict, guard: bool) -> int:
+    """The index of the validation line the label-free selection keeps, replayed from the logged scores: the start,
+    then every candidate whose criterion is lower than the best so far, unless (``guard``) the guard refuses it
+    (``well_upao.physics.scores.guard_decision`` with the default thresholds, against the start's card measured on
+    the same batches). A guard-off run gets the guard it would have had; a guard-on run's replay is checked against
+    its ``best_epoch``."""
+    from well_upao.physics.scores import Scorecard, guard_decision
+
+    lines = run["lines"]
+    best, best_valid = 0, lines[0]["valid"]
+    for i, line in enumerate(lines[1:], start=1):
+        if line["valid"] >= best_valid:
+            continue
+        if guard:
+            start = Scorecard.from_logs(line, prefix="valid_score_start_")
+            if guard_decision(start, Scorecard.from_logs(line)) is not None:
+                continue
+        best, best_valid = i, line["valid"]
+    return best
+
+
 def selections(run: dict) -> dict:
     lines = run["lines"]
     vrmse = [line["valid_paper_VRMSE"] for line in lines]
     oracle = int(np.argmin(vrmse))
-    criterion = int(np.argmin([line["valid"] for line in lines]))
-    guard_epoch = lines[-1]["best_epoch"]
-    guard = next(i for i, line in enumerate(lines) if line["epoch"] == guard_epoch)
+    criterion = simulate(run, guard=False)
+    guard = simulate(run, guard=True)
+    actual = next(i for i, line in enumerate(lines) if line["epoch"] == lines[-1]["best_epoch"])
+    guard_on = run.get("guard_on", True)
     return {
         "oracle": vrmse[oracle],
         "criterion": vrmse[criterion],
         "guard": vrmse[guard],
         "start": vrmse[0],
-        "guard_fired": bool(lines[-1].get("guard_rejections")),
+        "guard_fired": guard != criterion,
         "guard_kept_start": guard == 0,
         "match_guard": guard == oracle or vrmse[guard] == vrmse[oracle],
         "match_criterion": criterion == oracle or vrmse[criterion] == vrmse[oracle],
+        "replay_ok": actual == (guard if guard_on else criterion),
     }
 
 
@@ -312,15 +371,17 @@ def write_report(args, runs: list[dict]) -> None:
         "",
         f"Command: `python benchmarks/trust_study.py {' '.join(args.argv)}`",
         "",
-        f"{len(runs)} finished UPAO + NSLoRA runs (shipped backbone; exact sets at {args.resolution}^2, {args.n_traj} "
-        f"trajectories, {args.valid_fraction:.0%} validation; {args.epochs} epochs of `budget` optimizer steps, a "
-        f"validation after each and one before training). Truth: `valid_paper_VRMSE` of every validation over the "
-        "whole validation split, divided by the run's start (epoch 0). Scores: `valid_score_*` of the same validations "
-        f"({args.validation_batches} validation batches).",
+        f"{len(runs)} finished UPAO + NSLoRA runs on the shipped backbone ({sum(not r.get('external') for r in runs)} "
+        f"of the grid: exact sets at {args.resolution}^2, {args.n_traj} trajectories, {args.valid_fraction:.0%} "
+        f"validation, {args.epochs} epochs of `budget` optimizer steps, {args.validation_batches} validation batches "
+        f"for the scores and the whole validation split for the VRMSE; {sum(bool(r.get('external')) for r in runs)} "
+        "from `--include-runs`, with their own settings (validations per run in the table)). Each run validates "
+        "before training and after every epoch. Truth: `valid_paper_VRMSE` of every validation, divided by the "
+        "run's start (epoch 0). Scores: `valid_score_*` of the same validations.",
         "",
         "| dataset | stride | base | budget | seed | start VRMSE | criterion's pick | guard's pick | oracle "
-        "| guard fired | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| guard changed the pick | validations | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     table = []
     for run in runs:
@@ -329,8 +390,9 @@ def write_report(args, runs: list[dict]) -> None:
         text.append(
             f"| {run['dataset']} | {run['stride']} | {run['base']} | {run['budget']} | {run['seed']} "
             f"| {s['start']:.3g} "
-            f"| {s['criterion']:.3g} | {s['guard']:.3g} | {s['oracle']:.3g} | {'yes' if s['guard_fired'] else 'no'} "
-            f"| {run['seconds']:.0f} |"
+            f"| {s['criterion']:.3g} | {s['guard']:.3g} | {s['oracle']:.3g} "
+            f"| {'yes' if s['guard_fired'] else 'no'}{'' if run.get('guard_on', True) else ' (replayed)'} "
+            f"| {len(run['lines'])} | {run['seconds']:.0f} |"
         )
     text.append("")
     text += correlation_rows(
@@ -357,8 +419,11 @@ def write_report(args, runs: list[dict]) -> None:
             f"| guard (trainer.guard) | {match_guard} of {n} | {median(costs_guard)} | {worst(costs_guard)} "
             f"| {worse_guard} of {n} |",
             "",
-            f"The guard fired in {sum(t['guard_fired'] for t in table)} of {n} runs and kept the start in "
-            f"{sum(t['guard_kept_start'] for t in table)}.",
+            f"The guard changed the pick in {sum(t['guard_fired'] for t in table)} of {n} runs and kept the start in "
+            f"{sum(t['guard_kept_start'] for t in table)}. Picks are replayed from the logged scores "
+            "(`simulate`): for runs made with the guard off, the guard's pick is the one it would have made; the "
+            "replay "
+            f"reproduced the run's own `best_epoch` in {sum(t['replay_ok'] for t in table)} of {n} runs.",
             "",
         ]
     scatter(runs, args.figure)
@@ -393,13 +458,14 @@ def main() -> None:
     parser.add_argument("--stop-after-minutes", type=float, default=None, help="start no new run after this")
     parser.add_argument("--draws", type=int, default=1000, help="bootstrap draws")
     parser.add_argument("--analyse-only", action="store_true")
+    parser.add_argument("--include-runs", nargs="*", type=Path, default=[], help="run folders made outside the grid")
     args = parser.parse_args()
     args.argv = sys.argv[1:]
     args.out = args.out.resolve()
     args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
     if not args.analyse_only:
         run_all(args)
-    runs = load_runs(args)
+    runs = load_runs(args) + load_external(args.include_runs)
     if not runs:
         raise SystemExit("no finished run to analyse")
     write_report(args, runs)

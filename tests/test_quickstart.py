@@ -97,3 +97,55 @@ def test_the_extrap2_backbone_is_shipped_and_is_the_quickstarts_default():
     assert QuickstartConfig().backbone == "shipped_extrap2" and QuickstartConfig().base == "extrap2"
     model = assemble(dict(preset="tiny", channel_slots=[0, 1], base="extrap2", pretrained="shipped_extrap2"))
     assert torch.equal(model.correction_gain, payload["state_dict"]["correction_gain"])
+
+
+def test_the_verdict_states_the_label_free_score_and_the_guard_from_metrics_jsonl(tmp_path):
+    """The verdict's label-free facts are those of the run's metrics.jsonl (the selected epoch's scores, the
+    guard's refusals and kept_start_reason): changing the file changes the sentence."""
+    from well_upao.evaluate.run import Scores
+    from well_upao.quickstart import UPAO_ROW, progress_text, verdict
+    from well_upao.trainers.records import read_metrics
+
+    def row(name, vrmse):
+        return Scores(name, "x", {"u": vrmse}, {"u": vrmse}, [], 1e-3)
+
+    def write(lines):
+        path = tmp_path / "artifacts" / "metrics.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return read_metrics(tmp_path)
+
+    start = {
+        "guard": True,
+        "epoch": 0,
+        "valid": 4.0,
+        "best_epoch": 0,
+        "guard_rejections": 0,
+        "valid_score_residual_ratio": 0.94,
+        "valid_score_backtest": 3.8e-4,
+    }
+    refused = {
+        "epoch": 1,
+        "valid": 2.0,
+        "best_epoch": 0,
+        "guard_rejections": 1,
+        "guard_rejected": True,
+        "kept_start": True,
+        "kept_start_reason": "guard: floor: ...",
+        "valid_score_residual_ratio": 0.5,
+        "valid_score_backtest": 2e-2,
+    }
+    scores = [row(UPAO_ROW, 4e-4), row("extrap2", 4e-4)]
+    line = verdict(scores, write([start, refused]))
+    assert line.endswith(
+        "Without labels: label-free: residual 0.94x the floor, backtest 0.00038 of a step (epoch 0); the guard "
+        "fired (1 candidate refused; it kept the start)."
+    ), line
+    accepted = dict(refused, best_epoch=1, guard_rejections=0, guard_rejected=False, kept_start=False,
+                    kept_start_reason=None, valid_score_residual_ratio=1.1, valid_score_backtest=2e-4)  # fmt: skip
+    line = verdict(scores, write([start, accepted]))
+    assert "residual 1.1x the floor, backtest 0.0002 of a step (epoch 1); the guard did not fire." in line
+    assert "the guard was off" in verdict(scores, write([dict(start, guard=False), accepted]))
+    assert progress_text(write([start, refused]), 6) == (
+        "epoch 1/6 criterion 2 residual/floor 0.5 backtest 0.02 guard refused 1"
+    )

@@ -10,7 +10,11 @@
    predict a correction to ``base`` (``model.base``, see ``well_upao.models.na_transformer``);
 5. ``well-upao evaluate`` of all of them beside the classical baselines and the solver matched to the UPAO row
    in runtime and in accuracy: the table, JSON and PNG figures, and one line saying whether UPAO beat ``extrap2``
-   and the cost-matched solver.
+   and the cost-matched solver, with the UPAO run's label-free score and whether its guard fired (from the run's
+   ``metrics.jsonl``, :func:`label_free_summary`).
+
+While a training run works, a second progress bar follows its ``metrics.jsonl``: the epoch, the selection
+criterion and the label-free scores of the last validation (:func:`progress_text`).
 
 A quarter of the trajectories (3 of 12) are the validation split: UPAO's label-free selection and the table use
 all of them.
@@ -24,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -67,8 +72,83 @@ def backbone_label(backbone: str) -> str:
     return Path(backbone).name
 
 
-def verdict(scores: list[Scores]) -> str:
-    """One line: did the UPAO row beat ``extrap2`` and the cost-matched solver (mean paper VRMSE)?"""
+def selected_line(lines: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The validation line of the model a run selected (``best_epoch`` of its last validation line)."""
+    validations = [line for line in lines if "valid" in line]
+    if not validations:
+        return None
+    best = validations[-1].get("best_epoch")
+    return next((line for line in validations if line.get("epoch") == best), validations[-1])
+
+
+def label_free_summary(lines: list[dict[str, Any]]) -> str:
+    """What the UPAO run's ``metrics.jsonl`` says without labels: the selected model's residual over the floor
+    and backtest, and whether the guard fired (refused candidates, kept the start)."""
+    chosen = selected_line(lines)
+    if chosen is None:
+        return "no validation recorded"
+    last = [line for line in lines if "valid" in line][-1]
+    ratio, backtest = chosen.get("valid_score_residual_ratio"), chosen.get("valid_score_backtest")
+    scores = (
+        f"label-free: residual {ratio:.3g}x the floor, backtest {backtest:.3g} of a step (epoch {chosen['epoch']})"
+        if ratio is not None and backtest is not None
+        else "label-free scores not logged"
+    )
+    refused = int(last.get("guard_rejections") or 0)
+    if not any(line.get("guard") for line in lines):
+        guard = "the guard was off"
+    elif refused == 0:
+        guard = "the guard did not fire"
+    else:
+        reason = last.get("kept_start_reason") or ""
+        kept = "kept the start" if reason.startswith("guard") else "did not change the selection"
+        guard = f"the guard fired ({refused} candidate{'s' if refused > 1 else ''} refused; it {kept})"
+    return f"{scores}; {guard}"
+
+
+def progress_text(lines: list[dict[str, Any]], epochs: int) -> str:
+    """The training bar's text from a run's ``metrics.jsonl`` so far: epoch, criterion, label-free scores."""
+    validations = [line for line in lines if "valid" in line]
+    if not validations:
+        return "starting"
+    line = validations[-1]
+    text = f"epoch {line.get('epoch')}/{epochs} criterion {line['valid']:.3g}"
+    if line.get("valid_score_residual_ratio") is not None:
+        text += f" residual/floor {line['valid_score_residual_ratio']:.3g} backtest {line['valid_score_backtest']:.3g}"
+    if line.get("guard_rejections"):
+        text += f" guard refused {line['guard_rejections']}"
+    return text
+
+
+def follow_run(command: list[str], env: dict, cwd: Path, log: Path, pattern: str, epochs: int, label: str) -> int:
+    """Run a training command, its output to ``log``, while a progress bar follows the metrics.jsonl of the run
+    folder matching ``pattern`` under ``cwd``'s experiment folder (epochs and label-free scores)."""
+    from well_upao.trainers.records import read_metrics
+
+    bar = tqdm(total=epochs, desc=label, unit="epoch", leave=False, position=1)
+    with open(log, "w") as stream:
+        process = subprocess.Popen(command, env=env, stdout=stream, stderr=subprocess.STDOUT, cwd=cwd)
+        while True:
+            try:
+                code = process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
+            runs = sorted(Path(cwd).glob(pattern))
+            if runs:
+                lines = read_metrics(runs[-1])
+                epoch = max((int(line.get("epoch", 0)) for line in lines if "valid" in line), default=0)
+                bar.n = min(epoch, epochs)
+                bar.set_postfix_str(progress_text(lines, epochs))
+                bar.refresh()
+            if code is not None:
+                bar.close()
+                return code
+
+
+def verdict(scores: list[Scores], upao_metrics: list[dict[str, Any]] | None = None) -> str:
+    """One line: did the UPAO row beat ``extrap2`` and the cost-matched solver (mean paper VRMSE)? With the UPAO
+    run's ``metrics.jsonl`` lines, also its label-free score and whether the guard fired
+    (:func:`label_free_summary`)."""
     rows = {s.name: s for s in scores}
     upao, extrap2 = rows[UPAO_ROW], rows["extrap2"]
     solver = next((s for s in scores if s.name.startswith(("solver, cost-matched", "solver, slower"))), None)
@@ -86,7 +166,10 @@ def verdict(scores: list[Scores]) -> str:
             f"{word} {label} ({solver.mean_paper:.3g} at {ms:.1f} ms per prediction; "
             f"the model {upao.seconds_per_prediction * 1e3:.1f} ms)"
         )
-    return f"UPAO + NSLoRA (mean paper VRMSE {upao.mean_paper:.3g}) " + " and ".join(parts) + "."
+    text = f"UPAO + NSLoRA (mean paper VRMSE {upao.mean_paper:.3g}) " + " and ".join(parts) + "."
+    if upao_metrics is not None:
+        text += f" Without labels: {label_free_summary(upao_metrics)}."
+    return text
 
 
 def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Path, experiments: Path) -> list[str]:
@@ -129,6 +212,7 @@ def run_quickstart(config: QuickstartConfig) -> str:
     from well_upao.harness.model_factory import na_transformer
     from well_upao.models.assembly import migrated_base, resolve_pretrained
     from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
+    from well_upao.trainers.records import read_metrics
 
     out = config.out.resolve()
     base, experiments, results = out / "datasets", out / "experiments", out / "results"
@@ -170,9 +254,9 @@ def run_quickstart(config: QuickstartConfig) -> str:
         advance(step)
         command = harness_command(config, model, trainer, base, experiments)
         log = out / f"{model}-{trainer}.log"
-        with open(log, "w") as stream:
-            result = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT, cwd=out)
-        if result.returncode != 0:
+        pattern = f"{experiments.name}/{config.pde}-{model}-{trainer}-*/*"
+        code = follow_run(command, env, out, log, pattern, config.epochs, step)
+        if code != 0:
             raise RuntimeError(f"{' '.join(command)} failed; see {log}")
         runs[(model, trainer)] = next((experiments).glob(f"{config.pde}-{model}-{trainer}-*/*/checkpoints/best.pt"))
         bar.update(1)
@@ -196,6 +280,6 @@ def run_quickstart(config: QuickstartConfig) -> str:
     )
     return (
         report.table
-        + f"\n\n{verdict(report.evaluation.scores)}"
+        + f"\n\n{verdict(report.evaluation.scores, read_metrics(runs[('na_nslora', 'upao')].parent.parent))}"
         + f"\n\nquickstart finished in {minutes:.1f} min; figures and JSON in {results}/\nharness runs:\n{commands}"
     )

@@ -169,3 +169,39 @@ def test_an_auto_default_is_resolved_to_the_lowest_floor(small_datasets, tmp_pat
     floor = json.loads((out / "evaluation_wave2d_valid_stride1.json").read_text())["residual_floor"]
     assert floor["default"]["chosen_by"] == "auto"
     assert floor["default"] | {"chosen_by": None} == floor["lowest"] | {"chosen_by": None}
+
+
+def test_every_row_gets_the_label_free_scorecard_and_runs_show_their_guard(small_datasets, tmp_path, capsys):
+    """The scorecard beside every row, classical ones too: persistence's backtest is exactly 1 and its departure from
+    extrap2 exactly 1 (it predicts the last observed frame by the one before, the next by the last: an error of
+    exactly that step, a move of exactly extrap2's step), extrap2's departure from itself is rounding,
+    the solver's residual sits near the floor of the true frames while persistence's is far above it (negative
+    control); a run folder's row says from its metrics.jsonl that the guard kept its start."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "artifacts").mkdir()
+    checkpoint(run / "checkpoints" / "best.pt", "burgers2d", small_datasets)
+    lines = [
+        {"guard": True, "epoch": 0, "valid": 2.0, "best_epoch": 0, "kept_start": True, "guard_rejections": 0},
+        {"epoch": 1, "valid": 1.0, "best_epoch": 0, "kept_start": True, "guard_rejections": 1,
+         "kept_start_reason": "guard: floor: test reason"},
+    ]  # fmt: skip
+    (run / "artifacts" / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out"
+    args = ["evaluate", f"upao={run}", "--data", "burgers2d", "--base-path", str(small_datasets)]
+    assert main([*args, "--rollout-steps", "1", "--out", str(out), "--quiet"]) == 0
+    table = capsys.readouterr().out
+    assert "| residual / floor | departure from extrap2 | backtest | selection |" in table
+    assert "kept start (guard); guard refused 1" in table and "kept its start: guard: floor: test reason" in table
+    result = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())
+    rows = {s["name"]: s for s in result["scores"]}
+    assert rows["persistence"]["label_free"]["backtest"] == pytest.approx(1.0, rel=1e-9)
+    # extrap2's departure from the reference extrap2 is its float32 rounding only; persistence moved back exactly
+    # the extrapolation's whole step
+    assert rows["extrap2"]["label_free"]["departure_extrap2"] < 1e-3
+    assert rows["persistence"]["label_free"]["departure_extrap2"] == pytest.approx(1.0, rel=1e-6)
+    assert 0.3 < rows["solver"]["label_free"]["residual_ratio"] < 3
+    assert rows["persistence"]["label_free"]["residual_ratio"] > 10
+    for row in rows.values():
+        assert set(row["label_free"]) == {"floor", "residual_ratio", "departure_extrap2", "backtest"}
+    assert rows["upao"]["selection"]["kept_start"] and rows["upao"]["selection"]["guard"] is True

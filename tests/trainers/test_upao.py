@@ -369,3 +369,69 @@ def test_a_run_that_only_gets_worse_returns_its_starting_point(small_datasets, t
     assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in initial.items())
     recent = read_checkpoint(tmp_path / "checkpoints" / "recent.pt")
     assert recent["epoch"] == 1 and recent["validation_loss"] > best["validation_loss"]
+
+
+def prefer_trained(trainer) -> None:
+    """Make the selection criterion prefer every later candidate (minus the optimizer steps taken), so that only
+    the guard can keep the start."""
+    validate = trainer.loss.validate
+
+    class Preferring(type(trainer.loss)):
+        def validate(self, dataloader, full):
+            _, logs = validate(dataloader, full)
+            return -float(self.trainer.global_step), logs
+
+    trainer.loss.__class__ = Preferring
+
+
+@pytest.mark.slow
+def test_the_guard_keeps_the_start_when_the_scorecard_refuses_every_move(small_datasets, tmp_path):
+    """trainer.guard: with a departure limit of 0 (and any start counted as at the floor) every trained candidate is
+    refused, so best.pt stays the start and metrics.jsonl says why; the scorecard is logged at every validation."""
+    from well_upao.trainers.records import read_metrics
+
+    trainer = make_trainer(
+        small_datasets,
+        tmp_path,
+        model_kwargs={"base": "extrap2"},
+        validate_start=True,
+        guard=True,
+        guard_floor_tolerance=float("inf"),
+        guard_departure_limit=0.0,
+    )
+    prefer_trained(trainer)
+    initial = {name: tensor.clone() for name, tensor in trainer.bare_model.state_dict().items()}
+    trainer.train()
+    lines = [line for line in read_metrics(tmp_path) if "valid" in line]
+    start, trained = lines[0], lines[-1]
+    for line in lines:
+        for name in ("floor", "residual_ratio", "departure", "backtest"):
+            assert np.isfinite(line[f"valid_score_{name}"]), name
+    assert start["valid_score_departure"] == 0.0 and trained["valid_score_departure"] > 0
+    assert trained["valid"] < start["valid"]  # the criterion alone would have taken the trained model
+    assert trained["guard_rejected"] and trained["guard_reason"].startswith("floor:")
+    assert trained["kept_start"] and trained["kept_start_reason"].startswith("guard: floor:")
+    assert trained["guard_rejections"] == 1
+    best = read_checkpoint(tmp_path / "checkpoints" / "best.pt")
+    assert best["epoch"] == 0 and best["train"]["guard_start"]["residual_ratio"] > 0
+    assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in initial.items())
+
+
+@pytest.mark.slow
+def test_without_the_guard_the_criterion_alone_selects(small_datasets, tmp_path):
+    """Negative control of the test above: the same run with trainer.guard=false takes the trained candidate."""
+    from well_upao.trainers.records import read_metrics
+
+    trainer = make_trainer(
+        small_datasets,
+        tmp_path,
+        model_kwargs={"base": "extrap2"},
+        validate_start=True,
+        guard=False,
+        guard_floor_tolerance=float("inf"),
+        guard_departure_limit=0.0,
+    )
+    prefer_trained(trainer)
+    trainer.train()
+    trained = [line for line in read_metrics(tmp_path) if "valid" in line][-1]
+    assert not trained["guard_rejected"] and trained["best_epoch"] == 1 and not trained["kept_start"]

@@ -106,9 +106,10 @@ def evaluate_request(
     history: int,
     keep_first: bool = True,
     opened=None,
+    scoring=None,
 ):
     """``evaluate`` the predictors on the request's split, stride and rollout length, with ``history`` frames
-    before each target."""
+    before each target (``scoring``: ``(pde, derivative, scheme)`` of the label-free scorecard)."""
     r = request
     return evaluate(
         predictors,
@@ -120,6 +121,7 @@ def evaluate_request(
         progress=r.progress,
         keep_first=keep_first,
         opened=opened,
+        scoring=scoring,
     )
 
 
@@ -160,6 +162,31 @@ def residual_floor_summary(source: WellSource, stride: int, pde: PDE) -> dict:
     if default is not None:
         summary["default"] = entry(default) | ({"chosen_by": "auto"} if "auto" in (derivative, scheme) else {})
     return summary
+
+
+def scoring_discretisation(source: WellSource, pde: PDE, floor: dict) -> tuple[PDE, str, str]:
+    """``(pde, derivative, scheme)`` of the label-free scorecard: the dataset's UPAO default (an ``auto`` part as
+    the residual floor chose it, :func:`residual_floor_summary`)."""
+    default = floor.get("default")
+    if default is not None:
+        return pde, default["derivative"], default["scheme"]
+    derivative = source.defaults.get("derivative", DEFAULT_DERIVATIVE)
+    scheme = source.defaults.get("time_scheme", DEFAULT_SCHEME)
+    return pde, "fd" if derivative == "auto" else derivative, DEFAULT_SCHEME if scheme == "auto" else scheme
+
+
+def run_selection(checkpoint: Path) -> dict:
+    """What a run's label-free selection did, from its ``metrics.jsonl`` (``<run>/artifacts``, beside
+    ``<run>/checkpoints/<file>``): ``best_epoch``, ``kept_start``, ``kept_start_reason``, ``guard_rejections`` and
+    whether the guard was on (empty for a checkpoint outside a run folder)."""
+    from well_upao.trainers.records import first_value, last_value, read_metrics
+
+    lines = read_metrics(checkpoint.parent.parent)
+    if not lines:
+        return {}
+    out = {key: last_value(lines, key) for key in ("best_epoch", "kept_start", "kept_start_reason", "guard_rejections")}
+    out["guard"] = first_value(lines, "guard")
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def keep_best_assignment(evaluation: Evaluation, first: dict, label: str) -> None:
@@ -204,13 +231,19 @@ def run_evaluation(
     pde = pde_for_dataset(r.dataset) if registered else None
     context = sample_context(opened[0], list(opened.metadata.constant_scalar_names), source.channel_slots)
     predictors = classical_predictors(pde, context.grid, solver=r.solver) + rows
-    evaluation, first = evaluate_request(r, source, predictors, history, opened=opened)
+    floor = residual_floor_summary(source, r.stride, pde) if pde is not None else {}
+    scoring = scoring_discretisation(source, pde, floor) if pde is not None and "note" not in floor else None
+    evaluation, first = evaluate_request(r, source, predictors, history, opened=opened, scoring=scoring)
+    for checkpoint, row in zip(checkpoints, rows, strict=False):
+        score = next((s for s in evaluation.scores if s.name == row.name), None)
+        if score is not None:
+            score.selection = run_selection(checkpoint.path)
     for label, _ in transfers:
         keep_best_assignment(evaluation, first, label)
     if r.match_solver is not None and pde is not None:
         add_matched_solvers(evaluation, r, source, pde, context, opened)
     if pde is not None:
-        evaluation.residual_floor = residual_floor_summary(source, r.stride, pde)
+        evaluation.residual_floor = floor
     table = markdown_table(evaluation)
     if r.out is None:
         return EvaluationReport(evaluation, table, None)

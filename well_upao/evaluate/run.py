@@ -5,7 +5,11 @@ For every trajectory of the split (read whole, at time stride ``stride``):
 * one-step: frame ``t`` predicted from the true frames ``t - history .. t - 1`` for every ``t >= history``
   (the paper's protocol); VRMSE under both definitions, per channel (The Well's: averaged over frames; the
   paper's: over the trajectory's full time series);
-* rollout: ``rollout_steps`` autoregressive steps from the first window; The Well's VRMSE per step.
+* rollout: ``rollout_steps`` autoregressive steps from the first window; The Well's VRMSE per step;
+* the label-free scorecard of every row's one-step predictions (``well_upao.physics.scores``), from each target's
+  window only: the residual of the prediction over the floor of the window, the departure from ``extrap2`` of
+  the same window per unit of its step, and the backtest (the row run on the window without its last frame, against that
+  observed frame), under the dataset's UPAO discretisation (:func:`label_free_scores`).
 
 Results are averaged over trajectories. Classical baselines are always part of the comparison.
 """
@@ -24,8 +28,14 @@ from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.harness.names import register_dataset_names
-from well_upao.harness.samples import grid_of, named_scalars
+from well_upao.harness.samples import grid_of, into_slots, named_scalars
 from well_upao.models.na_transformer import T_IN
+from well_upao.physics.pdes import PDE
+from well_upao.physics.scores import scorecard
+from well_upao.physics.stencils import Stencils
+
+#: the scorecard's columns in evaluation tables, in order
+LABEL_FREE = ("residual_ratio", "departure_extrap2", "backtest")
 
 
 class EvaluationError(ValueError):
@@ -41,6 +51,12 @@ class Scores:
     rollout_vrmse_well: list[float]
     seconds_per_prediction: float
     notes: dict = field(default_factory=dict)
+    #: the label-free scorecard (``floor``, ``residual_ratio``, ``departure_extrap2``, ``backtest``), means over
+    #: every target frame; empty when not computed
+    label_free: dict = field(default_factory=dict)
+    #: for a run's row: what its selection did (``kept_start``, ``kept_start_reason``, ``guard_rejections``, from
+    #: its ``metrics.jsonl``)
+    selection: dict = field(default_factory=dict)
 
     @property
     def mean_well(self) -> float:
@@ -122,11 +138,13 @@ def evaluate(
     progress: bool = True,
     keep_first: bool = True,
     opened=None,
+    scoring: tuple[PDE, str, str] | None = None,
 ) -> tuple[Evaluation, dict]:
     """Scores of every predictor on ``source``'s split; also returns the first trajectory's frames and predictions
     (for figures). Every row is scored on the same target frames (those after the first ``history``); a predictor
     that reads fewer frames (its own ``history``) gets the last ones of each window. ``opened``: the split opened
-    already (:func:`open_split`), to open it once."""
+    already (:func:`open_split`), to open it once. ``scoring``: ``(pde, derivative, scheme)`` to compute every
+    row's label-free scorecard (:func:`label_free_scores`)."""
     longer = [p.name for p in predictors if p.history is not None and p.history > history]
     if longer:
         raise EvaluationError(f"rows {longer} read more than the evaluated history of {history} frames (--history)")
@@ -143,6 +161,7 @@ def evaluate(
     one_well = {p.name: [] for p in predictors}
     one_paper = {p.name: [] for p in predictors}
     rolled = {p.name: [] for p in predictors}
+    cards: dict[str, dict[str, list[torch.Tensor]]] = {p.name: {} for p in predictors}
     first: dict = {}
     dt = 0.0
     bar = tqdm(range(count), desc=f"evaluate {dataset}/{source.split}", unit="traj", disable=not progress)
@@ -157,6 +176,9 @@ def evaluate(
             prediction = one_step_all(predictor, frames, history, context)
             one_well[predictor.name].append(vrmse_well(prediction, truth, meta.n_spatial_dims).mean(0))
             one_paper[predictor.name].append(vrmse_paper(prediction, truth, constant_as_nan=True))
+            if scoring is not None:
+                for name, value in label_free_scores(predictor, frames, prediction, history, context, *scoring).items():
+                    cards[predictor.name].setdefault(name, []).append(value)
             if steps:
                 rolled_prediction = rollout(predictor, frames, history, steps, context)
                 rolled[predictor.name].append(
@@ -180,6 +202,7 @@ def evaluate(
                 roll,
                 p.seconds_per_prediction,
                 dict(p.notes),
+                label_free={k: float(torch.cat(v).mean()) for k, v in cards[p.name].items()},
             )
         )
     evaluation = Evaluation(
@@ -187,6 +210,63 @@ def evaluate(
     )
     evaluation.data_source = source.provenance
     return evaluation, first
+
+
+def label_free_scores(
+    predictor: Predictor,
+    frames: torch.Tensor,
+    prediction: torch.Tensor,
+    history: int,
+    context: Context,
+    pde: PDE,
+    derivative: str,
+    scheme: str,
+    chunk: int = 8,
+) -> dict[str, torch.Tensor]:
+    """The scorecard (``well_upao.physics.scores.scorecard``) of one row's one-step predictions of a trajectory,
+    per target frame: each target's window is the ``history`` true frames before it (what a user has), the
+    departure's reference is ``extrap2`` of that window (``departure_extrap2``), and the backtest runs the row on
+    the window without its last frame (``nan`` when the row needs more frames than that)."""
+    timing = (predictor.seconds, predictor.calls)  # the backtest's calls do not count in the row's cost
+    try:
+        backtests = one_step_all(predictor, frames[:-1], history - 1, context) if history >= 2 else None
+    except Exception:  # a row with a fixed history as long as the evaluated one has no shorter window to run on
+        backtests = None
+    finally:
+        predictor.seconds, predictor.calls = timing
+    slots = context.channel_slots
+    params = pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
+    ops = Stencils(context.grid, derivative)
+    out: dict[str, list[torch.Tensor]] = {}
+    targets = range(history, frames.shape[0])
+    for start in range(0, len(targets), chunk):
+        index = list(targets[start : start + chunk])
+        windows = into_slots(torch.stack([frames[t - history : t] for t in index]).double(), slots)
+        reference = None
+        if history >= 3:
+            reference = 3 * windows[:, -1] - 3 * windows[:, -2] + windows[:, -3]
+        guess = None
+        if backtests is not None:
+            guess = into_slots(backtests[[t - history for t in index]].double(), slots)
+        card = scorecard(
+            pde,
+            windows,
+            into_slots(prediction[[t - history for t in index]].double(), slots),
+            context.dt.double().expand(len(index)),
+            params,
+            ops,
+            scheme,
+            context.grid.dims,
+            reference=reference,
+            backtest=guess,
+        )
+        if "departure" in card:
+            card["departure_extrap2"] = card.pop("departure")
+        for name, value in card.items():
+            out.setdefault(name, []).append(value)
+    if backtests is None:
+        out["backtest"] = [torch.full((len(targets),), float("nan"), dtype=torch.float64)]
+    return {k: torch.cat(v) for k, v in out.items()}
 
 
 def markdown_table(evaluation: Evaluation) -> str:
@@ -199,10 +279,11 @@ def markdown_table(evaluation: Evaluation) -> str:
         "| model | kind | protocol | history | one-step VRMSE (paper, per trajectory) "
         "| one-step VRMSE (the Well, per frame) "
         + "".join(f"| {c} (paper) " for c in e.channels)
-        + f"| {e.rollout_steps}-step rollout VRMSE (the Well) | ms / prediction |\n"
+        + f"| {e.rollout_steps}-step rollout VRMSE (the Well) | ms / prediction "
+        + "| residual / floor | departure from extrap2 | backtest | selection |\n"
         + "|---|---|---|---|---|---|"
         + "---|" * len(e.channels)
-        + "---|---|"
+        + "---|---|---|---|---|---|"
     )
     rows = []
     for s in sorted(e.scores, key=lambda s: s.mean_paper):
@@ -211,9 +292,53 @@ def markdown_table(evaluation: Evaluation) -> str:
             f"| {s.name} | {s.kind} | {s.notes.get('protocol', '-')} | {s.notes.get('history', '-')} "
             f"| {s.mean_paper:.4g} | {s.mean_well:.4g} "
             + "".join(f"| {s.one_step_vrmse_paper[c]:.4g} " for c in e.channels)
-            + f"| {rollout_value} | {s.seconds_per_prediction * 1e3:.2f} |"
+            + f"| {rollout_value} | {s.seconds_per_prediction * 1e3:.2f} "
+            + "".join(f"| {_number(s.label_free.get(k))} " for k in LABEL_FREE)
+            + f"| {selection_text(s.selection)} |"
         )
-    return header + "\n" + "\n".join(rows) + floor_text(e.residual_floor)
+    return header + "\n" + "\n".join(rows) + floor_text(e.residual_floor) + scorecard_text(e)
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None or value != value else f"{value:.3g}"
+
+
+def selection_text(selection: dict) -> str:
+    """A run row's selection in a table cell: ``kept start (guard)`` / ``kept start`` / ``trained (epoch n)``, with
+    the number of candidates the guard refused."""
+    if not selection:
+        return ""
+    if selection.get("kept_start"):
+        reason = selection.get("kept_start_reason") or ""
+        text = "kept start (guard)" if reason.startswith("guard") else "kept start"
+    else:
+        text = f"trained (epoch {selection.get('best_epoch')})"
+    refused = selection.get("guard_rejections")
+    if refused:
+        text += f"; guard refused {refused}"
+    return text
+
+
+def scorecard_text(evaluation: Evaluation) -> str:
+    """The scorecard's definitions under the table, and each run row's guard reason."""
+    if not any(s.label_free for s in evaluation.scores):
+        return ""
+    lines = [
+        "",
+        "",
+        'Label-free scores (no interior labels; README "Label-free scorecard and guard"): *residual / floor* is the '
+        "prediction's relative residual over that of the observed window's frames (~1: as consistent as the data; "
+        "< 1: closer to the discrete equation than the truth is); *departure from extrap2* is how far the prediction "
+        "moved from the window's quadratic extrapolation, per unit of its step (the floor is in the same unit); "
+        "*backtest* is the "
+        "error of the row predicting the window's observed last frame from the frames before it, per unit of that "
+        "frame's step.",
+    ]
+    for s in evaluation.scores:
+        reason = s.selection.get("kept_start_reason")
+        if reason:
+            lines.append(f"- {s.name}: kept its start: {reason}")
+    return "\n".join(lines)
 
 
 def floor_text(floor: dict) -> str:

@@ -83,6 +83,11 @@ class TrainingLoss:
         """The loss's settings that belong to the training protocol (``Trainer.protocol_facts``)."""
         return {"objective": type(self).__name__}
 
+    def guard_check(self, logs: dict[str, Any]) -> str | None:
+        """Why the selection should refuse a candidate its criterion prefers (its validation ``logs``), or
+        ``None``; the UPAO loss's guard (``trainers/upao.py``) overrides this."""
+        return None
+
 
 #: ``validation(trainer, split, full, epoch) -> (criterion or None, logs)`` for split in valid, rollout_valid,
 #: test, rollout_test
@@ -190,6 +195,10 @@ class Trainer(WellTrainer):
         self.best_epoch: int | None = None
         #: why the selection kept the starting model when something other than its criterion decided
         self.kept_start_reason: str | None = None
+        #: how many candidates the loss's guard refused (:meth:`TrainingLoss.guard_check`)
+        self.guard_rejections = 0
+        #: the ``train`` section of the checkpoint this run resumed from (read by the loss when it binds)
+        self.resumed_train: dict[str, Any] = {}
         self.progress = bool(progress)
         self.scheduler = None
         self._scheduler_state: dict | None = None
@@ -372,6 +381,7 @@ class Trainer(WellTrainer):
             "best_epoch": self.best_epoch,
             "kept_start": kept,
             "kept_start_reason": self.kept_start_reason if kept else None,
+            "guard_rejections": self.guard_rejections,
         }
 
     def train(self):
@@ -403,6 +413,14 @@ class Trainer(WellTrainer):
                 val_loss, val_logs = self.validation(self, "valid", last, epoch)
                 self.last_val_loss = val_loss
                 improved = self.best_val_loss is None or val_loss < self.best_val_loss
+                guard_reason = self.loss.guard_check(val_logs) if improved and self.best_epoch is not None else None
+                if guard_reason:  # the criterion prefers the candidate; the scorecard says it is worse than the start
+                    improved = False
+                    self.guard_rejections += 1
+                    if self.best_epoch == 0:
+                        self.kept_start_reason = f"guard: {guard_reason}"
+                    logger.info(f"epoch {epoch}: the guard refused the candidate ({guard_reason})")
+                logs |= {"guard_rejected": bool(guard_reason), "guard_reason": guard_reason}
                 if improved:
                     self.best_val_loss, self.best_epoch = val_loss, epoch
                     self.epochs_without_improvement = 0
@@ -478,6 +496,7 @@ class Trainer(WellTrainer):
                 "epochs_without_improvement": self.epochs_without_improvement,
                 "best_epoch": self.best_epoch,
                 "kept_start_reason": self.kept_start_reason,
+                "guard_rejections": self.guard_rejections,
                 "resume": self.resume_point,
                 **self.protocol_facts(),
                 **self.loss.checkpoint_info(),
@@ -509,6 +528,8 @@ class Trainer(WellTrainer):
         if self.optimizer is not None and optimizer_state is not None:
             self.optimizer.load_state_dict(optimizer_state)
         train = payload.get("train", {})
+        self.resumed_train = dict(train)
+        self.guard_rejections = int(train.get("guard_rejections", 0))
         self._scheduler_state = train.get("scheduler")
         self.global_step = int(train.get("global_step", 0))
         self.best_val_loss = payload.get("best_validation_loss")

@@ -6,10 +6,14 @@ Facts that reports and later commands need are fields of those lines, never log 
 * every line: ``epoch``, ``step`` (optimizer steps so far), ``seconds``;
 * every validation line: ``valid`` (the selection criterion), ``best_valid``, ``best_epoch`` (the epoch of
   ``best.pt``; 0 is the model as training started) and ``kept_start`` (``best.pt`` is still the starting model),
-  ``kept_start_reason`` (why the selection kept it, when something other than the criterion decided);
+  ``kept_start_reason`` (why the selection kept it, when something other than the criterion decided: ``guard: ...``),
+  ``guard_rejected`` / ``guard_reason`` (the loss's guard refused this epoch's candidate, and why),
+  ``guard_rejections`` (how many so far); a UPAO run's label-free scorecard ``valid_score_<name>`` and the starting
+  model's on the same batches ``valid_score_start_<name>`` (``well_upao.physics.scores``);
 * the NSLoRA switch's line: ``nslora_switch_epoch`` and ``||DeltaW||`` on both sides;
 * the first line a process writes: the loss's facts (``trainers.loop.TrainingLoss.run_facts``), e.g. the
-  discretisation an ``auto`` UPAO run chose, its floors and the PDE constants it used.
+  discretisation an ``auto`` UPAO run chose, its floors (``upao_floors``), the PDE constants it used and whether
+  its guard is on (``guard``).
 
 :func:`read_metrics` reads them back.
 """

@@ -12,14 +12,19 @@ VRMSE). VRMSE under both definitions is still computed on the validation split a
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
+import math
+import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from well_upao.data.source import WellSource
+from well_upao.distributed import is_main_process
 from well_upao.evaluate.metrics import vrmse_paper
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.evaluate.protocol import one_step_all
@@ -43,7 +48,10 @@ from well_upao.physics.objective import (
     band_values,
 )
 from well_upao.physics.pdes import pde_for_dataset
+from well_upao.physics.scores import GuardSettings, Scorecard, guard_decision, mean_card, scorecard
+from well_upao.physics.stencils import Grid, Stencils
 from well_upao.trainers.loop import Trainer, TrainingLoss
+from well_upao.trainers.sharding import is_sharded
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +59,24 @@ logger = logging.getLogger(__name__)
 UPAO_DEFAULTS: dict[str, Any] = dict(
     lambda_bc=1e4, normalization="norm", time_scheme=DEFAULT_SCHEME, derivative=DEFAULT_DERIVATIVE
 )
+
+
+#: the starting model's trainable weights, kept beside the checkpoints so a resumed run still measures departures
+START_WEIGHTS = "start_trainable.pt"
+
+
+@dataclass
+class PreparedBatch:
+    """A batch as the objective and the scorecard read it (physical units, 18 slots)."""
+
+    prediction: torch.Tensor  # (B, T, *space, 18): shifted predictions (one-frame models: (B, 1, ...))
+    inputs: torch.Tensor  # what the residual pairs the predictions with
+    history: torch.Tensor  # (B, T, *space, 18): the observed window
+    window: torch.Tensor | None  # the window s_k is computed on when it is not ``inputs``
+    next_band: torch.Tensor
+    dt: torch.Tensor
+    scalars: dict[str, torch.Tensor]
+    grid: Grid
 
 
 class UpaoLoss(TrainingLoss):
@@ -65,6 +91,12 @@ class UpaoLoss(TrainingLoss):
     ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
     validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
     ``imports``.
+
+    Every validation also logs the label-free scorecard (``well_upao.physics.scores``) as ``valid_score_floor``,
+    ``valid_score_residual_ratio``, ``valid_score_departure`` (from the starting model's predictions) and
+    ``valid_score_backtest``. ``guard`` (default on): the selection refuses a candidate the scorecard finds worse
+    than the start (:func:`well_upao.physics.scores.guard_decision`, thresholds ``guard_floor_tolerance``,
+    ``guard_departure_limit``, ``guard_backtest_tolerance``); it needs ``trainer.validate_start`` (the start's card).
     """
 
     def __init__(
@@ -78,6 +110,10 @@ class UpaoLoss(TrainingLoss):
         pde_constants: Mapping[str, float] | str | None = None,
         paper_protocol: bool = False,
         vrmse_trajectories: int = 2,
+        guard: bool = True,
+        guard_floor_tolerance: float = GuardSettings.floor_tolerance,
+        guard_departure_limit: float = GuardSettings.departure_limit,
+        guard_backtest_tolerance: float = GuardSettings.backtest_tolerance,
     ):
         self.pde_name = pde
         self.requested = dict(
@@ -91,6 +127,13 @@ class UpaoLoss(TrainingLoss):
         self.vrmse_trajectories = int(vrmse_trajectories)
         #: residual floors of the training frames per ``derivative/scheme`` (filled when a setting is ``auto``)
         self.floors: dict[str, float] = {}
+        self.guard = bool(guard)
+        self.guard_settings = GuardSettings(
+            float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)
+        )
+        #: the starting model (a frozen copy: the departure's reference) and its scorecard (the guard's reference)
+        self.start_model: torch.nn.Module | None = None
+        self.start_card: Scorecard | None = None
 
     def bind(self, trainer: Trainer) -> None:
         super().bind(trainer)
@@ -122,6 +165,12 @@ class UpaoLoss(TrainingLoss):
         self.scalar_names = list(trainer.dset_metadata.constant_scalar_names)
         self.history = trainer.datamodule.train_dataset.n_steps_input
         self.space = trainer_model_space(trainer)
+        resumed = getattr(trainer, "resumed_train", None) or {}
+        if resumed.get("guard_start"):
+            self.start_card = Scorecard(**resumed["guard_start"])
+        if self.guard and not trainer.validate_start:
+            logger.warning("trainer.guard needs trainer.validate_start=true (the start's scorecard): the guard is off")
+            self.guard = False
         s = self.settings
         logger.info(
             f"UPAO on {source.name}: PDE {pde.name} ({len(pde.equations)} sub-equations), "
@@ -170,13 +219,16 @@ class UpaoLoss(TrainingLoss):
         return fitted.values
 
     # ------------------------------------------------------------------ the objective on a batch
-    def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
-        """UPAO loss of a batch. Reads the history, the next frame's *band* only, and the sample's metadata.
+    def prepared(self, batch: Mapping[str, torch.Tensor], normalized: bool = True, model=None) -> PreparedBatch:
+        """The model's predictions on a batch and what the objective reads beside them, in physical units: the
+        history, the next frame's *band* only, and the sample's metadata. ``model``: another model to predict with
+        (the guard's starting model); the band is then not gathered.
 
         ``normalized``: whether the batch comes normalised (a training batch of a run with
         ``data.use_normalization=true``; validation batches are raw, as the Well serves them). The model is fed
         the units it trains in (``self.space``); the residual and the band loss are always in physical units."""
         trainer = self.trainer
+        model = trainer.model if model is None else model
         device = trainer.device
         dims = trainer.dset_metadata.n_spatial_dims
         given = batch["input_fields"].to(device)
@@ -188,23 +240,40 @@ class UpaoLoss(TrainingLoss):
         next_band = into_slots(self.space.to_physical(next_band) if normalized else next_band, self.channel_slots)
         history = into_slots(physical, self.channel_slots)
         if self.one_frame:  # the frame after the last input only: its residual against that input
-            predicted = one_frame_prediction(trainer.model, model_inputs, trainer.formatter_name)
+            predicted = one_frame_prediction(model, model_inputs, trainer.formatter_name)
             prediction = into_slots(self.space.to_physical(predicted), self.channel_slots)
             prediction, window, inputs = prediction[:, None], history, history[:, -1:]
         else:
-            predicted = trainer.model(into_slots(model_inputs, self.channel_slots), sequence=True)
+            predicted = model(into_slots(model_inputs, self.channel_slots), sequence=True)
             predicted = self.space.to_physical(predicted[..., self.channel_slots])
             prediction, window, inputs = into_slots(predicted, self.channel_slots), None, history
         scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
-        return self.objective(
-            prediction,
-            inputs,
-            next_band,
-            batch_dt(batch).to(device, torch.float32),
-            {name: value.to(device, torch.float32) for name, value in scalars.items()},
-            batch_grid(batch),
-            slots_mask(self.channel_slots, device),
+        return PreparedBatch(
+            prediction=prediction,
+            inputs=inputs,
+            history=history,
             window=window,
+            next_band=next_band,
+            dt=batch_dt(batch).to(device, torch.float32),
+            scalars={name: value.to(device, torch.float32) for name, value in scalars.items()},
+            grid=batch_grid(batch),
+        )
+
+    def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
+        """UPAO loss of a batch (:meth:`prepared`: reads the history, the next frame's *band* only, and the
+        sample's metadata)."""
+        return self.terms_of(self.prepared(batch, normalized))
+
+    def terms_of(self, p: PreparedBatch) -> UpaoTerms:
+        return self.objective(
+            p.prediction,
+            p.inputs,
+            p.next_band,
+            p.dt,
+            p.scalars,
+            p.grid,
+            slots_mask(self.channel_slots, self.trainer.device),
+            window=p.window,
         )
 
     def __call__(self, batch):
@@ -220,19 +289,93 @@ class UpaoLoss(TrainingLoss):
     # ------------------------------------------------------------------ validation
     @torch.no_grad()
     def upao_validation(self, dataloader, full: bool) -> dict[str, float]:
-        """Mean UPAO loss and its parts on the validation split (no labels beyond the band)."""
+        """Mean UPAO loss and its parts on the validation split (no labels beyond the band), the mean scorecard
+        (``score_<name>``, :meth:`batch_scores`) and the starting model's card on the same batches
+        (``score_start_<name>``, the guard's reference)."""
         self.trainer.model.eval()
+        reference = self.reference_model()
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
+        scores: dict[str, list[torch.Tensor]] = {}
+        start_scores: dict[str, list[torch.Tensor]] = {}
         count = 0
         for i, batch in enumerate(dataloader):
             if not full and i >= self.trainer.short_validation_length:
                 break
-            terms = self.upao_terms(batch, normalized=False)
+            prepared = self.prepared(batch, normalized=False)
+            terms = self.terms_of(prepared)
             totals["upao_loss"] += terms.total.item()
             totals["L_BC"] += terms.boundary.item()
             totals["L_PDE"] += terms.residual.item()
+            start = None if reference is None else self.prepared(batch, normalized=False, model=reference)
+            for name, value in self.batch_scores(prepared, start).items():
+                scores.setdefault(name, []).append(value.cpu())
+            if start is not None:
+                for name, value in self.batch_scores(start, None).items():
+                    start_scores.setdefault(name, []).append(value.cpu())
             count += 1
-        return {k: v / max(count, 1) for k, v in totals.items()}
+        card = mean_card(scores)
+        if self.trainer.global_step == 0 and self.start_card is None:
+            self.start_card = card
+        logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
+        if start_scores:
+            logs |= mean_card(start_scores).logs(prefix="score_start_")
+        return logs
+
+    def batch_scores(self, prepared: PreparedBatch, start: PreparedBatch | None) -> dict[str, torch.Tensor]:
+        """Per-sample scores of a validation batch (``well_upao.physics.scores.scorecard``): the prediction of the
+        next frame against the observed window; the backbone's shifted prediction of the last observed frame (the
+        backtest); ``start``: the starting model's predictions of the same batch (the departure's reference)."""
+        p = prepared
+        backtest = p.prediction[:, -2] if not self.one_frame and p.prediction.shape[1] >= 2 else None
+        objective = self.objective
+        params = objective.pde.resolve_parameters({k: v.double() for k, v in p.scalars.items()}, objective.constants)
+        return scorecard(
+            objective.pde,
+            p.history,
+            p.prediction[:, -1],
+            p.dt.double(),
+            params,
+            Stencils(p.grid, objective.derivative),
+            objective.scheme,
+            p.grid.dims,
+            reference=None if start is None else start.prediction[:, -1],
+            backtest=backtest,
+        )
+
+    def reference_model(self) -> torch.nn.Module | None:
+        """The starting model, frozen: copied at the first validation before any step (its trainable weights kept
+        in ``checkpoints/start_trainable.pt`` for a resumed run); ``None`` when it cannot be had (a run resumed
+        without that file, a sharded model)."""
+        trainer = self.trainer
+        if self.start_model is not None:
+            return self.start_model
+        if is_sharded(trainer.model):
+            return None
+        path = os.path.join(trainer.checkpoint_folder, START_WEIGHTS)
+        if trainer.global_step == 0:
+            self.start_model = copy.deepcopy(trainer.bare_model).eval().requires_grad_(False)
+            trainable = {n: p.detach().cpu() for n, p in trainer.bare_model.named_parameters() if p.requires_grad}
+            if is_main_process():
+                tmp = path + ".tmp"
+                torch.save(trainable, tmp)
+                os.replace(tmp, path)
+        elif os.path.isfile(path):
+            self.start_model = copy.deepcopy(trainer.bare_model).eval().requires_grad_(False)
+            self.start_model.load_state_dict(torch.load(path, map_location=trainer.device), strict=False)
+        return self.start_model
+
+    def guard_check(self, logs: Mapping[str, Any]) -> str | None:
+        """``trainer.guard``: why a candidate (its validation ``logs``) is worse than the start by the scorecard
+        (:func:`well_upao.physics.scores.guard_decision`; the start's card measured on the same batches, else the
+        one of the start's own validation), or ``None``."""
+        if not self.guard:
+            return None
+        start = Scorecard.from_logs(logs, prefix="valid_score_start_")
+        if math.isnan(start.residual_ratio):
+            start = self.start_card
+        if start is None:
+            return None
+        return guard_decision(start, Scorecard.from_logs(logs), self.guard_settings)
 
     @torch.no_grad()
     def paper_vrmse(self, full: bool) -> dict[str, float]:
@@ -266,9 +409,12 @@ class UpaoLoss(TrainingLoss):
         """The discretisation, PDE and constants this run uses, for the first ``metrics.jsonl`` line: ``pde``,
         ``pde_constants``, ``upao_<setting>`` (``auto`` replaced by its choice) and ``upao_floors``."""
         info = self.checkpoint_info()
-        return {"pde": info["pde"], "pde_constants": info["pde_constants"], "upao_floors": info["floors"]} | {
-            f"upao_{key}": value for key, value in info["upao"].items()
-        }
+        return {
+            "pde": info["pde"],
+            "pde_constants": info["pde_constants"],
+            "upao_floors": info["floors"],
+            "guard": self.guard,
+        } | {f"upao_{key}": value for key, value in info["upao"].items()}
 
     def checkpoint_info(self) -> dict[str, Any]:
         """The run's UPAO settings as resolved (``auto`` replaced by its choice), the PDE's constants it used
@@ -280,6 +426,8 @@ class UpaoLoss(TrainingLoss):
             "pde": self.objective.pde.name,
             "pde_constants": dict(self.objective.pde.constants) | dict(self.objective.constants),
             "floors": dict(self.floors),
+            "guard": self.guard,
+            "guard_start": None if self.start_card is None else vars(self.start_card),
         }
 
 

@@ -1,0 +1,475 @@
+"""Does the label-free scorecard rank runs as the truth does? (issue 29, reports/trust.md)
+
+Runs UPAO + NSLoRA on the shipped backbone through The Well's harness over a grid of exact datasets x time strides x
+prediction bases (``last`` / ``extrap2``) x budgets (optimizer steps per epoch) x seeds (``data.shuffle_seed``: the
+training order), each with ``trainer.validate_start`` and ``trainer.guard`` on, at least 3 validation trajectories
+(``trainer.vrmse_trajectories`` covers the whole validation split, so ``valid_paper_VRMSE`` at every validation is the
+true interior VRMSE of that candidate). Then reads every run's ``metrics.jsonl`` only:
+
+* rank correlations (Spearman and Kendall, with bootstrap 95% intervals over runs) between each label-free score
+  (``valid_score_residual_ratio``, ``valid_score_departure``, ``valid_score_backtest``) and the true VRMSE relative to
+  the run's start (``valid_paper_VRMSE / valid_paper_VRMSE at epoch 0``, so that strides and datasets share a scale):
+  across the candidates of all runs of one dataset, and within each run across its checkpoints (the mean of the
+  per-run coefficients, with a bootstrap interval over runs);
+* the selection: which epoch the criterion alone would keep (lowest ``valid``), which the guard kept
+  (``best_epoch``) and which an oracle with labels would keep (lowest ``valid_paper_VRMSE``); how often each matched
+  the oracle and what a mismatch cost (its VRMSE over the oracle's);
+* a scatter figure of each score against the relative VRMSE (``reports/trust_scatter.png``).
+
+Resumable: a finished run leaves ``done.json`` beside its run folder and is not run again; ``--max-runs`` caps how
+many new runs one call starts (the report then says exactly how many runs stand behind each number).
+
+    python benchmarks/trust_study.py --out /tmp/trust_study --report reports/trust.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from well_upao.trainers.records import read_metrics
+
+SCORES = ("residual_ratio", "residual_distance", "departure", "backtest")
+
+
+def score(line: dict, name: str) -> float:
+    """A validation line's score; ``residual_distance`` is ``|ln residual_ratio|``, the distance of the prediction's
+    residual from the floor on either side (derived here, not logged)."""
+    if name == "residual_distance":
+        ratio = line.get("valid_score_residual_ratio", math.nan)
+        return abs(math.log(ratio)) if ratio and ratio > 0 else math.nan
+    return line.get(f"valid_score_{name}", math.nan)
+
+
+def run_name(dataset: str, stride: int, base: str, steps: int, seed: int) -> str:
+    return f"{dataset}-s{stride}-{base}-b{steps}-seed{seed}"
+
+
+def command(args, dataset: str, stride: int, base: str, steps: int, seed: int, experiment: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "the_well.benchmark.train",
+        "model=na_nslora",
+        "trainer=upao",
+        f"data={dataset}",
+        f"model.base={base}",
+        "optimizer.lr=1e-3",
+        "trainer.nslora_schedule=from_start",
+        f"data.min_dt_stride={stride}",
+        f"data.max_dt_stride={stride}",
+        f"trainer.epochs={args.epochs}",
+        f"trainer.epoch_steps={steps}",
+        "trainer.warmup_steps=5",
+        "data.batch_size=4",
+        f"data.shuffle_seed={seed}",
+        "trainer.max_rollout_steps=2",
+        "data.max_rollout_steps=2",
+        "trainer.rollout_val_frequency=1000",
+        f"trainer.short_validation_length={args.validation_batches}",
+        "trainer.vrmse_trajectories=1000",
+        "trainer.patience=0",
+        "trainer.progress=false",
+        "auto_resume=false",
+        f"experiment_dir={experiment}",
+    ]
+
+
+def ensure_dataset(args, dataset: str) -> Path:
+    from well_upao.data.generate import GenerationRequest, generate_dataset
+
+    base = args.out / "datasets"
+    if not (base / dataset / "stats.yaml").is_file():
+        generate_dataset(
+            GenerationRequest(
+                pde=dataset,
+                out=base,
+                n_traj=args.n_traj,
+                resolution=args.resolution,
+                n_steps=args.n_steps,
+                seed=42,
+                valid_fraction=args.valid_fraction,
+            ),
+            progress=False,
+        )
+    return base
+
+
+def grid(args) -> list[tuple[str, int, str, int, int]]:
+    cells = list(itertools.product(args.datasets, args.strides, args.bases, args.budgets, args.seeds))
+    # one of every (dataset, stride, base) first, so that a capped study still covers the grid's axes
+    cells.sort(key=lambda c: (c[4], c[3] != args.budgets[0], c[1], c[0], c[2]))
+    return cells
+
+
+def run_all(args) -> None:
+    started = 0
+    for dataset, stride, base, steps, seed in grid(args):
+        name = run_name(dataset, stride, base, steps, seed)
+        folder = args.out / "runs" / name
+        if (folder / "done.json").is_file():
+            continue
+        if args.max_runs is not None and started >= args.max_runs:
+            break
+        if args.deadline and time.time() > args.deadline:
+            print("deadline reached: no new runs", flush=True)
+            break
+        started += 1
+        datasets = ensure_dataset(args, dataset)
+        experiment = folder / "experiment"
+        cmd = command(args, dataset, stride, base, steps, seed, experiment)
+        env = dict(os.environ, WELL_BASE_PATH=str(datasets), WANDB_MODE="disabled")
+        folder.mkdir(parents=True, exist_ok=True)
+        start = time.time()
+        with open(folder / "train.log", "w") as log:
+            code = subprocess.run(["nice", "-n", "10", *cmd], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  cwd=folder).returncode  # fmt: skip
+        seconds = time.time() - start
+        print(f"{name}: exit {code} in {seconds:.0f} s", flush=True)
+        if code == 0:
+            tmp = folder / "done.json.tmp"
+            tmp.write_text(json.dumps({"command": cmd[1:], "seconds": seconds}))
+            tmp.replace(folder / "done.json")
+
+
+# ---------------------------------------------------------------------------------------------- analysis
+def load_runs(args) -> list[dict]:
+    runs = []
+    for done in sorted((args.out / "runs").glob("*/done.json")):
+        folder = done.parent
+        run_folder = next((folder / "experiment").glob("*/*"), None)
+        if run_folder is None:
+            continue
+        lines = [line for line in read_metrics(run_folder) if "valid" in line and "valid_paper_VRMSE" in line]
+        if len(lines) < 2 or lines[0].get("epoch") != 0:
+            continue
+        dataset, stride, base, budget, seed = folder.name.split("-")
+        runs.append(
+            {
+                "name": folder.name,
+                "dataset": dataset,
+                "stride": int(stride[1:]),
+                "base": base,
+                "budget": int(budget[1:]),
+                "seed": int(seed[4:]),
+                "lines": lines,
+                "command": json.loads(done.read_text())["command"],
+                "seconds": json.loads(done.read_text())["seconds"],
+            }
+        )
+    return runs
+
+
+def load_external(folders: list[Path]) -> list[dict]:
+    """Run folders made outside the grid (``--include-runs``, e.g. the done-when runs of
+    ``tests/trainers/test_guard_burgers.py``), described from their ``extended_config.yaml``. A run made before the
+    departure was measured in step units (its first line logs no ``guard`` setting under the current rule) is kept
+    with its departure converted: ``departure (floor units) x floor``."""
+    from omegaconf import OmegaConf
+
+    runs = []
+    for folder in folders:
+        config = OmegaConf.load(folder / "extended_config.yaml")
+        lines = [line for line in read_metrics(folder) if "valid" in line and "valid_paper_VRMSE" in line]
+        if len(lines) < 2 or lines[0].get("epoch") != 0:
+            continue
+        if config.trainer.get("guard_departure_limit") == 1.0:  # the first rule: departure in floor units
+            for line in lines:
+                for key in ("valid_score_departure", "valid_score_start_departure"):
+                    if key in line and line[key] == line[key]:
+                        line[key] *= line["valid_score_floor"]
+        runs.append(
+            {
+                "name": str(folder),
+                "dataset": config.data.well_dataset_name,
+                "stride": int(config.data.min_dt_stride),
+                "base": config.model.base,
+                "budget": int(config.trainer.epoch_steps),
+                "seed": int(config.data.get("shuffle_seed") or 0),
+                "lines": lines,
+                "command": [],
+                "seconds": lines[-1].get("seconds", math.nan),
+                "external": True,
+                "guard_on": bool(config.trainer.get("guard", False)),
+            }
+        )
+    return runs
+
+
+def relative_vrmse(run: dict) -> list[float]:
+    start = run["lines"][0]["valid_paper_VRMSE"]
+    return [line["valid_paper_VRMSE"] / start for line in run["lines"]]
+
+
+def rank_pair(x, y):
+    from scipy.stats import kendalltau, spearmanr
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < 3 or np.ptp(x[keep]) == 0 or np.ptp(y[keep]) == 0:
+        return math.nan, math.nan
+    return float(spearmanr(x[keep], y[keep]).statistic), float(kendalltau(x[keep], y[keep]).statistic)
+
+
+def across_runs(runs: list[dict], name: str, rng, draws: int) -> dict:
+    """Candidates (every validation of every run) pooled; bootstrap over runs."""
+
+    def pairs(chosen):
+        xs, ys = [], []
+        for run in chosen:
+            for line, rel in zip(run["lines"], relative_vrmse(run), strict=True):
+                xs.append(score(line, name))
+                ys.append(rel)
+        return xs, ys
+
+    rho, tau = rank_pair(*pairs(runs))
+    boot = [rank_pair(*pairs([runs[i] for i in rng.integers(0, len(runs), len(runs))])) for _ in range(draws)]
+    return {"spearman": rho, "kendall": tau, **interval(boot), "runs": len(runs), "points": len(pairs(runs)[0])}
+
+
+def within_runs(runs: list[dict], name: str, rng, draws: int) -> dict:
+    """Per run across its checkpoints; the mean coefficient over runs, bootstrap over runs."""
+    per = [rank_pair([score(line, name) for line in r["lines"]], relative_vrmse(r)) for r in runs]
+    per = [p for p in per if np.isfinite(p[0])]
+    if not per:
+        return {"spearman": math.nan, "kendall": math.nan, "runs": 0}
+    values = np.array(per)
+    boot = [values[rng.integers(0, len(values), len(values))].mean(0) for _ in range(draws)]
+    return {"spearman": float(values[:, 0].mean()), "kendall": float(values[:, 1].mean()), **interval(boot),
+            "runs": len(values)}  # fmt: skip
+
+
+def interval(boot) -> dict:
+    values = np.array([b for b in boot if np.all(np.isfinite(b))])
+    if len(values) == 0:
+        return {}
+    low, high = np.percentile(values, [2.5, 97.5], axis=0)
+    return {"spearman_ci": (float(low[0]), float(high[0])), "kendall_ci": (float(low[1]), float(high[1]))}
+
+
+def simulate(run: dict, guard: bool) -> int:
+    """The index of the validation line the label-free selection keeps, replayed from the logged scores: the start,
+    then every candidate whose criterion is lower than the best so far, unless (``guard``) the guard refuses it
+    (``well_upao.physics.scores.guard_decision`` with the default thresholds, against the start's card measured on
+    the same batches). A guard-off run gets the guard it would have had; a guard-on run's replay is checked against
+    its ``best_epoch``."""
+    from well_upao.physics.scores import Scorecard, guard_decision
+
+    lines = run["lines"]
+    best, best_valid = 0, lines[0]["valid"]
+    for i, line in enumerate(lines[1:], start=1):
+        if line["valid"] >= best_valid:
+            continue
+        if guard:
+            start = Scorecard.from_logs(line, prefix="valid_score_start_")
+            if guard_decision(start, Scorecard.from_logs(line)) is not None:
+                continue
+        best, best_valid = i, line["valid"]
+    return best
+
+
+def selections(run: dict) -> dict:
+    lines = run["lines"]
+    vrmse = [line["valid_paper_VRMSE"] for line in lines]
+    oracle = int(np.argmin(vrmse))
+    criterion = simulate(run, guard=False)
+    guard = simulate(run, guard=True)
+    actual = next(i for i, line in enumerate(lines) if line["epoch"] == lines[-1]["best_epoch"])
+    guard_on = run.get("guard_on", True)
+    return {
+        "oracle": vrmse[oracle],
+        "criterion": vrmse[criterion],
+        "guard": vrmse[guard],
+        "start": vrmse[0],
+        "guard_fired": guard != criterion,
+        "guard_kept_start": guard == 0,
+        "match_guard": guard == oracle or vrmse[guard] == vrmse[oracle],
+        "match_criterion": criterion == oracle or vrmse[criterion] == vrmse[oracle],
+        "replay_ok": actual == (guard if guard_on else criterion),
+    }
+
+
+def scatter(runs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(SCORES), figsize=(5 * len(SCORES), 4))
+    datasets = sorted({r["dataset"] for r in runs})
+    colors = dict(zip(datasets, plt.cm.tab10.colors, strict=False))
+    for ax, name in zip(axes, SCORES, strict=True):
+        for run in runs:
+            xs = [score(line, name) for line in run["lines"]][1:]
+            ys = relative_vrmse(run)[1:]
+            ax.scatter(xs, ys, s=10, color=colors[run["dataset"]], alpha=0.7,
+                       marker="o" if run["base"] == "extrap2" else "^")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="k", lw=0.5)
+        ax.set_xlabel(name)
+        ax.set_ylabel("VRMSE / VRMSE of the start")
+    for name, color in colors.items():
+        axes[0].scatter([], [], color=color, label=name)
+    axes[0].legend(title="o extrap2, ^ last", fontsize=8)
+    fig.suptitle("Label-free scores vs the true VRMSE relative to the start (trained candidates of every run)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def fmt(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.2f}"
+
+
+def median(values: list[float]) -> str:
+    return fmt(float(np.median(values))) if values else "n/a"
+
+
+def worst(values: list[float]) -> str:
+    return fmt(max(values)) if values else "n/a"
+
+
+def correlation_rows(title: str, groups: dict[str, list[dict]], fn, rng, draws) -> list[str]:
+    lines = [
+        f"### {title}",
+        "",
+        "| dataset | score | runs | Spearman (95% CI) | Kendall (95% CI) |",
+        "|---|---|---|---|---|",
+    ]
+    for group, runs in groups.items():
+        for name in SCORES:
+            r = fn(runs, name, rng, draws)
+            ci_s = r.get("spearman_ci")
+            ci_k = r.get("kendall_ci")
+            lines.append(
+                f"| {group} | {name} | {r['runs']} | {fmt(r['spearman'])}"
+                + (f" ({fmt(ci_s[0])}, {fmt(ci_s[1])})" if ci_s else "")
+                + f" | {fmt(r['kendall'])}"
+                + (f" ({fmt(ci_k[0])}, {fmt(ci_k[1])})" if ci_k else "")
+                + " |"
+            )
+    return [*lines, ""]
+
+
+def write_report(args, runs: list[dict]) -> None:
+    rng = np.random.default_rng(0)
+    by_dataset = {d: [r for r in runs if r["dataset"] == d] for d in sorted({r["dataset"] for r in runs})}
+    groups = by_dataset | {"all": runs}
+    text = [
+        "# Does the label-free scorecard rank runs as the truth does?",
+        "",
+        f"Command: `python benchmarks/trust_study.py {' '.join(args.argv)}`",
+        "",
+        f"{len(runs)} finished UPAO + NSLoRA runs on the shipped backbone ({sum(not r.get('external') for r in runs)} "
+        f"of the grid: exact sets at {args.resolution}^2, {args.n_traj} trajectories, {args.valid_fraction:.0%} "
+        f"validation, {args.epochs} epochs of `budget` optimizer steps, {args.validation_batches} validation batches "
+        f"for the scores and the whole validation split for the VRMSE; {sum(bool(r.get('external')) for r in runs)} "
+        "from `--include-runs`, with their own settings (validations per run in the table)). Each run validates "
+        "before training and after every epoch. Truth: `valid_paper_VRMSE` of every validation, divided by the "
+        "run's start (epoch 0). Scores: `valid_score_*` of the same validations.",
+        "",
+        "| dataset | stride | base | budget | seed | start VRMSE | criterion's pick | guard's pick | oracle "
+        "| guard changed the pick | validations | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    table = []
+    for run in runs:
+        s = selections(run)
+        table.append(s | {"run": run})
+        text.append(
+            f"| {run['dataset']} | {run['stride']} | {run['base']} | {run['budget']} | {run['seed']} "
+            f"| {s['start']:.3g} "
+            f"| {s['criterion']:.3g} | {s['guard']:.3g} | {s['oracle']:.3g} "
+            f"| {'yes' if s['guard_fired'] else 'no'}{'' if run.get('guard_on', True) else ' (replayed)'} "
+            f"| {len(run['lines'])} | {run['seconds']:.0f} |"
+        )
+    text.append("")
+    text += correlation_rows(
+        "Across runs: every candidate of every run of a dataset", groups, across_runs, rng, args.draws
+    )
+    text += correlation_rows("Within runs: across one run's checkpoints (mean over runs)", groups, within_runs, rng,
+                             args.draws)  # fmt: skip
+    n = len(table)
+    if n:
+        match_guard = sum(t["match_guard"] for t in table)
+        match_crit = sum(t["match_criterion"] for t in table)
+        costs_guard = [t["guard"] / t["oracle"] for t in table if not t["match_guard"]]
+        costs_crit = [t["criterion"] / t["oracle"] for t in table if not t["match_criterion"]]
+        worse_guard = sum(t["guard"] > 1.2 * t["start"] for t in table)
+        worse_crit = sum(t["criterion"] > 1.2 * t["start"] for t in table)
+        text += [
+            "### The selection against an oracle with labels",
+            "",
+            "| selector | matched the oracle | median cost when not (VRMSE / oracle's) | worst cost "
+            "| picks > 1.2x the start |",
+            "|---|---|---|---|---|",
+            f"| criterion alone (UPAO loss) | {match_crit} of {n} | {median(costs_crit)} | {worst(costs_crit)} "
+            f"| {worse_crit} of {n} |",
+            f"| guard (trainer.guard) | {match_guard} of {n} | {median(costs_guard)} | {worst(costs_guard)} "
+            f"| {worse_guard} of {n} |",
+            "",
+            f"The guard changed the pick in {sum(t['guard_fired'] for t in table)} of {n} runs and kept the start in "
+            f"{sum(t['guard_kept_start'] for t in table)}. Picks are replayed from the logged scores "
+            "(`simulate`): for runs made with the guard off, the guard's pick is the one it would have made; the "
+            "replay "
+            f"reproduced the run's own `best_epoch` in {sum(t['replay_ok'] for t in table)} of {n} runs.",
+            "",
+        ]
+    scatter(runs, args.figure)
+    text += [f"![scatter]({os.path.relpath(args.figure, args.report.parent)})", ""]
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    reading = ""
+    if args.report.is_file() and "\n## Reading" in args.report.read_text():
+        reading = args.report.read_text()[args.report.read_text().index("\n## Reading") :]
+    tmp = args.report.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(text) + reading)
+    tmp.replace(args.report)
+    print(f"wrote {args.report} from {len(runs)} runs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("outputs/trust"))
+    parser.add_argument("--report", type=Path, default=Path("reports/trust.md"))
+    parser.add_argument("--figure", type=Path, default=Path("reports/trust_scatter.png"))
+    parser.add_argument("--datasets", nargs="+", default=["burgers2d", "wave2d", "advdiff2d"])
+    parser.add_argument("--strides", nargs="+", type=int, default=[1, 5, 10])
+    parser.add_argument("--bases", nargs="+", default=["last", "extrap2"])
+    parser.add_argument("--budgets", nargs="+", type=int, default=[5, 15], help="optimizer steps per epoch")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--validation-batches", type=int, default=2)
+    parser.add_argument("--resolution", type=int, default=32)
+    parser.add_argument("--n-traj", type=int, default=12)
+    parser.add_argument("--n-steps", type=int, default=101)
+    parser.add_argument("--valid-fraction", type=float, default=0.25)
+    parser.add_argument("--max-runs", type=int, default=None, help="start at most this many new runs")
+    parser.add_argument("--stop-after-minutes", type=float, default=None, help="start no new run after this")
+    parser.add_argument("--draws", type=int, default=1000, help="bootstrap draws")
+    parser.add_argument("--analyse-only", action="store_true")
+    parser.add_argument("--include-runs", nargs="*", type=Path, default=[], help="run folders made outside the grid")
+    args = parser.parse_args()
+    args.argv = sys.argv[1:]
+    args.out = args.out.resolve()
+    args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
+    if not args.analyse_only:
+        run_all(args)
+    runs = load_runs(args) + load_external(args.include_runs)
+    if not runs:
+        raise SystemExit("no finished run to analyse")
+    write_report(args, runs)
+
+
+if __name__ == "__main__":
+    main()

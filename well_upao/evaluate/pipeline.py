@@ -179,7 +179,7 @@ def run_selection(checkpoint: Path) -> dict:
     """What a run's label-free selection did, from its ``metrics.jsonl`` (``<run>/artifacts``, beside
     ``<run>/checkpoints/<file>``): ``best_epoch``, ``kept_start``, ``kept_start_reason``, ``guard_rejections`` and
     whether the guard was on (empty for a checkpoint outside a run folder)."""
-    from well_upao.trainers.records import first_value, last_value, read_metrics
+    from well_upao.harness.metrics_file import first_value, last_value, read_metrics
 
     lines = read_metrics(checkpoint.parent.parent)
     if not lines:

@@ -24,8 +24,10 @@ report ``reports/regimes.md``.
 ``--study auto`` compares UPAO + NSLoRA with the default residual discretisation against
 ``trainer.derivative=auto trainer.time_scheme=auto`` (the lowest residual floor of the training frames), two seeds
 each, on the four exact 2D sets and the three replicas. The Well's datasets (``gray_scott_reaction_diffusion``,
-``shear_flow``, ``rayleigh_benard``) are made with ``well-upao generate-replica`` (``--replica-n-traj`` per parameter
-set) and get the Well's leaderboard and the paper's numbers beside them.
+``shear_flow``, ``rayleigh_benard``, ``active_matter``) are the replicas of ``benchmarks/study_data.py`` (made by
+``well-upao generate-replica`` where ``--data-base`` lacks them) and get the Well's leaderboard and the paper's
+numbers beside them. ``--jobs 2 --threads 1`` trains two rows at a time, one core each (the transfer study in two
+phases: the diagonal first, then the rows that start from it).
 
 ``--study ablations`` runs the paper's ablations under our default normalisation (``norm``): UPAO + NSLoRA
 with lambda_BC = 1e2 ... 1e5, full finetuning of the shipped backbone, full training from random weights, and plain
@@ -50,10 +52,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on the path of a script run from it
+from jobs import run_all, run_logged, thread_env  # benchmarks/ is on the path of a script run from it
+from readings import exit_if_stale, write_keeping_reading
+from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
 from well_upao.evaluate.leaderboard import MODELS, PAPER_MAIN_TABLE, WELL_VALIDATION
 from well_upao.models.na_transformer import T_IN
@@ -236,6 +239,11 @@ PAPER_ROW = {
 }
 
 
+def data_base(args: argparse.Namespace) -> Path:
+    """The Well base path the study reads and makes its datasets in: ``--data-base``, else ``OUT/datasets``."""
+    return (args.data_base or args.out / "datasets").resolve()
+
+
 def minutes_per_run(args: argparse.Namespace, rows: list) -> float:
     """Each trained row's equal share of ``--budget-minutes``."""
     return args.budget_minutes / (len(args.datasets) * len(args.strides) * len(rows))
@@ -258,15 +266,14 @@ def run_tag(dataset: str, stride: int, name: str) -> str:
 
 
 def run(command: list[str], log: Path, env: dict) -> float:
-    """Run one harness command with its output in `log`; a `<log>.done` marker records that it finished."""
-    start = time.time()
-    with open(log, "w") as stream:
-        result = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
-    if result.returncode != 0:
+    """Run one harness command with its output in `log`; a `<log>.done` marker records that it finished, with its
+    wall clock and CPU time (JSON)."""
+    finished = run_logged(command, log, env)
+    if finished.returncode != 0:
         raise RuntimeError(f"failed ({log}): {' '.join(command)}")
-    elapsed = time.time() - start
-    log.with_suffix(".done").write_text(f"{elapsed:.1f} s\n")
-    return elapsed
+    record = {"wall_seconds": finished.wall_seconds, "cpu_seconds": finished.cpu_seconds}
+    log.with_suffix(".done").write_text(json.dumps(record) + "\n")
+    return finished.wall_seconds
 
 
 def run_folder(args: argparse.Namespace, dataset: str, stride: int, name: str) -> Path | None:
@@ -275,23 +282,26 @@ def run_folder(args: argparse.Namespace, dataset: str, stride: int, name: str) -
 
 
 def ensure_dataset(args: argparse.Namespace, dataset: str, base: Path, env: dict) -> None:
-    """Generate ``dataset`` under ``base`` unless it is there: a Well replica (``generate-replica``) or an exact set
-    at ``--resolution`` with enough frames for several windows at the largest stride."""
+    """Generate ``dataset`` under ``base`` unless it is there: a Well replica as ``benchmarks/study_data.py`` makes it,
+    or an exact set at ``--resolution`` with enough frames for several windows at the largest stride."""
+    if dataset in STUDY_REPLICAS:
+        ensure_replica(dataset, base)
+        return
     if (base / dataset).exists():
         return
     well_upao = str(Path(sys.executable).with_name("well-upao"))
-    if dataset in REPLICA_DATASETS:
-        command = [well_upao, "generate-replica", "--dataset", dataset, "--n-traj", str(args.replica_n_traj)]
-    else:
-        steps = max(51, (HISTORY + 1) * max(args.strides) + 11)
-        command = [well_upao, "generate-exact", "--pde", dataset, "--n-traj", str(args.n_traj)]
-        command += ["--resolution", str(args.resolution), "--n-steps", str(steps)]
+    steps = max(51, (HISTORY + 1) * max(args.strides) + 11)
+    command = [well_upao, "generate-exact", "--pde", dataset, "--n-traj", str(args.n_traj)]
+    command += ["--resolution", str(args.resolution), "--n-steps", str(steps)]
     subprocess.run([*command, "--out", str(base), "--quiet"], check=True, env=env)
 
 
-def train_row(args, name: str, overrides: list[str], dataset: str, stride: int, minutes: float, commands, env):
-    """Train one row through the harness (unless ``--evaluate-only``, or ``--resume`` and it finished); its run
-    folder, or None when there is none."""
+def train_row(
+    args, name: str, overrides: list[str], dataset: str, stride: int, minutes: float, commands, env, train=True
+):
+    """Train one row through the harness (unless ``--evaluate-only``, or ``--resume`` and it finished, or not
+    ``train``); its run folder, or None when there is none. Its command goes into ``commands`` either way (a first
+    pass with ``train=False`` fixes the order in which a report lists them when rows then train in parallel)."""
     out = args.out.resolve()
     experiments = out / "experiments"
     tag = run_tag(dataset, stride, name)
@@ -316,9 +326,10 @@ def train_row(args, name: str, overrides: list[str], dataset: str, stride: int, 
     commands[(dataset, stride, name)] = " ".join(command[1:])
     log = out / f"{tag}.log"
     finished = args.resume and log.with_suffix(".done").exists()
-    if not (args.evaluate_only or finished):
+    if train and not (args.evaluate_only or finished):
         shutil.rmtree(experiments / tag, ignore_errors=True)  # a half-trained earlier attempt
-        run(command, log, env)
+        print(f"training {tag} ({minutes:.2f} min)", flush=True)
+        run(command, log, thread_env(env, args.threads))
     return next((experiments / tag).glob("*/*"), None)
 
 
@@ -352,7 +363,7 @@ def run_transfer_study(args: argparse.Namespace) -> None:
     from well_upao.data.source import WellSource
 
     out = args.out.resolve()
-    base = out / "datasets"
+    base = data_base(args)
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
     well_upao = str(Path(sys.executable).with_name("well-upao"))
     stride, datasets = args.strides[0], args.datasets
@@ -362,28 +373,57 @@ def run_transfer_study(args: argparse.Namespace) -> None:
     for dataset in datasets:
         ensure_dataset(args, dataset, base, env)
     channels = {d: len(WellSource(base, d).channels) for d in datasets}
-    trained: dict[tuple, Path] = {}
+    # (label, overrides, dataset) of every row, in the report's order; the off-diagonal rows start from the
+    # diagonal's best.pt, so they train after all diagonals (two phases, each --jobs at a time)
+    diagonal, rest = [], []
     for model, experiment in TRANSFER_MODELS.items():
         for source in datasets:
-            folder = train_row(args, f"{model} supervised", [experiment], source, stride, minutes, commands, env)
-            trained[(model, source, source)] = folder
+            diagonal.append(((model, source, source), f"{model} supervised", [experiment], source))
         for target in datasets:
             for source in datasets:
-                if source == target or trained.get((model, source, source)) is None:
-                    continue
-                start = trained[(model, source, source)] / "checkpoints" / "best.pt"
-                overrides = [experiment, *TRANSFER_FINETUNE, f"trainer.init_from={start}"]
-                name = f"{model} UPAO from {source}"
-                trained[(model, source, target)] = train_row(
-                    args, name, overrides, target, stride, minutes, commands, env
-                )
+                if source != target:
+                    start = out / "experiments" / run_tag(source, stride, f"{model} supervised")
+                    overrides = [experiment, *TRANSFER_FINETUNE, f"trainer.init_from={{best:{start}}}"]
+                    rest.append(((model, source, target), f"{model} UPAO from {source}", overrides, target))
+    for target in datasets:
+        rest.append((("ours", target, target), "ours UPAO + NSLoRA", OURS_UPAO, target))
+        for name, overrides in foundation_rows(args.fm_weights):  # same minutes per row as the panels
+            rest.append(((name, target, target), name, overrides, target))
+
+    def resolved(overrides: list[str]) -> list[str]:
+        """``{best:<experiments>}`` -> the diagonal run's ``checkpoints/best.pt`` (known once it trained)."""
+        out_overrides = []
+        for item in overrides:
+            if "{best:" in item:
+                head, experiments = item.split("{best:")
+                folder = next(Path(experiments.rstrip("}")).glob("*/*"), None)
+                item = head + (str(folder / "checkpoints" / "best.pt") if folder else "<not trained>")
+            out_overrides.append(item)
+        return out_overrides
+
+    for _, name, overrides, dataset in diagonal + rest:  # fixes the order of the report's commands
+        train_row(args, name, resolved(overrides), dataset, stride, minutes, commands, env, train=False)
+    for phase in (diagonal, rest):
+        run_all(
+            [
+                lambda row=row: train_row(args, row[1], resolved(row[2]), row[3], stride, minutes, commands, env)
+                for row in phase
+            ],
+            args.jobs,
+        )
+        for _, name, overrides, dataset in phase:  # the commands of the off-diagonal rows now name best.pt
+            train_row(args, name, resolved(overrides), dataset, stride, minutes, commands, env, train=False)
+    trained: dict[tuple, Path] = {}
+    for key, name, overrides, dataset in diagonal + rest:
+        if key[0] in TRANSFER_MODELS:
+            trained[key] = train_row(args, name, resolved(overrides), dataset, stride, minutes, commands, env, False)
     results: dict[tuple, dict] = {}
     for target in datasets:
-        ours = train_row(args, "ours UPAO + NSLoRA", OURS_UPAO, target, stride, minutes, commands, env)
+        ours = train_row(args, "ours UPAO + NSLoRA", OURS_UPAO, target, stride, minutes, commands, env, False)
         rows = [(ZERO_SHOT, write_zero_shot_checkpoint(target, base, out / f"zero_shot-{target}.pt"))]
         rows += [("ours UPAO + NSLoRA", ours)] if ours is not None else []
-        for name, overrides in foundation_rows(args.fm_weights):  # same minutes per row as the panels
-            folder = train_row(args, name, overrides, target, stride, minutes, commands, env)
+        for name, overrides in foundation_rows(args.fm_weights):
+            folder = train_row(args, name, overrides, target, stride, minutes, commands, env, False)
             rows += [(name, folder)] if folder is not None else []
         zero_shot = []
         for (model, source, tgt), folder in trained.items():
@@ -405,6 +445,22 @@ def run_transfer_study(args: argparse.Namespace) -> None:
     exit_if_stale(args.report)
 
 
+def cpu_note(args, commands: dict[tuple, str]) -> str:
+    """How the rows shared the CPU and the CPU time they took (from their ``.done`` markers)."""
+    threads = f"{args.threads} thread{'s' * (args.threads != 1)}" if args.threads else "torch's default threads"
+    cpu = []
+    for dataset, stride, name in commands:
+        done = args.out.resolve() / f"{run_tag(dataset, stride, name)}.done"
+        try:
+            cpu.append(json.loads(done.read_text())["cpu_seconds"] / 60)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    note = f"{args.jobs} row{'s' * (args.jobs != 1)} at a time, {threads} each"
+    if cpu:
+        note += f"; measured CPU time {min(cpu):.2g}-{max(cpu):.2g} minutes a row, {sum(cpu) / 60:.2g} hours in all"
+    return note
+
+
 def write_transfer_report(args, results, commands, channels, minutes) -> None:
     """One panel per model: rows = source, columns = target; a cell is "zero-shot / UPAO" (mean paper VRMSE),
     the diagonal the supervised in-domain run; our backbone's row and the classical rows below."""
@@ -419,15 +475,17 @@ def write_transfer_report(args, results, commands, channels, minutes) -> None:
     lines = [
         "# Cross-target transfer panels at CPU scale",
         "",
-        f"Command: `python benchmarks/reproduce.py --study transfer --budget-minutes {args.budget_minutes:g} "
-        f"--datasets {' '.join(datasets)} --strides {stride} --resolution {args.resolution} --n-traj {args.n_traj}`",
+        "Command: `python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]) + "`",
+        "",
+        *[f"Data: {d}, {replica_note(d)}." for d in datasets if d in STUDY_REPLICAS],
         "",
         "Mean one-step VRMSE (the paper's definition) on each target's validation split. Off the diagonal a cell is",
         "*zero-shot / UPAO*: the source's supervised checkpoint evaluated on the target through the best subset of",
         "its channels (`evaluate --zero-shot-from`; --- where the source has fewer channels than the target), then",
         "finetuned on the target with UPAO from that checkpoint (`trainer.init_from`, missing channels zero, 5",
         f"epochs, lambda_BC = 1e4). The diagonal is the supervised in-domain run. Every run had {minutes:.3g} minutes",
-        f"on this CPU. Channels: {', '.join(f'{d} {c}' for d, c in channels.items())}.",
+        f"of wall clock on this CPU ({cpu_note(args, commands)}). Channels: "
+        f"{', '.join(f'{d} {c}' for d, c in channels.items())}.",
         "",
     ]
     for model in TRANSFER_MODELS:
@@ -469,8 +527,13 @@ def main() -> None:
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument(
-        "--replica-n-traj", type=int, default=5, help="trajectories per parameter set of the Well replicas (5)"
+        "--data-base",
+        type=Path,
+        help="the Well base path holding (or to make) the datasets (default: OUT/datasets); replicas missing there "
+        "are made as benchmarks/study_data.py defines them",
     )
+    parser.add_argument("--jobs", type=int, default=1, help="rows trained at once")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per row (default: torch's)")
     parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
     parser.add_argument(
         "--study",
@@ -516,18 +579,24 @@ def main() -> None:
     }[args.study]
     rows = [r for r in study_rows if not args.rows or r[0] in args.rows]
     out = args.out.resolve()
-    base = out / "datasets"
+    base = data_base(args)
     well_upao = str(Path(sys.executable).with_name("well-upao"))
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
     minutes = minutes_per_run(args, rows)
     commands: dict[tuple, str] = {}
     results: dict[tuple, dict] = {}
+    cells = [(dataset, stride, name, overrides) for dataset in args.datasets for stride in args.strides
+             for name, overrides in rows]  # fmt: skip
     for dataset in args.datasets:
         ensure_dataset(args, dataset, base, env)
+    for dataset, stride, name, overrides in cells:  # fixes the order of the report's commands
+        train_row(args, name, overrides, dataset, stride, minutes, commands, env, train=False)
+    run_all([lambda c=c: train_row(args, c[2], c[3], c[0], c[1], minutes, commands, env) for c in cells], args.jobs)
+    for dataset in args.datasets:
         for stride in args.strides:
             folders = []
             for name, overrides in rows:
-                folder = train_row(args, name, overrides, dataset, stride, minutes, commands, env)
+                folder = train_row(args, name, overrides, dataset, stride, minutes, commands, env, train=False)
                 if folder is not None:
                     folders.append((name, folder))
             if args.study == "main":

@@ -29,12 +29,14 @@ import itertools
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
+from jobs import run_logged, thread_env
+from study_data import STUDY_REPLICAS, ensure_replica
 
 from well_upao.trainers.records import read_metrics
 
@@ -85,10 +87,14 @@ def command(args, dataset: str, stride: int, base: str, steps: int, seed: int, e
 
 
 def ensure_dataset(args, dataset: str) -> Path:
+    """The Well base path holding ``dataset``, made if missing: a study replica (``benchmarks/study_data.py``) or
+    an exact set at ``--resolution`` with ``--n-traj`` trajectories of ``--n-steps`` frames."""
     from well_upao.data.generate import GenerationRequest, generate_dataset
 
     base = args.out / "datasets"
-    if not (base / dataset / "stats.yaml").is_file():
+    if dataset in STUDY_REPLICAS:
+        ensure_replica(dataset, base)
+    elif not (base / dataset / "stats.yaml").is_file():
         generate_dataset(
             GenerationRequest(
                 pde=dataset,
@@ -105,40 +111,46 @@ def ensure_dataset(args, dataset: str) -> Path:
 
 
 def grid(args) -> list[tuple[str, int, str, int, int]]:
+    """Every (dataset, stride, base, budget, seed) of the study: the exact sets at ``--strides``, the replicas at
+    ``--replica-strides``."""
     cells = list(itertools.product(args.datasets, args.strides, args.bases, args.budgets, args.seeds))
+    cells += itertools.product(args.replicas, args.replica_strides, args.bases, args.budgets, args.seeds)
     # one of every (dataset, stride, base) first, so that a capped study still covers the grid's axes
     cells.sort(key=lambda c: (c[4], c[3] != args.budgets[0], c[1], c[0], c[2]))
     return cells
 
 
+def run_one(args, cell: tuple[str, int, str, int, int]) -> None:
+    """Train one cell of the grid (not after ``--stop-after-minutes``); ``done.json`` records its command, wall
+    clock and CPU time when it finished."""
+    dataset, stride, base, steps, seed = cell
+    name = run_name(*cell)
+    folder = args.out / "runs" / name
+    if args.deadline and time.time() > args.deadline:
+        print(f"{name}: deadline reached, not started", flush=True)
+        return
+    datasets = ensure_dataset(args, dataset)
+    cmd = command(args, dataset, stride, base, steps, seed, folder / "experiment")
+    env = thread_env(dict(os.environ, WELL_BASE_PATH=str(datasets), WANDB_MODE="disabled"), args.threads)
+    folder.mkdir(parents=True, exist_ok=True)
+    finished = run_logged(["nice", "-n", "10", *cmd], folder / "train.log", env, cwd=folder)
+    print(f"{name}: exit {finished.returncode} in {finished.wall_seconds:.0f} s "
+          f"({finished.cpu_seconds:.0f} CPU s)", flush=True)  # fmt: skip
+    if finished.returncode == 0:
+        record = {"command": cmd[1:], "seconds": finished.wall_seconds, "cpu_seconds": finished.cpu_seconds}
+        tmp = folder / "done.json.tmp"
+        tmp.write_text(json.dumps(record))
+        tmp.replace(folder / "done.json")
+
+
 def run_all(args) -> None:
-    started = 0
-    for dataset, stride, base, steps, seed in grid(args):
-        name = run_name(dataset, stride, base, steps, seed)
-        folder = args.out / "runs" / name
-        if (folder / "done.json").is_file():
-            continue
-        if args.max_runs is not None and started >= args.max_runs:
-            break
-        if args.deadline and time.time() > args.deadline:
-            print("deadline reached: no new runs", flush=True)
-            break
-        started += 1
-        datasets = ensure_dataset(args, dataset)
-        experiment = folder / "experiment"
-        cmd = command(args, dataset, stride, base, steps, seed, experiment)
-        env = dict(os.environ, WELL_BASE_PATH=str(datasets), WANDB_MODE="disabled")
-        folder.mkdir(parents=True, exist_ok=True)
-        start = time.time()
-        with open(folder / "train.log", "w") as log:
-            code = subprocess.run(["nice", "-n", "10", *cmd], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  cwd=folder).returncode  # fmt: skip
-        seconds = time.time() - start
-        print(f"{name}: exit {code} in {seconds:.0f} s", flush=True)
-        if code == 0:
-            tmp = folder / "done.json.tmp"
-            tmp.write_text(json.dumps({"command": cmd[1:], "seconds": seconds}))
-            tmp.replace(folder / "done.json")
+    """Run every unfinished cell (at most ``--max-runs``), ``--jobs`` at a time; a datasets is made before the
+    runs start (two runs must not make it at once)."""
+    pending = [c for c in grid(args) if not (args.out / "runs" / run_name(*c) / "done.json").is_file()]
+    pending = pending[: args.max_runs] if args.max_runs is not None else pending
+    for dataset in dict.fromkeys(c[0] for c in pending):
+        ensure_dataset(args, dataset)
+    run_tasks([lambda cell=cell: run_one(args, cell) for cell in pending], args.jobs)
 
 
 # ---------------------------------------------------------------------------------------------- analysis
@@ -373,7 +385,9 @@ def write_report(args, runs: list[dict]) -> None:
         "",
         f"{len(runs)} finished UPAO + NSLoRA runs on the shipped backbone ({sum(not r.get('external') for r in runs)} "
         f"of the grid: exact sets at {args.resolution}^2, {args.n_traj} trajectories, {args.valid_fraction:.0%} "
-        f"validation, {args.epochs} epochs of `budget` optimizer steps, {args.validation_batches} validation batches "
+        f"validation, strides {', '.join(map(str, args.strides))}; the replicas as `benchmarks/study_data.py` makes "
+        f"them (41 frames, about 10% validation), strides {', '.join(map(str, args.replica_strides))}; "
+        f"{args.epochs} epochs of `budget` optimizer steps, {args.validation_batches} validation batches "
         f"for the scores and the whole validation split for the VRMSE; {sum(bool(r.get('external')) for r in runs)} "
         "from `--include-runs`, with their own settings (validations per run in the table)). Each run validates "
         "before training and after every epoch. Truth: `valid_paper_VRMSE` of every validation, divided by the "
@@ -445,6 +459,13 @@ def main() -> None:
     parser.add_argument("--figure", type=Path, default=Path("reports/trust_scatter.png"))
     parser.add_argument("--datasets", nargs="+", default=["burgers2d", "wave2d", "advdiff2d"])
     parser.add_argument("--strides", nargs="+", type=int, default=[1, 5, 10])
+    parser.add_argument(
+        "--replicas",
+        nargs="*",
+        default=["gray_scott_reaction_diffusion", "active_matter"],
+        choices=list(STUDY_REPLICAS),
+    )
+    parser.add_argument("--replica-strides", nargs="+", type=int, default=[1, 5], help="41 frames: 5 is the largest")
     parser.add_argument("--bases", nargs="+", default=["last", "extrap2"])
     parser.add_argument("--budgets", nargs="+", type=int, default=[5, 15], help="optimizer steps per epoch")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
@@ -454,6 +475,8 @@ def main() -> None:
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument("--n-steps", type=int, default=101)
     parser.add_argument("--valid-fraction", type=float, default=0.25)
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: torch's)")
     parser.add_argument("--max-runs", type=int, default=None, help="start at most this many new runs")
     parser.add_argument("--stop-after-minutes", type=float, default=None, help="start no new run after this")
     parser.add_argument("--draws", type=int, default=1000, help="bootstrap draws")

@@ -9,12 +9,14 @@ epoch counts, so a short budget runs the first epochs of each schedule, as a lon
 longest history), the learning curves (validation VRMSE, the Well's definition, from each run's ``metrics.jsonl``,
 against wall-clock seconds) as a figure, and the Well's published validation VRMSE in its own labelled column.
 
-    python benchmarks/well_protocols.py --base /tmp/replicas --datasets shear_flow --minutes 10 --resume
+    python benchmarks/well_protocols.py --base /tmp/replicas --make-data --datasets shear_flow --minutes 10 \
+        --jobs 2 --threads 1 --resume
 
 Resumable: with ``--resume`` a row whose log has a ``.done`` marker is not retrained; ``--evaluate-only`` only
-re-evaluates and rewrites the report (keeping its hand-written reading, which must cite the new tables). The data
-are not made here: point ``--base`` at a folder holding them (e.g.
-``well-upao generate-replica --dataset shear_flow ... --out BASE``) and say how they were made with ``--data-note``.
+re-evaluates and rewrites the report (keeping its hand-written reading, which must cite the new tables). With
+``--make-data`` a missing replica is made under ``--base`` as ``benchmarks/study_data.py`` defines it; other data
+are not made here (point ``--base`` at them and say how they were made with ``--data-note``). ``--jobs 2 --threads 1``
+trains two rows at a time, one core each, and every row's CPU time is measured and reported.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on the path of a script run from it
+from jobs import run_all, run_logged, thread_env  # benchmarks/ is on the path of a script run from it
+from readings import exit_if_stale, write_keeping_reading
+from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
 from well_upao.evaluate.leaderboard import MODELS, WELL_VALIDATION
 from well_upao.trainers.records import read_metrics
@@ -42,11 +45,9 @@ def row_tag(dataset: str, model: str, protocol: str) -> str:
     return f"{dataset}-{model}-{protocol}"
 
 
-def train_row(args, dataset: str, model: str, protocol: str, env: dict) -> tuple[Path | None, str]:
-    """Train one row unless it finished before (``--resume``) or ``--evaluate-only``; its run folder and command."""
-    out = args.out.resolve()
-    tag = row_tag(dataset, model, protocol)
-    experiments = out / "experiments" / tag
+def row_command(args, dataset: str, model: str, protocol: str) -> tuple[list[str], Path]:
+    """The harness command of one row and its experiment folder."""
+    experiments = args.out.resolve() / "experiments" / row_tag(dataset, model, protocol)
     command = [
         sys.executable,
         "-m",
@@ -66,18 +67,33 @@ def train_row(args, dataset: str, model: str, protocol: str, env: dict) -> tuple
     ]
     if args.batch_size:
         command.append(f"data.batch_size={args.batch_size}")
-    log = out / f"{tag}.log"
+    return command, experiments
+
+
+def train_row(args, dataset: str, model: str, protocol: str, env: dict) -> None:
+    """Train one row unless it finished before (``--resume``); its ``.done`` marker records the wall clock and the
+    CPU time the row took (JSON)."""
+    command, experiments = row_command(args, dataset, model, protocol)
+    log = args.out.resolve() / f"{row_tag(dataset, model, protocol)}.log"
     done = log.with_suffix(".done")
-    if not args.evaluate_only and not (args.resume and done.exists()):
-        shutil.rmtree(experiments, ignore_errors=True)  # a half-trained earlier attempt
-        out.mkdir(parents=True, exist_ok=True)
-        start = time.time()
-        with open(log, "w") as stream:
-            result = subprocess.run(command, env=env, stdout=stream, stderr=subprocess.STDOUT)
-        if result.returncode != 0:
-            raise RuntimeError(f"failed ({log}): {' '.join(command)}")
-        done.write_text(f"{time.time() - start:.1f} s\n")
-    return next(experiments.glob("*/*"), None), " ".join(command[1:])
+    if args.resume and done.exists():
+        return
+    shutil.rmtree(experiments, ignore_errors=True)  # a half-trained earlier attempt
+    print(f"training {log.stem} ({args.minutes:g} min)", flush=True)
+    finished = run_logged(command, log, thread_env(env, args.threads))
+    if finished.returncode != 0:
+        raise RuntimeError(f"failed ({log}): {' '.join(command)}")
+    done.write_text(json.dumps({"wall_seconds": finished.wall_seconds, "cpu_seconds": finished.cpu_seconds}))
+    print(f"{log.stem}: {finished.wall_seconds / 60:.1f} min, {finished.cpu_seconds / 60:.1f} CPU-min", flush=True)
+
+
+def row_costs(args, dataset: str, model: str, protocol: str) -> dict:
+    """The wall clock and CPU seconds a finished row recorded (empty for a row trained before they were)."""
+    done = args.out.resolve() / f"{row_tag(dataset, model, protocol)}.done"
+    try:
+        return json.loads(done.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def curve(run: Path, dataset: str) -> list[tuple[float, float]]:
@@ -140,10 +156,18 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["shear_flow"])
     parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=list(MODEL_NAMES))
     parser.add_argument("--minutes", type=float, default=10.0, help="wall-clock training budget of every row")
+    parser.add_argument("--jobs", type=int, default=1, help="rows trained at once")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per row (default: torch's)")
     parser.add_argument("--batch-size", type=int, default=None, help="override both protocols' batch sizes")
     parser.add_argument("--validation-batches", type=int, default=8, help="validation batches between epochs")
     parser.add_argument("--out", type=Path, default=Path("outputs/well_protocols"))
     parser.add_argument("--report", type=Path, default=Path("reports/well_protocols.md"))
+    parser.add_argument(
+        "--make-data",
+        action="store_true",
+        help="make a missing replica under --base with benchmarks/study_data.py's arguments (the data note then "
+        "says how)",
+    )
     parser.add_argument("--data-note", default="", help="how the data were made (goes into the report)")
     parser.add_argument("--resume", action="store_true", help="keep rows that finished")
     parser.add_argument("--evaluate-only", action="store_true")
@@ -152,13 +176,23 @@ def main() -> None:
     args = parser.parse_args()
     env = dict(os.environ, WELL_BASE_PATH=str(args.base.resolve()))
     env.pop("WANDB_MODE", None)
+    notes = [args.data_note] if args.data_note else []
+    for dataset in args.datasets:
+        if args.make_data and dataset in STUDY_REPLICAS:
+            ensure_replica(dataset, args.base.resolve(), quiet=False)
+            notes.append(f"{dataset}: {replica_note(dataset)}")
+    rows = [(d, m, p) for d in args.datasets for m in args.models for p in PROTOCOLS]
+    if not args.evaluate_only:
+        run_all([lambda row=row: train_row(args, *row, env) for row in rows], args.jobs)
+    threads = f"{args.threads} torch thread{'s' * (args.threads != 1)}" if args.threads else "torch's default threads"
     lines = [
         "# The Well's neural operators under the paper's and the Well's training protocols",
         "",
         "Generated by `python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]) + "`.",
         "",
-        f"Every row trained for the same wall-clock budget, {args.minutes:g} minutes (`trainer.max_minutes`), on a "
-        "machine of two cores shared with other jobs (so CPU time per row was less and unequal), one seed. "
+        f"Every row trained for the same wall-clock budget, {args.minutes:g} minutes (`trainer.max_minutes`), "
+        f"{args.jobs} row{'s' * (args.jobs != 1)} at a time with {threads} each on this machine's two cores; the "
+        "CPU minutes each row got are measured (its process's user + system time) and shown in the table. One seed. "
         "`paper` = `experiment=<model>` (history 8, no normalisation, AdamW with the paper's lr, per-step warm-up + "
         "cosine over 30 epochs, clipping 1.0, early stopping); `well` = `experiment=<model>_well` (history 4, z-score, "
         "AdamW lr 1e-2, per-epoch warm-up 5 + cosine over 200 epochs, no clipping): each runs the first epochs of its "
@@ -169,18 +203,20 @@ def main() -> None:
         "validation VRMSE is on its full-size data after 200 GPU epochs and sits in its own column, it does not "
         "measure the same thing.",
     ]
-    if args.data_note:
-        lines += ["", f"Data: {args.data_note}"]
+    if notes:
+        lines += ["", "Data: " + "; ".join(notes) + "."]
     for dataset in args.datasets:
-        runs, commands, curves = {}, {}, {}
+        runs, commands, curves, costs = {}, {}, {}, {}
         for model in args.models:
             for protocol in PROTOCOLS:
-                run, command = train_row(args, dataset, model, protocol, env)
+                command, experiments = row_command(args, dataset, model, protocol)
+                run = next(experiments.glob("*/*"), None)
                 label = f"{MODEL_NAMES[model]} {protocol}"
-                commands[label] = command
+                commands[label] = " ".join(command[1:])
                 if run is not None:
                     runs[label.replace(" ", "_")] = run
                     curves[label] = curve(run, dataset)
+                    costs[label] = row_costs(args, dataset, model, protocol)
         if not runs:
             continue
         result = evaluate(args, dataset, runs, env)
@@ -196,17 +232,17 @@ def main() -> None:
             f"Evaluated on {result['n_trajectories']} validation trajectories, history {result['history']}. "
             f"Learning curves: `{figure.relative_to(args.report.parent).as_posix()}`.",
             "",
-            "| row | protocol (recorded) | history | batch | epochs | steps | last lr | best validation VRMSE "
-            "(Well def., own windows) | evaluate VRMSE (Well def.) | evaluate VRMSE (paper def.) | 5-step rollout "
-            "(Well def.) | the Well's published validation VRMSE |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| row | protocol (recorded) | history | batch | CPU min | epochs | steps | last lr | best validation "
+            "VRMSE (Well def., own windows) | evaluate VRMSE (Well def.) | evaluate VRMSE (paper def.) | "
+            "5-step rollout (Well def.) | the Well's published validation VRMSE |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name in ("persistence", "extrap1", "extrap2", "solver"):
             if name in scores:
                 s = scores[name]
                 roll = f"{s['rollout_vrmse_well'][-1]:.4g}" if s["rollout_vrmse_well"] else ""
                 lines.append(
-                    f"| {name} | | | | | | | | {s['mean_vrmse_well']:.4g} | {s['mean_vrmse_paper']:.4g} | {roll} | |"
+                    f"| {name} | | | | | | | | | {s['mean_vrmse_well']:.4g} | {s['mean_vrmse_paper']:.4g} | {roll} | |"
                 )
         for label in curves:
             key = label.replace(" ", "_")
@@ -216,10 +252,12 @@ def main() -> None:
             model = label.rsplit(" ", 1)[0]
             shown = f"{published[model]:.4g}" if published.get(model) is not None else ""
             lr = f"{info['lr']:.3g}" if info["lr"] is not None else ""
+            cpu = costs[label].get("cpu_seconds")
+            cpu = f"{cpu / 60:.1f}" if cpu is not None else ""
             settings = info["settings"]
             lines.append(
                 f"| {label} | {info['protocol']} | {settings.get('n_steps_input', '')} | "
-                f"{settings.get('batch_size', '')} | {info['epochs']} | {info['steps']} | {lr} | {best:.4g} | "
+                f"{settings.get('batch_size', '')} | {cpu} | {info['epochs']} | {info['steps']} | {lr} | {best:.4g} | "
                 f"{s['mean_vrmse_well']:.4g} | {s['mean_vrmse_paper']:.4g} | {roll} | {shown} |"
             )
         lines += ["", "Commands (with `WELL_BASE_PATH` set to the data's base path):", ""]

@@ -31,3 +31,25 @@ def test_a_single_sample_gives_its_grid(small_datasets):
     sample = module.train_dataset[0]
     grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
     assert grid.periodic == (True,) and grid.spacing == pytest.approx((2 * torch.pi / 64,))
+
+
+def test_an_evaluation_split_smaller_than_a_batch_is_one_batch_of_all_its_windows(small_datasets):
+    module = WellUpaoDataModule(str(small_datasets), "burgers2d", batch_size=16, n_steps_input=2)
+    windows = len(module.val_dataset)
+    assert 0 < windows < 16  # the Well's loader (drop_last) would yield no batch here
+    batches = list(module.val_dataloader())
+    assert [len(b["input_fields"]) for b in batches] == [windows]
+    assert [len(b["input_fields"]) for b in module.test_dataloader()] == [len(module.test_dataset)]
+    assert len(module.train_dataset) >= 16 and len(next(iter(module.train_dataloader()))["input_fields"]) == 16
+
+
+def test_a_split_of_at_least_one_batch_keeps_the_well_loader(small_datasets):
+    module = WellUpaoDataModule(str(small_datasets), "burgers2d", batch_size=2, n_steps_input=2)
+    batches = list(module.val_dataloader())
+    assert len(batches) == len(module.val_dataset) // 2 and all(len(b["input_fields"]) == 2 for b in batches)
+
+
+def test_a_training_split_smaller_than_a_batch_is_refused(small_datasets):
+    module = WellUpaoDataModule(str(small_datasets), "burgers2d", batch_size=10_000, n_steps_input=2)
+    with pytest.raises(ValueError, match="fewer than one batch of 10000"):
+        module.train_dataloader()

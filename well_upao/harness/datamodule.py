@@ -154,7 +154,15 @@ class WellUpaoDataModule(WellDataModule):
         return {"data": dict(self.settings)}
 
     def train_dataloader(self) -> DataLoader:
-        """The training batches in the order of :class:`EpochSampler` (drop the last partial batch, as the Well)."""
+        """The training batches in the order of :class:`EpochSampler` (drop the last partial batch, as the Well).
+        A training split with fewer windows than one batch is refused: the Well's loader would yield no batch."""
+        windows = len(self.train_dataset) // self.world_size
+        if windows < self.batch_size:
+            raise ValueError(
+                f"{self.well_dataset_name}: the training split has {windows} windows per process, fewer than one "
+                f"batch of {self.batch_size} (the loader drops a partial batch): lower data.batch_size or add "
+                "training trajectories"
+            )
         sampler = EpochSampler(len(self.train_dataset), self.shuffle_seed, self.world_size, self.rank)
         return DataLoader(
             self.train_dataset,
@@ -163,6 +171,22 @@ class WellUpaoDataModule(WellDataModule):
             num_workers=self.data_workers,
             drop_last=True,
         )
+
+
+    def val_dataloader(self) -> DataLoader:
+        """The Well's validation loader; a split with fewer windows than one batch is served as one batch of all
+        its windows (the Well's loader drops the partial batch and would validate nothing)."""
+        return self._evaluation_loader(self.val_dataset, super().val_dataloader)
+
+    def test_dataloader(self) -> DataLoader:
+        """The Well's test loader, with the same rule as :meth:`val_dataloader`."""
+        return self._evaluation_loader(self.test_dataset, super().test_dataloader)
+
+    def _evaluation_loader(self, dataset, well_loader) -> DataLoader:
+        windows = len(dataset) // self.world_size
+        if windows >= self.batch_size or self.is_distributed or windows == 0:
+            return well_loader()
+        return DataLoader(dataset, batch_size=windows, shuffle=False, num_workers=self.data_workers)
 
 
 def normalization_name(normalization_type) -> str | None:

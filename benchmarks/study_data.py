@@ -1,0 +1,64 @@
+"""The CPU-study replicas of the Well's four datasets: one definition shared by every study that trains on them.
+
+``benchmarks/well_protocols.py`` (reports/well_protocols.md), ``benchmarks/reproduce.py`` (the Well columns of
+reports/reproduction.md and the panels of reports/transfer.md) and ``benchmarks/trust_study.py`` (reports/trust.md)
+read the same replicas, made by ``well-upao generate-replica`` with the arguments below: small enough to simulate in
+minutes on two cores, large enough that the Well's protocol finds a whole batch of its size in every training split
+(256 windows of history 4 for Gray-Scott, 64 for Rayleigh-Benard and active matter, 32 for shear flow; the loaders
+drop a partial batch). 41 frames each, two or three parameter sets, 80/10/10 split of the trajectories.
+
+    python benchmarks/study_data.py --out /work/runs/replicas          # all four (about 10 CPU-minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+#: generate-replica arguments of each study replica (besides --dataset and --out)
+STUDY_REPLICAS: dict[str, list[str]] = {
+    # 64^2, sets maze and spots, 10 trajectories per set: 16 training trajectories x 37 windows = 592 >= 256
+    "gray_scott_reaction_diffusion": "--resolution 64 64 --n-steps 41 --sets 2 5 --n-traj 10".split(),
+    # 64x128, Re 1e4 / Sc 0.1 and Re 5e4 / Sc 1: 6 training trajectories x 37 windows = 222 >= 32
+    "shear_flow": "--resolution 64 128 --n-steps 41 --sets 0 4 --n-traj 5".split(),
+    # 128x32, Ra 1e6 with Pr 1 and 10: 222 windows >= 64
+    "rayleigh_benard": "--resolution 128 32 --n-steps 41 --sets 0 1 --n-traj 5".split(),
+    # the CPU default grid (64^2 x 64 orientations), its 3 parameter sets: 9 training trajectories, 333 windows >= 64
+    "active_matter": "--n-steps 41 --n-traj 5".split(),
+}
+
+
+def replica_command(dataset: str, base: Path) -> list[str]:
+    """The ``well-upao generate-replica`` command that makes ``dataset``'s study replica under ``base``."""
+    if dataset not in STUDY_REPLICAS:
+        raise ValueError(f"{dataset!r} has no study replica; known: {', '.join(STUDY_REPLICAS)}")
+    well_upao = str(Path(sys.executable).with_name("well-upao"))
+    return [well_upao, "generate-replica", "--dataset", dataset, *STUDY_REPLICAS[dataset], "--out", str(base)]
+
+
+def replica_note(dataset: str) -> str:
+    """How a study replica was made, for a report."""
+    return f"`well-upao generate-replica --dataset {dataset} {' '.join(STUDY_REPLICAS[dataset])}`"
+
+
+def ensure_replica(dataset: str, base: Path, quiet: bool = True) -> None:
+    """Make ``dataset``'s study replica under ``base`` unless its ``stats.yaml`` is there (generation writes it
+    last, after the splits: a dataset with it is complete)."""
+    if (base / dataset / "stats.yaml").is_file():
+        return
+    subprocess.run([*replica_command(dataset, base), *(["--quiet"] if quiet else [])], check=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="the Well base path to write the replicas under")
+    parser.add_argument("--datasets", nargs="+", default=list(STUDY_REPLICAS), choices=list(STUDY_REPLICAS))
+    args = parser.parse_args()
+    for dataset in args.datasets:
+        ensure_replica(dataset, args.out.resolve(), quiet=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -302,13 +302,19 @@ def _validate_parser(sub: argparse._SubParsersAction) -> None:
         "validate",
         help="check a dataset directory or HDF5 file against The Well's format and our contracts",
         description="Check OUT/<name> (splits, files, stats.yaml) or a single .hdf5 file, and its values with the "
-        "checks of The Well's scripts/check_thewell_data.py (NaN and constant frames are problems; frames close to "
-        "the previous one and outlier frames are printed as notes). Exit 1 on problems.",
+        "checks of The Well's scripts/check_thewell_data.py (NaN and constant frames are problems; near-constant "
+        "frames, uniform to 1e-5, frames close to the previous one and outlier frames are printed as notes). Exit 1 "
+        "on problems.",
     )
     parser.add_argument("path", type=Path)
     parser.add_argument("--check-exact", action="store_true", help="re-evaluate the closed form and compare")
     parser.add_argument(
         "--no-values", action="store_true", help="skip the value checks (NaN/inf, constant frames, notes)"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="near-constant frames (every value within numpy's allclose of the frame's first) are problems too",
     )
     parser.add_argument(
         "--digest",
@@ -325,7 +331,9 @@ def _run_validate(args: argparse.Namespace) -> int:
     if not args.path.exists():
         raise CommandError(f"{args.path}: no such file or directory")
     notes: list[str] = []
-    problems = validate_dataset(args.path, check_exact=args.check_exact, check_values=not args.no_values, notes=notes)
+    problems = validate_dataset(
+        args.path, check_exact=args.check_exact, check_values=not args.no_values, notes=notes, strict=args.strict
+    )
     for problem in problems:
         print(f"problem: {problem}")
     for note in notes:

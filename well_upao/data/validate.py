@@ -36,11 +36,16 @@ def _is_bytes(value) -> bool:
 
 
 def validate_file(
-    path: str | Path, check_exact: bool = False, check_values: bool = True, notes: list[str] | None = None
+    path: str | Path,
+    check_exact: bool = False,
+    check_values: bool = True,
+    notes: list[str] | None = None,
+    strict: bool = False,
 ) -> list[str]:
     """Problems found in one HDF5 file (empty list when valid). With ``check_values`` the values are scanned for
     NaN / inf and the Well's data checks run (:mod:`well_upao.data.data_checks`): constant frames are problems, and
-    frames close to the previous one or outlying are appended to ``notes`` (when given)."""
+    near-constant frames (problems too with ``strict``), frames close to the previous one or outlying are appended
+    to ``notes`` (when given)."""
     problems: list[str] = []
     path = Path(path)
 
@@ -169,9 +174,9 @@ def validate_file(
             problems += _check_exact(f, path)
     if check_values and not problems:
         report = check_file(path)
-        problems += report.problems
+        problems += report.problems_found(strict)
         if notes is not None:
-            notes += report.notes
+            notes += report.notes_found(strict)
     return problems
 
 
@@ -212,13 +217,17 @@ def _check_exact(f: h5py.File, path: Path) -> list[str]:
 
 
 def validate_dataset(
-    path: str | Path, check_exact: bool = False, check_values: bool = True, notes: list[str] | None = None
+    path: str | Path,
+    check_exact: bool = False,
+    check_values: bool = True,
+    notes: list[str] | None = None,
+    strict: bool = False,
 ) -> list[str]:
     """Problems in a dataset directory ``path`` (containing ``data/{train,valid,test}`` and ``stats.yaml``),
     or in a single file when ``path`` is a file; the data checks' notes go to ``notes`` (see :func:`validate_file`)."""
     path = Path(path)
     if path.is_file():
-        return validate_file(path, check_exact, check_values, notes)
+        return validate_file(path, check_exact, check_values, notes, strict)
     if not path.is_dir():
         return [f"{path}: no such file or directory"]
     problems: list[str] = []
@@ -231,7 +240,7 @@ def validate_dataset(
             problems.append(f"{split_dir}: split is missing or has no HDF5 files")
             continue
         for file in files:
-            problems += validate_file(file, check_exact, check_values, notes)
+            problems += validate_file(file, check_exact, check_values, notes, strict)
             try:
                 with h5py.File(file, "r") as f:
                     spatial = [str(d) for d in f["dimensions"].attrs["spatial_dims"]]

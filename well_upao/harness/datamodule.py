@@ -172,7 +172,6 @@ class WellUpaoDataModule(WellDataModule):
             drop_last=True,
         )
 
-
     def val_dataloader(self) -> DataLoader:
         """The Well's validation loader; a split with fewer windows than one batch is served as one batch of all
         its windows (the Well's loader drops the partial batch and would validate nothing)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 import torch
@@ -138,7 +140,7 @@ def test_the_verdict_states_the_label_free_score_and_the_guard_from_metrics_json
     scores = [row(UPAO_ROW, 4e-4), row("extrap2", 4e-4)]
     line = verdict(scores, write([start, refused]))
     assert line.endswith(
-        "Without labels: label-free: residual 0.94x the floor, backtest 0.00038 of a step (epoch 0); the guard "
+        "Without labels: residual 0.94x the floor, backtest 0.00038 of a step (epoch 0); the guard "
         "fired (1 candidate refused; it kept the start)."
     ), line
     accepted = dict(refused, best_epoch=1, guard_rejections=0, guard_rejected=False, kept_start=False,
@@ -149,3 +151,26 @@ def test_the_verdict_states_the_label_free_score_and_the_guard_from_metrics_json
     assert progress_text(write([start, refused]), 6) == (
         "epoch 1/6 criterion 2 residual/floor 0.5 backtest 0.02 guard refused 1"
     )
+
+
+def test_the_training_bar_redraws_only_when_the_run_logs_something_new(tmp_path, capsys):
+    """follow_run polls every 2 s; it redraws the bar when the run's metrics.jsonl has news, not at every poll (a log
+    captured to a file grows by a line per redraw). The child logs two validations, then stays silent ~7 s."""
+    from well_upao.quickstart import follow_run
+
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import json, pathlib, time\n"
+        "path = pathlib.Path('experiment/run/artifacts/metrics.jsonl')\n"
+        "path.parent.mkdir(parents=True)\n"
+        "for epoch in (0, 1):\n"
+        "    with open(path, 'a') as f:\n"
+        "        f.write(json.dumps({'epoch': epoch, 'valid': 1.0 / (epoch + 1)}) + '\\n')\n"
+        "    time.sleep(2.5)\n"
+        "time.sleep(7)\n"
+    )
+    command = [sys.executable, str(child)]
+    code = follow_run(command, dict(os.environ), tmp_path, tmp_path / "log", "experiment/*", 2, "t")
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err.count("criterion 1]") == 1 and err.count("criterion 0.5]") == 1, err

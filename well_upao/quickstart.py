@@ -90,7 +90,7 @@ def label_free_summary(lines: list[dict[str, Any]]) -> str:
     last = [line for line in lines if "valid" in line][-1]
     ratio, backtest = chosen.get("valid_score_residual_ratio"), chosen.get("valid_score_backtest")
     scores = (
-        f"label-free: residual {ratio:.3g}x the floor, backtest {backtest:.3g} of a step (epoch {chosen['epoch']})"
+        f"residual {ratio:.3g}x the floor, backtest {backtest:.3g} of a step (epoch {chosen['epoch']})"
         if ratio is not None and backtest is not None
         else "label-free scores not logged"
     )
@@ -126,6 +126,7 @@ def follow_run(command: list[str], env: dict, cwd: Path, log: Path, pattern: str
     from well_upao.trainers.records import read_metrics
 
     bar = tqdm(total=epochs, desc=label, unit="epoch", leave=False, position=1)
+    shown = None
     with open(log, "w") as stream:
         process = subprocess.Popen(command, env=env, stdout=stream, stderr=subprocess.STDOUT, cwd=cwd)
         while True:
@@ -137,9 +138,11 @@ def follow_run(command: list[str], env: dict, cwd: Path, log: Path, pattern: str
             if runs:
                 lines = read_metrics(runs[-1])
                 epoch = max((int(line.get("epoch", 0)) for line in lines if "valid" in line), default=0)
-                bar.n = min(epoch, epochs)
-                bar.set_postfix_str(progress_text(lines, epochs))
-                bar.refresh()
+                state = (min(epoch, epochs), progress_text(lines, epochs))
+                if state != shown:  # redraw on news only: a log captured to a file grows by a line per redraw
+                    bar.n, shown = state[0], state
+                    bar.set_postfix_str(state[1], refresh=False)
+                    bar.refresh()
             if code is not None:
                 bar.close()
                 return code

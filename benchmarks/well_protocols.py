@@ -150,6 +150,28 @@ def plot_curves(curves: dict[str, list[tuple[float, float]]], persistence: float
     plt.close(figure)
 
 
+def summary_table(datasets: list[str], cells: dict[tuple[str, str], str]) -> list[str]:
+    """Every row of every dataset in one table: evaluate VRMSE (the Well's definition, the frames after the 8th),
+    the classical rows first and the Well's published validation VRMSE last (full-size data, 200 GPU epochs)."""
+    if not cells:
+        return []
+    names = list(dict.fromkeys(name for name, _ in cells))
+    published = [n for n in names if n.endswith("published validation")]
+    names = [n for n in names if n not in published] + published
+    header = "| row | " + " | ".join(datasets) + " |"
+    return [
+        "",
+        "## All datasets",
+        "",
+        "Evaluate VRMSE (the Well's definition) of every row on its dataset's validation frames after the 8th; the "
+        "Well's published validation VRMSE (full-size data, 200 GPU epochs) in its own rows at the bottom.",
+        "",
+        header,
+        "|---|" + "---|" * len(datasets),
+        *[f"| {name} | " + " | ".join(cells.get((name, d), "") for d in datasets) + " |" for name in names],
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", type=Path, required=True, help="the Well base path holding the datasets")
@@ -205,7 +227,10 @@ def main() -> None:
     ]
     if notes:
         lines += ["", "Data: " + "; ".join(notes) + "."]
+    sections: list[str] = []
+    summary_cells: dict[tuple[str, str], str] = {}  # (row, dataset) -> evaluate VRMSE (Well def.)
     for dataset in args.datasets:
+        lines, all_lines = sections, lines  # each dataset's section goes after the summary table
         runs, commands, curves, costs = {}, {}, {}, {}
         for model in args.models:
             for protocol in PROTOCOLS:
@@ -262,6 +287,14 @@ def main() -> None:
             )
         lines += ["", "Commands (with `WELL_BASE_PATH` set to the data's base path):", ""]
         lines += [f"- {label}: `python {command}`" for label, command in commands.items()]
+        for name in ("persistence", "extrap2", *[label.replace(" ", "_") for label in curves]):
+            if name in scores:
+                summary_cells[(name.replace("_", " "), dataset)] = f"{scores[name]['mean_vrmse_well']:.3g}"
+        for model in (MODEL_NAMES[m] for m in args.models):
+            if published.get(model) is not None:
+                summary_cells[(f"{model}, the Well's published validation", dataset)] = f"{published[model]:.3g}"
+        lines = all_lines
+    lines += summary_table(args.datasets, summary_cells) + sections
     args.report.parent.mkdir(parents=True, exist_ok=True)
     write_keeping_reading(args.report, lines)  # keeps a hand-written "## Reading", checked against it
     print(f"wrote {args.report}")

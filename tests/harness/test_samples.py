@@ -53,3 +53,14 @@ def test_a_training_split_smaller_than_a_batch_is_refused(small_datasets):
     module = WellUpaoDataModule(str(small_datasets), "burgers2d", batch_size=10_000, n_steps_input=2)
     with pytest.raises(ValueError, match="fewer than one batch of 10000"):
         module.train_dataloader()
+
+
+def test_a_stride_the_wells_rollout_datasets_cannot_hold_is_refused_with_the_numbers(small_datasets):
+    """12 frames, history 2: stride 3 fits (the Well's full-trajectory mode needs 2 * 3 + 3 = 9 frames), stride 5
+    needs 15 (its own assertion only says "not supported")."""
+    strides = {"min_dt_stride": 3, "max_dt_stride": 3}
+    WellUpaoDataModule(str(small_datasets), "burgers2d", batch_size=2, n_steps_input=2, **strides)
+    with pytest.raises(ValueError, match=r"12 frames are too short for history 2 at stride 5: .* at least 15 frames"):
+        WellUpaoDataModule(
+            str(small_datasets), "burgers2d", batch_size=2, n_steps_input=2, min_dt_stride=5, max_dt_stride=5
+        )

@@ -120,6 +120,7 @@ class WellUpaoDataModule(WellDataModule):
         self.source = WellSource(well_base_path, well_dataset_name, "train", fields or None)
         for split in SPLITS:
             _ = self.source.with_split(split).files  # a clear error when a split is missing
+        check_frames_for_rollouts(self.source.layout.n_steps, kwargs.get("n_steps_input", 1), kwargs)
         self.fields = self.source.kept_fields
         kwargs["train_dataset"] = functools.partial(WellUpaoDataset, fields=self.fields)
         super().__init__(
@@ -186,6 +187,21 @@ class WellUpaoDataModule(WellDataModule):
         if windows >= self.batch_size or self.is_distributed or windows == 0:
             return well_loader()
         return DataLoader(dataset, batch_size=windows, shuffle=False, num_workers=self.data_workers)
+
+
+def check_frames_for_rollouts(n_frames: int, n_steps_input: int, kwargs: dict) -> None:
+    """Refuse, with the numbers, a history and stride that the Well's rollout datasets cannot hold: its full-trajectory
+    mode (built for every split at start-up) needs ``n_frames - max(n_steps_input, start) * stride >= stride``, one
+    stride more than a single window uses (its own assertion says only "not supported")."""
+    stride = int(kwargs.get("min_dt_stride", 1))
+    start = int(kwargs.get("start_output_steps_at_t", -1))
+    needed = max(n_steps_input * stride, start) + stride
+    if n_frames < needed:
+        raise ValueError(
+            f"trajectories of {n_frames} frames are too short for history {n_steps_input} at stride {stride}: the "
+            f"Well's rollout datasets need at least {needed} frames; lower data.min_dt_stride / data.max_dt_stride "
+            "or data.n_steps_input, or store more frames"
+        )
 
 
 def normalization_name(normalization_type) -> str | None:

@@ -374,6 +374,19 @@ def correlation_rows(title: str, groups: dict[str, list[dict]], fn, rng, draws) 
     return [*lines, ""]
 
 
+def breakdown(table: list[dict]) -> list[str]:
+    """One row per (dataset, stride): how often each selector matched the oracle and its worst cost."""
+    rows = []
+    for key in sorted({(t["run"]["dataset"], t["run"]["stride"]) for t in table}):
+        group = [t for t in table if (t["run"]["dataset"], t["run"]["stride"]) == key]
+        rows.append(
+            f"| {key[0]} | {key[1]} | {len(group)} | {sum(t['match_criterion'] for t in group)} "
+            f"| {fmt(max(t['criterion'] / t['oracle'] for t in group))} | {sum(t['match_guard'] for t in group)} "
+            f"| {fmt(max(t['guard'] / t['oracle'] for t in group))} | {sum(t['guard_kept_start'] for t in group)} |"
+        )
+    return rows
+
+
 def write_report(args, runs: list[dict]) -> None:
     rng = np.random.default_rng(0)
     by_dataset = {d: [r for r in runs if r["dataset"] == d] for d in sorted({r["dataset"] for r in runs})}
@@ -432,6 +445,14 @@ def write_report(args, runs: list[dict]) -> None:
             f"| {worse_crit} of {n} |",
             f"| guard (trainer.guard) | {match_guard} of {n} | {median(costs_guard)} | {worst(costs_guard)} "
             f"| {worse_guard} of {n} |",
+            "",
+            "Per dataset and stride (matched = the pick's VRMSE equals the oracle's; cost = VRMSE / the oracle's, "
+            "worst over the runs):",
+            "",
+            "| dataset | stride | runs | criterion matched | criterion worst cost | guard matched | guard worst cost "
+            "| guard kept the start |",
+            "|---|---|---|---|---|---|---|---|",
+            *breakdown(table),
             "",
             f"The guard changed the pick in {sum(t['guard_fired'] for t in table)} of {n} runs and kept the start in "
             f"{sum(t['guard_kept_start'] for t in table)}. Picks are replayed from the logged scores "

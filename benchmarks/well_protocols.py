@@ -285,6 +285,16 @@ def main() -> None:
                 f"{settings.get('batch_size', '')} | {cpu} | {info['epochs']} | {info['steps']} | {lr} | {best:.4g} | "
                 f"{s['mean_vrmse_well']:.4g} | {s['mean_vrmse_paper']:.4g} | {roll} | {shown} |"
             )
+        passed = []
+        for label, points in curves.items():
+            below = [t for t, v in points if v < persistence]
+            if below:
+                passed.append(f"{label} after {below[0] / 60:.1f} min")
+        lines += [
+            "",
+            f"Rows whose validation VRMSE (the Well's definition, their own windows) fell below persistence's evaluate "
+            f"VRMSE ({persistence:.4g}) within the budget: {', '.join(passed) if passed else 'none'}.",
+        ]
         lines += ["", "Commands (with `WELL_BASE_PATH` set to the data's base path):", ""]
         lines += [f"- {label}: `python {command}`" for label, command in commands.items()]
         for name in ("persistence", "extrap2", *[label.replace(" ", "_") for label in curves]):

@@ -43,10 +43,18 @@ def test_an_evaluation_split_smaller_than_a_batch_is_one_batch_of_all_its_window
     assert len(module.train_dataset) >= 16 and len(next(iter(module.train_dataloader()))["input_fields"]) == 16
 
 
-def test_a_split_of_at_least_one_batch_keeps_the_well_loader(small_datasets):
+def test_every_validation_sees_the_same_windows_in_the_same_order(small_datasets):
+    """The selection compares epochs on the same samples; the Well's own loader (the negative control) reshuffles
+    with torch's global generator at every pass."""
+    from the_well.data import WellDataModule
+
     module = WellUpaoDataModule(str(small_datasets), "burgers2d", batch_size=2, n_steps_input=2)
-    batches = list(module.val_dataloader())
-    assert len(batches) == len(module.val_dataset) // 2 and all(len(b["input_fields"]) == 2 for b in batches)
+    passes = [[b["input_fields"] for b in module.val_dataloader()] for _ in range(2)]
+    assert len(passes[0]) == len(module.val_dataset) // 2 and all(len(b) == 2 for b in passes[0])
+    assert all(torch.equal(a, b) for a, b in zip(*passes, strict=True))
+    torch.manual_seed(0)
+    well = [[b["input_fields"] for b in WellDataModule.val_dataloader(module)] for _ in range(2)]
+    assert not all(torch.equal(a, b) for a, b in zip(*well, strict=True))
 
 
 def test_a_training_split_smaller_than_a_batch_is_refused(small_datasets):

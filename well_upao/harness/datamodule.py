@@ -174,19 +174,31 @@ class WellUpaoDataModule(WellDataModule):
         )
 
     def val_dataloader(self) -> DataLoader:
-        """The Well's validation loader; a split with fewer windows than one batch is served as one batch of all
-        its windows (the Well's loader drops the partial batch and would validate nothing)."""
+        """Validation batches in one fixed order (:meth:`evaluation_order`), the same at every validation."""
         return self._evaluation_loader(self.val_dataset, super().val_dataloader)
 
     def test_dataloader(self) -> DataLoader:
-        """The Well's test loader, with the same rule as :meth:`val_dataloader`."""
+        """Test batches, with the same rules as :meth:`val_dataloader`."""
         return self._evaluation_loader(self.test_dataset, super().test_dataloader)
 
     def _evaluation_loader(self, dataset, well_loader) -> DataLoader:
-        windows = len(dataset) // self.world_size
-        if windows >= self.batch_size or self.is_distributed or windows == 0:
+        """The Well's loader shuffles with torch's global generator at every pass, so a short validation
+        (``trainer.short_validation_length`` batches) scored each epoch's model on other windows, and the selection
+        compared candidates on different samples. Ours: one permutation from a fixed seed
+        (:data:`EVALUATION_ORDER_SEED`), the same for every validation, run and training seed, with the Well's
+        ``drop_last``; a split with fewer windows than one batch is one batch of all its windows (the Well's loader
+        would validate nothing). Several processes keep the Well's ``DistributedSampler`` (its order is fixed too)."""
+        if self.is_distributed or len(dataset) == 0:
             return well_loader()
-        return DataLoader(dataset, batch_size=windows, shuffle=False, num_workers=self.data_workers)
+        batch = min(self.batch_size, len(dataset))
+        order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(EVALUATION_ORDER_SEED))
+        return DataLoader(
+            dataset, batch_size=batch, sampler=order.tolist(), drop_last=True, num_workers=self.data_workers
+        )
+
+
+#: the seed of the one order in which validation and test windows are served (:meth:`_evaluation_loader`)
+EVALUATION_ORDER_SEED = 0
 
 
 def check_frames_for_rollouts(n_frames: int, n_steps_input: int, kwargs: dict) -> None:

@@ -212,9 +212,51 @@ def load_external(folders: list[Path]) -> list[dict]:
                 "seconds": lines[-1].get("seconds", math.nan),
                 "external": True,
                 "guard_on": bool(config.trainer.get("guard", False)),
+                "folder": folder,
             }
         )
     return runs
+
+
+def included_against_extrap2(runs: list[dict]) -> list[str]:
+    """For every ``--include-runs`` run: its selected model (``best.pt``) against ``extrap2`` on the whole validation
+    split of its dataset and stride (``well-upao evaluate``'s pipeline, the paper's VRMSE), with its selection and
+    the label-free scores evaluate gives both rows: the done-when table of issue 29."""
+    from well_upao.evaluate.pipeline import EvaluationRequest, RunCheckpoint, run_evaluation
+
+    external = [r for r in runs if r.get("external")]
+    if not external:
+        return []
+    lines = [
+        "### The runs of `--include-runs` against extrap2",
+        "",
+        "Each run's selected model (`best.pt`) and the `extrap2` row evaluated together on the whole validation split "
+        "(`well-upao evaluate`'s pipeline, the paper's VRMSE); scores as evaluate reports them (residual over the "
+        "floor; backtest as a fraction of a step).",
+        "",
+        "| dataset | stride | base | trainer.guard | UPAO VRMSE | extrap2 VRMSE | UPAO / extrap2 | best_epoch "
+        "| guard refusals | UPAO residual / floor | UPAO backtest | extrap2 backtest |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in sorted(external, key=lambda r: (r["dataset"], r["stride"], not r["guard_on"])):
+        best = RunCheckpoint.read("upao", run["folder"] / "checkpoints" / "best.pt")
+        data = best.payload["train"]["data"]  # the run's data settings, its absolute base path among them
+        request = EvaluationRequest(
+            Path(data["well_base_path"]), run["dataset"], stride=run["stride"], rollout_steps=0, out=None,
+            progress=False,
+        )  # fmt: skip
+        request.solver = False
+        rows = {score.name: score for score in run_evaluation(request, [best]).evaluation.scores}
+        upao, extrap2 = rows["upao"], rows["extrap2"]
+        last = run["lines"][-1]
+        lines.append(
+            f"| {run['dataset']} | {run['stride']} | {run['base']} | {str(run['guard_on']).lower()} "
+            f"| {upao.mean_paper:.3g} | {extrap2.mean_paper:.3g} | {upao.mean_paper / extrap2.mean_paper:.3g} "
+            f"| {last.get('best_epoch')} | {last.get('guard_rejections', 0)} "
+            f"| {upao.label_free.get('residual_ratio', math.nan):.3g} "
+            f"| {upao.label_free.get('backtest', math.nan):.3g} | {extrap2.label_free.get('backtest', math.nan):.3g} |"
+        )
+    return [*lines, ""]
 
 
 def relative_vrmse(run: dict) -> list[float]:
@@ -461,6 +503,7 @@ def write_report(args, runs: list[dict]) -> None:
             f"reproduced the run's own `best_epoch` in {sum(t['replay_ok'] for t in table)} of {n} runs.",
             "",
         ]
+    text += included_against_extrap2(runs)
     scatter(runs, args.figure)
     text += [f"![scatter]({os.path.relpath(args.figure, args.report.parent)})", ""]
     args.report.parent.mkdir(parents=True, exist_ok=True)

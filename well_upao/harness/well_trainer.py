@@ -6,6 +6,10 @@
 * Its validation draws power-spectrum plots that the_well 1.2.0 cannot draw for 1D data
   (``build_1d_power_spectrum`` indexes a 0-d tensor when there is a single spatial axis): for 1D datasets they are
   left out of ``the_well.benchmark.trainer.training.validation_plots`` for the duration of the validation.
+* Its validation plots raise on data they cannot draw (``field_histograms`` asks numpy for 100 bins over the
+  target's range, which numpy refuses when a field is uniform to float32 precision: "Too many bins for data
+  range"), ending a training run over a figure: during our validations such a plot is skipped with a warning
+  (:func:`skip_when_undrawable`); the numbers logged are unaffected.
 * Its validation logs ``param_norm``, the square root of the sum of ``p.pow(2).sum().item()`` over the parameters,
   which a parameter sharded by FSDP2 (a ``DTensor``) refuses: during our validations it is
   :func:`sharded_param_norm`, the same number from the shards.
@@ -16,7 +20,9 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import logging
 
 import torch
 import torch.distributed as dist
@@ -24,6 +30,8 @@ from the_well.benchmark.trainer import Trainer
 from the_well.benchmark.trainer import training as well_training
 from the_well.data.data_formatter import DefaultChannelsFirstFormatter, DefaultChannelsLastFormatter
 from torch.distributed.tensor import DTensor
+
+logger = logging.getLogger(__name__)
 
 FORMATTERS = {
     "channels_first_default": DefaultChannelsFirstFormatter,
@@ -56,6 +64,24 @@ def sharded_param_norm(parameters) -> float:
     return total**0.5
 
 
+def skip_when_undrawable(plot_fn):
+    """``plot_fn`` of the Well's validation plots, turned into a warning when numpy cannot draw the data
+    (``ValueError``, e.g. a histogram of a field whose range is below float32 resolution)."""
+
+    @functools.wraps(plot_fn)
+    def plot_or_warn(*args, **kwargs):
+        try:
+            return plot_fn(*args, **kwargs)
+        except ValueError as error:
+            import matplotlib.pyplot as plt
+
+            plt.close("all")  # the figure left open by the failed plot
+            logger.warning("validation plot %s skipped: %s", plot_fn.__name__, error)
+            return None
+
+    return plot_or_warn
+
+
 class WellTrainer(Trainer):
     def __init__(self, *args, **kwargs):
         self.formatter_name = trainer_argument("formatter", args, kwargs, "channels_last_default")
@@ -68,8 +94,10 @@ class WellTrainer(Trainer):
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
         plots, norm = well_training.validation_plots, well_training.param_norm
+        drawable = plots
         if self.dset_metadata.n_spatial_dims == 1:
-            well_training.validation_plots = [p for p in plots if p.__name__ != "plot_power_spectrum_by_field"]
+            drawable = [p for p in plots if p.__name__ != "plot_power_spectrum_by_field"]
+        well_training.validation_plots = [skip_when_undrawable(p) for p in drawable]
         well_training.param_norm = sharded_param_norm
         sharded = any(isinstance(parameter, DTensor) for parameter in self.model.parameters())
         try:

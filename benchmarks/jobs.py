@@ -8,6 +8,7 @@ the wall clock instead of assuming them equal.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -45,13 +46,38 @@ def run_logged(command: list[str], log: Path, env: dict, cwd: Path | None = None
     return Finished(child.returncode, time.time() - start, usage.ru_utime + usage.ru_stime)
 
 
+def write_done(path: Path, finished: Finished, jobs: int, threads: int | None, **extra) -> None:
+    """The marker of a finished row (JSON: wall clock, CPU seconds, how many rows ran at once and with how many
+    threads, ``extra``), written to a temporary name and renamed, so that a marker that exists is complete."""
+    record = {
+        "wall_seconds": finished.wall_seconds,
+        "cpu_seconds": finished.cpu_seconds,
+        "jobs": jobs,
+        "threads": threads,
+        **extra,
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record) + "\n")
+    tmp.replace(path)
+
+
+def sharing_note(records: Iterable[dict], jobs: int, threads: int | None) -> str:
+    """How rows shared the CPU, from their markers (``jobs``, ``threads``; the current command's values for markers
+    written before they were recorded): "2 rows at a time, 1 thread each", or each combination found."""
+    found = sorted({(r.get("jobs", jobs), r.get("threads", threads)) for r in records} or {(jobs, threads)}, key=str)
+
+    def phrase(n: int, t: int | None) -> str:
+        each = f"{t} thread{'s' * (t != 1)}" if t else "torch's default threads"
+        return f"{n} row{'s' * (n != 1)} at a time, {each} each"
+
+    return "; ".join(phrase(n, t) for n, t in found)
+
+
 def run_all(tasks: Iterable[Callable[[], object]], jobs: int) -> list[object]:
-    """Call every task, ``jobs`` at a time (in order when ``jobs`` is 1); their results in the tasks' order. With
-    several jobs, the first task's exception is raised after every task has run (a failed row does not stop the
-    others of a resumable study)."""
-    tasks = list(tasks)
-    if jobs <= 1:
-        return [task() for task in tasks]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(task) for task in tasks]
+    """Call every task, ``jobs`` at a time (in order when ``jobs`` is 1); their results in the tasks' order. The
+    first failed task's exception is raised after every task has run (a failed row does not stop the others of a
+    resumable study)."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(task) for task in list(tasks)]
+        pool.shutdown(wait=True)
         return [future.result() for future in futures]

@@ -488,7 +488,8 @@ def main() -> None:
         "first (whose stored pressure is zero, as in the Well's files). Data checks: frames that the checks of The",
         "Well's `scripts/check_thewell_data.py` (`well_upao.data.data_checks`) flag in the float32 fields, summed over",
         "fields (constant and NaN frames are the script's issues; frames close to the previous one and outlier frames",
-        "it prints as notes).",
+        "it prints as notes; our near-constant frames, allclose to their first value, are not counted here: `well-upao",
+        "validate` lists them).",
         "",
         "| dataset | parameters | grid x frames | s / trajectory | data checks: constant, NaN / close, outlier "
         "| residual, spectral | residual, finite differences |",

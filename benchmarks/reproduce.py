@@ -54,7 +54,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobs import run_all, run_logged, thread_env  # benchmarks/ is on the path of a script run from it
+# benchmarks/ is on the path of a script run from it
+from jobs import run_all, run_logged, sharing_note, thread_env, write_done
 from readings import exit_if_stale, write_keeping_reading
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
@@ -265,14 +266,13 @@ def run_tag(dataset: str, stride: int, name: str) -> str:
     return tag
 
 
-def run(command: list[str], log: Path, env: dict) -> float:
+def run(command: list[str], log: Path, env: dict, jobs: int, threads: int | None) -> float:
     """Run one harness command with its output in `log`; a `<log>.done` marker records that it finished, with its
-    wall clock and CPU time (JSON)."""
-    finished = run_logged(command, log, env)
+    wall clock, CPU time and how many rows ran at once with how many threads (JSON, written atomically)."""
+    finished = run_logged(command, log, thread_env(env, threads))
     if finished.returncode != 0:
         raise RuntimeError(f"failed ({log}): {' '.join(command)}")
-    record = {"wall_seconds": finished.wall_seconds, "cpu_seconds": finished.cpu_seconds}
-    log.with_suffix(".done").write_text(json.dumps(record) + "\n")
+    write_done(log.with_suffix(".done"), finished, jobs, threads)
     return finished.wall_seconds
 
 
@@ -329,7 +329,7 @@ def train_row(
     if train and not (args.evaluate_only or finished):
         shutil.rmtree(experiments / tag, ignore_errors=True)  # a half-trained earlier attempt
         print(f"training {tag} ({minutes:.2f} min)", flush=True)
-        run(command, log, thread_env(env, args.threads))
+        run(command, log, env, args.jobs, args.threads)
     return next((experiments / tag).glob("*/*"), None)
 
 
@@ -447,15 +447,15 @@ def run_transfer_study(args: argparse.Namespace) -> None:
 
 def cpu_note(args, commands: dict[tuple, str]) -> str:
     """How the rows shared the CPU and the CPU time they took (from their ``.done`` markers)."""
-    threads = f"{args.threads} thread{'s' * (args.threads != 1)}" if args.threads else "torch's default threads"
-    cpu = []
+    records = []
     for dataset, stride, name in commands:
         done = args.out.resolve() / f"{run_tag(dataset, stride, name)}.done"
         try:
-            cpu.append(json.loads(done.read_text())["cpu_seconds"] / 60)
-        except (OSError, ValueError, KeyError, TypeError):
+            records.append(json.loads(done.read_text()))
+        except (OSError, ValueError):
             continue
-    note = f"{args.jobs} row{'s' * (args.jobs != 1)} at a time, {threads} each"
+    cpu = [r["cpu_seconds"] / 60 for r in records if isinstance(r, dict) and "cpu_seconds" in r]
+    note = sharing_note([r for r in records if isinstance(r, dict)], args.jobs, args.threads)
     if cpu:
         note += f"; measured CPU time {min(cpu):.2g}-{max(cpu):.2g} minutes a row, {sum(cpu) / 60:.2g} hours in all"
     return note

@@ -5,7 +5,8 @@ reports/reproduction.md and the panels of reports/transfer.md) and ``benchmarks/
 read the same replicas, made by ``well-upao generate-replica`` with the arguments below: small enough to simulate in
 minutes on two cores, large enough that the Well's protocol finds a whole batch of its size in every training split
 (256 windows of history 4 for Gray-Scott, 64 for Rayleigh-Benard and active matter, 32 for shear flow; the loaders
-drop a partial batch). 41 frames each, two or three parameter sets, 80/10/10 split of the trajectories.
+drop a partial batch). 41 frames each, two or three parameter sets, the trajectories of each set split as
+``generate-replica`` splits them (10 per set: 8/1/1; 5 per set: 3/1/1).
 
     python benchmarks/study_data.py --out /work/runs/replicas          # all four (about 10 CPU-minutes)
 """
@@ -13,6 +14,7 @@ drop a partial batch). 41 frames each, two or three parameter sets, 80/10/10 spl
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -43,12 +45,31 @@ def replica_note(dataset: str) -> str:
     return f"`well-upao generate-replica --dataset {dataset} {' '.join(STUDY_REPLICAS[dataset])}`"
 
 
+#: the file, beside a study replica's ``stats.yaml``, that records the arguments it was made with
+STAMP = "study_replica.json"
+
+
 def ensure_replica(dataset: str, base: Path, quiet: bool = True) -> None:
-    """Make ``dataset``'s study replica under ``base`` unless its ``stats.yaml`` is there (generation writes it
-    last, after the splits: a dataset with it is complete)."""
-    if (base / dataset / "stats.yaml").is_file():
+    """Make ``dataset``'s study replica under ``base`` unless it is there (generation writes ``stats.yaml`` last,
+    after the splits: a dataset with it is complete). A dataset there that was not made with the study's arguments
+    (its :data:`STAMP` missing or different) is refused: the reports name the data by those arguments."""
+    folder = base / dataset
+    if (folder / "stats.yaml").is_file():
+        try:
+            made_with = json.loads((folder / STAMP).read_text())["arguments"]
+        except (OSError, ValueError, KeyError, TypeError):
+            made_with = None
+        if made_with != STUDY_REPLICAS[dataset]:
+            found = "no record of how it was made" if made_with is None else f"made with {' '.join(made_with)}"
+            raise ValueError(
+                f"{folder} holds a {dataset} dataset that is not the study replica ({found}; the study's: "
+                f"{replica_note(dataset)}): move it away or give the study another base path"
+            )
         return
     subprocess.run([*replica_command(dataset, base), *(["--quiet"] if quiet else [])], check=True)
+    tmp = folder / (STAMP + ".tmp")
+    tmp.write_text(json.dumps({"arguments": STUDY_REPLICAS[dataset]}) + "\n")
+    tmp.replace(folder / STAMP)
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
-from jobs import run_logged, thread_env
+from jobs import run_logged, thread_env, write_done
 from study_data import STUDY_REPLICAS, ensure_replica
 
 from well_upao.trainers.records import read_metrics
@@ -110,6 +110,16 @@ def ensure_dataset(args, dataset: str) -> Path:
     return base
 
 
+def replicas_phrase(args) -> str:
+    """The replicas of the grid, for the report's opening sentence (empty without ``--replicas``)."""
+    if not args.replicas:
+        return ""
+    return (
+        f"the replicas {', '.join(args.replicas)} as `benchmarks/study_data.py` makes them (41 frames, one validation "
+        f"trajectory per parameter set), strides {', '.join(map(str, args.replica_strides))}; "
+    )
+
+
 def grid(args) -> list[tuple[str, int, str, int, int]]:
     """Every (dataset, stride, base, budget, seed) of the study: the exact sets at ``--strides``, the replicas at
     ``--replica-strides``."""
@@ -137,10 +147,8 @@ def run_one(args, cell: tuple[str, int, str, int, int]) -> None:
     print(f"{name}: exit {finished.returncode} in {finished.wall_seconds:.0f} s "
           f"({finished.cpu_seconds:.0f} CPU s)", flush=True)  # fmt: skip
     if finished.returncode == 0:
-        record = {"command": cmd[1:], "seconds": finished.wall_seconds, "cpu_seconds": finished.cpu_seconds}
-        tmp = folder / "done.json.tmp"
-        tmp.write_text(json.dumps(record))
-        tmp.replace(folder / "done.json")
+        record = {"command": cmd[1:], "seconds": finished.wall_seconds}
+        write_done(folder / "done.json", finished, args.jobs, args.threads, **record)
 
 
 def run_all(args) -> None:
@@ -440,8 +448,7 @@ def write_report(args, runs: list[dict]) -> None:
         "",
         f"{len(runs)} finished UPAO + NSLoRA runs on the shipped backbone ({sum(not r.get('external') for r in runs)} "
         f"of the grid: exact sets at {args.resolution}^2, {args.n_traj} trajectories, {args.valid_fraction:.0%} "
-        f"validation, strides {', '.join(map(str, args.strides))}; the replicas as `benchmarks/study_data.py` makes "
-        f"them (41 frames, about 10% validation), strides {', '.join(map(str, args.replica_strides))}; "
+        f"validation, strides {', '.join(map(str, args.strides))}; {replicas_phrase(args)}"
         f"{args.epochs} epochs of `budget` optimizer steps, {args.validation_batches} validation batches "
         f"for the scores and the whole validation split for the VRMSE; {sum(bool(r.get('external')) for r in runs)} "
         "from `--include-runs`, with their own settings (validations per run in the table)). Each run validates "

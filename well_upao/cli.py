@@ -303,8 +303,8 @@ def _validate_parser(sub: argparse._SubParsersAction) -> None:
         help="check a dataset directory or HDF5 file against The Well's format and our contracts",
         description="Check OUT/<name> (splits, files, stats.yaml) or a single .hdf5 file, and its values with the "
         "checks of The Well's scripts/check_thewell_data.py (NaN and constant frames are problems; near-constant "
-        "frames, uniform to 1e-5, frames close to the previous one and outlier frames are printed as notes). Exit 1 "
-        "on problems.",
+        "frames, allclose to their first value, frames close to the previous one and outlier frames are printed as "
+        "notes). Exit 1 on problems.",
     )
     parser.add_argument("path", type=Path)
     parser.add_argument("--check-exact", action="store_true", help="re-evaluate the closed form and compare")

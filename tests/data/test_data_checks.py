@@ -66,7 +66,8 @@ def test_near_constant_frames_are_notes_unless_strict(small_datasets, tmp_path, 
         data[1, 6:] = 0.25 * (1 + 1e-6 * np.sin(np.arange(data.shape[-1])))  # uniform to 1e-5, not exactly
     notes: list[str] = []
     assert validate_dataset(target, notes=notes) == []
-    assert any("trajectory 1: 6 near-constant frames (uniform to 1e-5) (steps 6-11)" in n for n in notes), notes
+    expected = "trajectory 1: 6 near-constant frames (allclose to the first value) (steps 6-11)"
+    assert any(expected in n for n in notes), notes
     strict = validate_dataset(target, strict=True)
     assert len(strict) == 1 and "near-constant frames" in strict[0]
     assert main(["validate", str(target)]) == 0 and main(["validate", "--strict", str(target)]) == 1

@@ -37,3 +37,13 @@ def test_a_drawable_plot_is_drawn(tmp_path):
     target = torch.randn_like(target)
     skip_when_undrawable(field_histograms)(prediction, target, meta, folder, epoch)
     assert list(tmp_path.rglob("*.png")), "the histogram was not written"
+
+
+def test_other_plot_errors_are_raised(tmp_path):
+    """Only numpy's binning failure is skipped: a plot's own bug (here a shape error) still ends the run."""
+
+    def broken_plot(*args):
+        raise ValueError("operands could not be broadcast together")
+
+    with pytest.raises(ValueError, match="broadcast"):
+        skip_when_undrawable(broken_plot)(*uniform_target_case(tmp_path))

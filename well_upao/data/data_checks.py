@@ -36,7 +36,7 @@ from well_upao.data.well_format import FIELD_GROUPS
 RTOL, ATOL = 1e-5, 1e-8
 OUTLIER_SIGMAS = 5.0
 #: how a report names near-constant frames
-NEAR_CONSTANT = "near-constant frames (uniform to 1e-5)"
+NEAR_CONSTANT = "near-constant frames (allclose to the first value)"
 #: frame means closer than this (relative) count as equal: float32 rounding
 ROUNDING = 1e-6
 
@@ -74,10 +74,12 @@ class DataReport:
 
     @property
     def problems(self) -> list[str]:
+        """:meth:`problems_found`, not strict (the Well's script's issues)."""
         return self.problems_found()
 
     @property
     def notes(self) -> list[str]:
+        """:meth:`notes_found`, not strict."""
         return self.notes_found()
 
 

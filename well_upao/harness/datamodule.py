@@ -174,11 +174,14 @@ class WellUpaoDataModule(WellDataModule):
         )
 
     def val_dataloader(self) -> DataLoader:
-        """Validation batches in one fixed order (:meth:`evaluation_order`), the same at every validation."""
+        """Validation batches in one fixed order (:meth:`_evaluation_loader`), the same at every validation. The
+        rollout loaders keep the Well's (reshuffled) order: rollout validations run over the whole split at the end of
+        training, where the order does not change the mean."""
         return self._evaluation_loader(self.val_dataset, super().val_dataloader)
 
     def test_dataloader(self) -> DataLoader:
-        """Test batches, with the same rules as :meth:`val_dataloader`."""
+        """Test batches, with the same rules as :meth:`val_dataloader` (the Well's test loader is sequential; with a
+        full test pass only the windows dropped with a partial last batch and the last batch's plots differ)."""
         return self._evaluation_loader(self.test_dataset, super().test_dataloader)
 
     def _evaluation_loader(self, dataset, well_loader) -> DataLoader:

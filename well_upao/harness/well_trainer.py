@@ -33,6 +33,9 @@ from torch.distributed.tensor import DTensor
 
 logger = logging.getLogger(__name__)
 
+#: numpy's message for a histogram range too narrow for its bins, the one plot failure skipped
+UNDRAWABLE = "Too many bins for data range"
+
 FORMATTERS = {
     "channels_first_default": DefaultChannelsFirstFormatter,
     "channels_last_default": DefaultChannelsLastFormatter,
@@ -65,14 +68,17 @@ def sharded_param_norm(parameters) -> float:
 
 
 def skip_when_undrawable(plot_fn):
-    """``plot_fn`` of the Well's validation plots, turned into a warning when numpy cannot draw the data
-    (``ValueError``, e.g. a histogram of a field whose range is below float32 resolution)."""
+    """``plot_fn`` of the Well's validation plots, turned into a warning when numpy cannot bin the data (its
+    ``ValueError`` "Too many bins for data range": a histogram of a field whose range is below float32 resolution;
+    the figures of the later fields of that plot are skipped too). Any other error is raised."""
 
     @functools.wraps(plot_fn)
     def plot_or_warn(*args, **kwargs):
         try:
             return plot_fn(*args, **kwargs)
         except ValueError as error:
+            if UNDRAWABLE not in str(error):
+                raise
             import matplotlib.pyplot as plt
 
             plt.close("all")  # the figure left open by the failed plot

@@ -1,0 +1,63 @@
+"""The studies' shared plumbing (``benchmarks/jobs.py``, ``benchmarks/study_data.py``): every row of a resumable
+study runs even when one fails, a row's marker exists only complete, and a report names only data it was run on."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import jobs  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+import study_data  # noqa: E402
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_failed_task_does_not_stop_the_others(n_jobs):
+    ran = []
+
+    def task(i):
+        ran.append(i)
+        if i == 1:
+            raise RuntimeError("row 1 failed")
+        return i
+
+    with pytest.raises(RuntimeError, match="row 1 failed"):
+        jobs.run_all([lambda i=i: task(i) for i in range(4)], n_jobs)
+    assert sorted(ran) == [0, 1, 2, 3]
+    assert jobs.run_all([lambda i=i: i * i for i in range(4)], n_jobs) == [0, 1, 4, 9]
+
+
+def test_a_done_marker_records_the_sharing_and_is_written_whole(tmp_path):
+    finished = jobs.Finished(returncode=0, wall_seconds=12.5, cpu_seconds=11.0)
+    marker = tmp_path / "row.done"
+    jobs.write_done(marker, finished, 2, 1, command=["x"])
+    assert json.loads(marker.read_text()) == {
+        "wall_seconds": 12.5, "cpu_seconds": 11.0, "jobs": 2, "threads": 1, "command": ["x"]
+    }  # fmt: skip
+    assert [p.name for p in tmp_path.iterdir()] == ["row.done"]  # no temporary file left behind
+
+
+def test_the_sharing_note_reads_the_markers_not_the_command_line():
+    recorded = [{"jobs": 2, "threads": 1}, {"jobs": 2, "threads": 1}]
+    assert jobs.sharing_note(recorded, 1, None) == "2 rows at a time, 1 thread each"
+    assert jobs.sharing_note([{}], 1, None) == "1 row at a time, torch's default threads each"  # an old marker
+    mixed = jobs.sharing_note([{"jobs": 2, "threads": 1}, {"jobs": 1, "threads": 2}], 2, 1)
+    assert "2 rows at a time, 1 thread each" in mixed and "1 row at a time, 2 threads each" in mixed
+
+
+def test_a_dataset_not_made_as_the_study_replica_is_refused(tmp_path):
+    folder = tmp_path / "shear_flow"
+    folder.mkdir()
+    (folder / "stats.yaml").write_text("mean: {}\n")  # complete, but made some other way
+    with pytest.raises(ValueError, match=r"not the study replica \(no record of how it was made"):
+        study_data.ensure_replica("shear_flow", tmp_path)
+    (folder / study_data.STAMP).write_text(json.dumps({"arguments": ["--n-traj", "1"]}))
+    with pytest.raises(ValueError, match="made with --n-traj 1"):
+        study_data.ensure_replica("shear_flow", tmp_path)
+    (folder / study_data.STAMP).write_text(json.dumps({"arguments": study_data.STUDY_REPLICAS["shear_flow"]}))
+    study_data.ensure_replica("shear_flow", tmp_path)  # the study replica: used as it is, nothing generated

@@ -18,6 +18,7 @@ from well_upao.harness.model_factory import na_transformer
 from well_upao.harness.samples import batch_dt
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.models.lora import adapter_layers
+from well_upao.trainers.records import read_metrics
 from well_upao.trainers.upao import UpaoTrainer
 
 
@@ -369,6 +370,20 @@ def test_a_run_that_only_gets_worse_returns_its_starting_point(small_datasets, t
     assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in initial.items())
     recent = read_checkpoint(tmp_path / "checkpoints" / "recent.pt")
     assert recent["epoch"] == 1 and recent["validation_loss"] > best["validation_loss"]
+
+
+def test_every_candidate_is_scored_on_the_same_validation_batches(small_datasets, tmp_path):
+    """The label-free selection compares the start and each epoch's model on the same windows: the floor of the
+    observed frames (a property of the batches, not of the model) is equal at every validation, the last one
+    included (the Well's loop validates its last epoch on the whole split, other windows)."""
+    trainer = make_trainer(small_datasets, tmp_path, validate_start=True)
+    batches = len(trainer.datamodule.val_dataloader())
+    assert batches > trainer.short_validation_length  # a whole-split validation would see other windows
+    trainer.train()
+    lines = [line for line in read_metrics(tmp_path) if "valid_score_floor" in line]
+    assert [line["epoch"] for line in lines] == [0, 1]
+    assert lines[1]["valid_score_floor"] == lines[0]["valid_score_floor"]
+    assert lines[1]["valid_score_start_floor"] == lines[0]["valid_score_floor"]
 
 
 def prefer_trained(trainer) -> None:

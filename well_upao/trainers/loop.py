@@ -56,6 +56,10 @@ class TrainingLoss:
 
     #: whether the loss needs a well-upao backbone (18 slots, ``forward_sequence``)
     needs_backbone = False
+    #: whether the selection must score every candidate on the same validation batches: the last validation is
+    #: then short like the others (the Well's loop makes it full, on the whole split, so its last candidate was
+    #: compared on other windows than the earlier ones and the start)
+    selects_on_the_same_batches = False
 
     def bind(self, trainer: Trainer) -> None:
         self.trainer = trainer
@@ -410,7 +414,8 @@ class Trainer(WellTrainer):
             last = epoch == self.max_epoch or self.should_stop()
             stop = False
             if epoch % self.val_frequency == 0 or last:
-                val_loss, val_logs = self.validation(self, "valid", last, epoch)
+                full = last and not self.loss.selects_on_the_same_batches
+                val_loss, val_logs = self.validation(self, "valid", full, epoch)
                 self.last_val_loss = val_loss
                 improved = self.best_val_loss is None or val_loss < self.best_val_loss
                 guard_reason = self.loss.guard_check(val_logs) if improved and self.best_epoch is not None else None

@@ -88,9 +88,10 @@ class UpaoLoss(TrainingLoss):
     the lowest residual floor of the training frames, :meth:`choose_automatically`), ``floor_rel``,
     ``pde_constants`` (fixed coefficients, or ``fitted``: the PDE's constants fitted by least squares to the
     training frames, jointly with an ``auto`` discretisation, :func:`well_upao.physics.floor.fit_discretised`),
-    ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (trajectories used for the paper's VRMSE per
-    validation; the whole split at the last epoch). User PDEs come from the modules in the data config's
-    ``imports``.
+    ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (the first trajectories of the validation split,
+    the paper's VRMSE of every validation is over them). User PDEs come from the modules in the data config's
+    ``imports``. The selection scores every candidate on the same validation batches and trajectories: the last
+    validation is short like the others (``selects_on_the_same_batches``).
 
     Every validation also logs the label-free scorecard (``well_upao.physics.scores``) as ``valid_score_floor``,
     ``valid_score_residual_ratio``, ``valid_score_departure`` (from the starting model's predictions) and
@@ -98,6 +99,8 @@ class UpaoLoss(TrainingLoss):
     than the start (:func:`well_upao.physics.scores.guard_decision`, thresholds ``guard_floor_tolerance``,
     ``guard_departure_limit``, ``guard_backtest_tolerance``); it needs ``trainer.validate_start`` (the start's card).
     """
+
+    selects_on_the_same_batches = True
 
     def __init__(
         self,

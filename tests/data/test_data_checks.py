@@ -104,6 +104,7 @@ def test_validate_reports_a_dead_trajectory_and_fails(small_datasets, tmp_path, 
     assert list(report.close) == [("u", 1)] and report.close[("u", 1)] == [7, 8, 9, 10, 11]
 
 
+@pytest.mark.slow  # minutes of simulation at the CPU size (the default suite keeps under 10 minutes)
 def test_a_gray_scott_glider_that_would_die_is_redrawn():
     """Gliders (F = 0.014, k = 0.054) from the Well's random Fourier series about the trivial state: the first
     trajectory `generate-replica --seed 42` plans decays to A = 1, B = 0 (the checker flags its late frames); the
@@ -126,6 +127,7 @@ def test_a_gray_scott_glider_that_would_die_is_redrawn():
         assert found["constant"] == [] and found["near_constant"] == []
 
 
+@pytest.mark.slow  # minutes of simulation at the CPU size (the default suite keeps under 10 minutes)
 def test_shear_flow_layers_of_the_wells_code_keep_a_pressure_at_reynolds_1e4():
     """Knobs (n_shear 2, n_blobs 4, width 0.5) at Re 1e4, Sc 1 on 64 x 128 points, 200 frames. Our first replica's
     initial state (the README's layers ``tanh(5 (y - y_k) / (n_shear w))``, blobs ``sin(2 pi n_blobs x) exp(-25 (y -

@@ -214,7 +214,14 @@ def test_replica_metadata_is_json_with_the_initial_conditions(replicas):
     assert set(knobs) == {"n_shear", "n_blobs", "width"} and math.isfinite(knobs["width"])
 
 
-@pytest.mark.parametrize("name", sorted(TINY))
+#: the replica whose UPAO + NSLoRA run stays in the default suite (the newest solver); the others are slow tests
+DEFAULT_SUITE_REPLICA = "active_matter"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n if n == DEFAULT_SUITE_REPLICA else pytest.param(n, marks=pytest.mark.slow) for n in sorted(TINY)],
+)
 def test_upao_with_nslora_runs_on_each_replica_through_the_harness(replicas, tmp_path, name):
     """The replicas load through the existing ``data=<name>`` configs unchanged."""
     import harness_command as harness

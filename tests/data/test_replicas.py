@@ -170,6 +170,7 @@ def test_active_matter_replica_satisfies_what_its_files_determine(replicas):
     assert wrong["strain"] > 1e-2 and wrong["trace"] > 1e-4, wrong
 
 
+@pytest.mark.slow  # a minute of simulation at several resolutions
 def test_rayleigh_benard_residual_vanishes_as_the_measurement_resolves_the_flow():
     """Developed convection (Ra 1e6, Pr 10, t = 12): our entry's residual falls as the stored grid is refined, to
     below 1% at 129 points and frames 0.01 apart. At Pr 10 kappa and nu differ by 10x: with the two exchanged in the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from matched_rows import expected_matched_rows
 
 from well_upao.cli import main
@@ -45,6 +46,7 @@ def test_a_model_faster_than_every_solver_and_more_accurate_than_all_is_said_so(
     assert [row.name for row in matched.rows()] == ["solver, slower than fast (1 RK4 steps)"]
 
 
+@pytest.mark.slow  # keeps the default suite under 10 minutes
 def test_evaluate_adds_matched_rows_and_the_ladder(small_datasets, tmp_path, capsys):
     out = tmp_path / "out"
     args = ["evaluate", "--data", "tg2d", "--base-path", str(small_datasets), "--rollout-steps", "1", "--quiet"]

@@ -80,6 +80,7 @@ def test_a_rerun_resumes_the_pretraining_run(corpus, tmp_path):
     assert (out / "best.pt").is_file()
 
 
+@pytest.mark.slow  # keeps the default suite under 10 minutes
 def test_a_killed_pretraining_run_resumes_mid_epoch_with_the_same_steps(corpus, tmp_path):
     import signal
     import time

@@ -41,6 +41,10 @@ wave2d and tg2d (``--datasets`` adds replicas): supervised on each source, zero-
 each other target, our backbone's zero-shot and UPAO columns, classical rows.
 
     python benchmarks/reproduce.py --study transfer --budget-minutes 60 --out transfer --report reports/transfer.md
+
+``--study trust`` is ``benchmarks/trust_study.py`` (issue 29, reports/trust.md): every other argument goes to it.
+
+    python benchmarks/reproduce.py --study trust --out trust --jobs 2 --threads 1 --report reports/trust.md
 """
 
 from __future__ import annotations
@@ -518,6 +522,14 @@ def write_transfer_report(args, results, commands, channels, minutes) -> None:
 
 
 def main() -> None:
+    study = argparse.ArgumentParser(add_help=False)
+    study.add_argument("--study")
+    known, rest = study.parse_known_args()
+    if known.study == "trust":  # its own command line: benchmarks/trust_study.py
+        import trust_study
+
+        trust_study.main(rest)
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget-minutes", type=float, default=120.0, help="total training time over all rows")
     parser.add_argument(
@@ -537,12 +549,13 @@ def main() -> None:
     parser.add_argument("--rows", nargs="*", help="subset of row names (default: all)")
     parser.add_argument(
         "--study",
-        choices=["main", "normalization", "regimes", "auto", "ablations", "transfer"],
+        choices=["main", "normalization", "regimes", "auto", "ablations", "transfer", "trust"],
         default="main",
         help="main: the paper's main table; normalization: the three UPAO normalisations; regimes: prediction "
         "bases x strides beside extrapolation and matched solvers; auto: default vs auto residual discretisation; "
         "ablations: lambda_BC, LoRA vs full finetuning, scratch vs pretrained, NSLoRA vs LoRA after a warm-up; "
-        "transfer: the cross-target panels of CNextU-Net and TFNO beside our backbone",
+        "transfer: the cross-target panels of CNextU-Net and TFNO beside our backbone; trust: the label-free "
+        "scorecard against the truth (benchmarks/trust_study.py, with that script's arguments)",
     )
     parser.add_argument(
         "--fm-weights",

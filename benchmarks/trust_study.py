@@ -110,13 +110,32 @@ def ensure_dataset(args, dataset: str) -> Path:
     return base
 
 
+def validation_trajectories(base: Path, dataset: str) -> int:
+    """How many trajectories the validation split of ``dataset`` under ``base`` holds (its files' attributes)."""
+    import h5py
+
+    from well_upao.data.source import WellSource
+
+    total = 0
+    for path in WellSource(base, dataset, "valid").files:
+        with h5py.File(path, "r") as file:
+            total += int(file.attrs["n_trajectories"])
+    return total
+
+
 def replicas_phrase(args) -> str:
-    """The replicas of the grid, for the report's opening sentence (empty without ``--replicas``)."""
+    """The replicas of the grid, for the report's opening sentence (empty without ``--replicas``), with the number
+    of validation trajectories each holds (read from its files, where it is made)."""
     if not args.replicas:
         return ""
+    base = args.out / "datasets"
+    counts = [
+        f"{name} {validation_trajectories(base, name)}" for name in args.replicas if (base / name / "stats.yaml").is_file()
+    ]
+    held = f"; validation trajectories: {', '.join(counts)}" if counts else ""
     return (
-        f"the replicas {', '.join(args.replicas)} as `benchmarks/study_data.py` makes them (41 frames, one validation "
-        f"trajectory per parameter set), strides {', '.join(map(str, args.replica_strides))}; "
+        f"the replicas {', '.join(args.replicas)} as `benchmarks/study_data.py` makes them (41 frames{held}), "
+        f"strides {', '.join(map(str, args.replica_strides))}; "
     )
 
 
@@ -523,7 +542,9 @@ def write_report(args, runs: list[dict]) -> None:
     print(f"wrote {args.report} from {len(runs)} runs")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The study's command line (``argv``: its arguments, default ``sys.argv[1:]``; ``reproduce.py --study trust``
+    passes its own)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("outputs/trust"))
     parser.add_argument("--report", type=Path, default=Path("reports/trust.md"))
@@ -559,8 +580,8 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000, help="bootstrap draws")
     parser.add_argument("--analyse-only", action="store_true")
     parser.add_argument("--include-runs", nargs="*", type=Path, default=[], help="run folders made outside the grid")
-    args = parser.parse_args()
-    args.argv = sys.argv[1:]
+    args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     args.out = args.out.resolve()
     args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
     if not args.analyse_only:

@@ -130,7 +130,9 @@ def replicas_phrase(args) -> str:
         return ""
     base = args.out / "datasets"
     counts = [
-        f"{name} {validation_trajectories(base, name)}" for name in args.replicas if (base / name / "stats.yaml").is_file()
+        f"{name} {validation_trajectories(base, name)}"
+        for name in args.replicas
+        if (base / name / "stats.yaml").is_file()
     ]
     held = f"; validation trajectories: {', '.join(counts)}" if counts else ""
     return (

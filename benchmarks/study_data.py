@@ -47,6 +47,25 @@ def replica_note(dataset: str) -> str:
     return f"`well-upao generate-replica --dataset {dataset} {' '.join(STUDY_REPLICAS[dataset])}`"
 
 
+def planned_split_sizes(dataset: str) -> tuple[dict[str, int], int]:
+    """The trajectories per split and the frames per trajectory that ``dataset``'s study replica holds, planned as
+    ``generate-replica`` plans them (its parameter sets, sizes and seeded splits; nothing is simulated)."""
+    from well_upao.data.generate import SPLITS
+    from well_upao.data.replicas import ReplicaRequest, chosen_sets, plan_trajectories, resolve_size
+    from well_upao.families.replicas.families import REPLICAS
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--sets", nargs="+", type=int)
+    parser.add_argument("--n-traj", type=int)
+    parser.add_argument("--n-steps", type=int)
+    known, _ = parser.parse_known_args(STUDY_REPLICAS[dataset])
+    family = REPLICAS[dataset]
+    request = ReplicaRequest(dataset, Path("."), n_steps=known.n_steps, n_traj_per_set=known.n_traj, sets=known.sets)
+    size = resolve_size(family, request)
+    plans = plan_trajectories(family, chosen_sets(family, request), size.n_traj_per_set, request.seed)
+    return {split: sum(len(split_of[split]) for _, _, split_of in plans) for split in SPLITS}, size.n_steps
+
+
 #: the file, beside a study replica's ``stats.yaml``, that records the arguments it was made with
 STAMP = "study_replica.json"
 

@@ -61,3 +61,20 @@ def test_a_dataset_not_made_as_the_study_replica_is_refused(tmp_path):
         study_data.ensure_replica("shear_flow", tmp_path)
     (folder / study_data.STAMP).write_text(json.dumps({"arguments": study_data.STUDY_REPLICAS["shear_flow"]}))
     study_data.ensure_replica("shear_flow", tmp_path)  # the study replica: used as it is, nothing generated
+
+
+def test_the_study_replicas_hold_what_the_studies_need():
+    """Each training split holds one batch of the Well's size for its dataset (history 4, stride 1: frames - 4
+    windows per trajectory; the Well's loaders drop a partial batch), and the trust study's replicas hold at least
+    3 validation trajectories (issue 29)."""
+    import yaml
+
+    protocol = yaml.safe_load((ROOT / "configs" / "experiment" / "_well_protocol.yaml").read_text())
+    batch = protocol["well_protocol"]["batch_size"]
+    for dataset in study_data.STUDY_REPLICAS:
+        splits, frames = study_data.planned_split_sizes(dataset)
+        assert frames == 41
+        assert splits["train"] * (frames - 4) >= batch[dataset], dataset
+        assert splits["valid"] >= 1 and splits["test"] >= 1
+    for dataset in ("gray_scott_reaction_diffusion", "active_matter"):  # trust_study.py's default --replicas
+        assert study_data.planned_split_sizes(dataset)[0]["valid"] >= 3, dataset

@@ -30,10 +30,15 @@ from well_upao.harness.names import register_dataset_names
 
 class WellUpaoDataset(WellDataset):
     """A ``WellDataset`` that keeps only the core fields in ``fields`` (metadata, samples and normalisation; all of
-    them when ``None``) and adds each sample's ``sample_index``."""
+    them when ``None``) and adds each sample's ``sample_index``. With a selection, the normalisation is built over
+    the kept fields only: ``stats.yaml`` need not cover the others, and they are never normalised."""
 
     def __init__(self, *args, fields: Sequence[str] | None = None, **kwargs):
+        normalization_type = kwargs.get("normalization_type")
+        if fields is not None:  # the Well's would be built over every field; ours, below, over the kept ones only
+            kwargs["normalization_type"] = None
         super().__init__(*args, **kwargs)
+        self.normalization_type = normalization_type
         self.kept_fields = None if fields is None else tuple(fields)
         if self.kept_fields is None:
             return
@@ -49,7 +54,7 @@ class WellUpaoDataset(WellDataset):
                 names[order] = [n for n in names[order] if keep(n)]
         self.core_field_names = [n for n in self.core_field_names if n in self.kept_fields]
         self.core_constant_field_names = [n for n in self.core_constant_field_names if n in self.kept_fields]
-        if self.norm is not None:  # rebuild the normalisation over the kept fields only
+        if self.use_normalization and normalization_type:  # the normalisation over the kept fields only
             import yaml
 
             with self.fs.open(self.normalization_path, mode="r") as f:
@@ -72,13 +77,39 @@ class WellUpaoDataset(WellDataset):
         return f"{name} trajectory {local // windows} time {local % windows}"
 
     def _reconstruct_fields(self, file, cache, sample_idx, time_idx, n_steps, dt):
-        variable, constant = super()._reconstruct_fields(file, cache, sample_idx, time_idx, n_steps, dt)
+        """The Well's reader reads (and, with ``use_normalization``, normalises) every field of the file; ours then
+        drops those not kept. While it reads, :attr:`norm` (built over the kept fields) stands behind
+        :class:`KeptFieldsNormalization`, so a dropped field is passed through rather than looked up in statistics
+        that do not cover it (active matter's D and E under the Well's protocol)."""
         if self.kept_fields is None:
-            return variable, constant
+            return super()._reconstruct_fields(file, cache, sample_idx, time_idx, n_steps, dt)
+        norm = self.norm
+        if norm is not None:
+            self.norm = KeptFieldsNormalization(norm, self.kept_fields)
+        try:
+            variable, constant = super()._reconstruct_fields(file, cache, sample_idx, time_idx, n_steps, dt)
+        finally:
+            self.norm = norm
         for group in (variable, constant):
             for order in group:
                 group[order] = {k: v for k, v in group[order].items() if k in self.kept_fields}
         return variable, constant
+
+
+class KeptFieldsNormalization:
+    """The per-field calls of the Well's reader on a dataset with a field selection: ``normalize`` and
+    ``delta_normalize`` of a kept field are the normalisation's own; a field that is not kept comes back unchanged
+    (it is dropped after reading, and its statistics need not exist)."""
+
+    def __init__(self, norm, kept_fields: Sequence[str]):
+        self.norm = norm
+        self.kept_fields = tuple(kept_fields)
+
+    def normalize(self, x: torch.Tensor, field: str) -> torch.Tensor:
+        return self.norm.normalize(x, field) if field in self.kept_fields else x
+
+    def delta_normalize(self, x: torch.Tensor, field: str) -> torch.Tensor:
+        return self.norm.delta_normalize(x, field) if field in self.kept_fields else x
 
 
 class WellUpaoDataModule(WellDataModule):

@@ -78,3 +78,14 @@ def test_the_study_replicas_hold_what_the_studies_need():
         assert splits["valid"] >= 1 and splits["test"] >= 1
     for dataset in ("gray_scott_reaction_diffusion", "active_matter"):  # trust_study.py's default --replicas
         assert study_data.planned_split_sizes(dataset)[0]["valid"] >= 3, dataset
+
+
+def test_reproduce_study_trust_is_the_trust_study_command_line(tmp_path, monkeypatch):
+    """``reproduce.py --study trust`` hands every other argument to ``trust_study.py`` (arguments reproduce.py does not
+    know, such as ``--analyse-only``, reach it): an empty study folder is refused by the trust study's own check."""
+    import reproduce
+
+    argv = ["reproduce.py", "--study", "trust", "--analyse-only", "--out", str(tmp_path), "--replicas"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit, match="no finished run to analyse"):
+        reproduce.main()

@@ -151,6 +151,28 @@ def plot_curves(curves: dict[str, list[tuple[float, float]]], persistence: float
     plt.close(figure)
 
 
+def per_channel_table(scores: dict[str, dict], model_rows: list[str]) -> list[str]:
+    """Evaluate's one-step VRMSE (the Well's definition) of every row per channel: a mean over channels can hide one
+    channel far above 1 (a field nearly uniform in space has a tiny spatial variance to divide by)."""
+    names = [n for n in ("persistence", "extrap1", "extrap2", "solver", *model_rows) if n in scores]
+    if not names:
+        return []
+    channels = list(scores[names[0]]["one_step_vrmse_well"])
+    return [
+        "",
+        "Per channel (evaluate VRMSE, the Well's definition):",
+        "",
+        "| row | " + " | ".join(channels) + " |",
+        "|---|" + "---|" * len(channels),
+        *[
+            f"| {name.replace('_', ' ')} | "
+            + " | ".join(f"{scores[name]['one_step_vrmse_well'][c]:.4g}" for c in channels)
+            + " |"
+            for name in names
+        ],
+    ]
+
+
 def summary_table(datasets: list[str], cells: dict[tuple[str, str], str]) -> list[str]:
     """Every row of every dataset in one table: evaluate VRMSE (the Well's definition, the frames after the 8th),
     the classical rows first and the Well's published validation VRMSE last (full-size data, 200 GPU epochs)."""
@@ -287,6 +309,7 @@ def main() -> None:
                 f"{settings.get('batch_size', '')} | {cpu} | {info['epochs']} | {info['steps']} | {lr} | {best:.4g} | "
                 f"{s['mean_vrmse_well']:.4g} | {s['mean_vrmse_paper']:.4g} | {roll} | {shown} |"
             )
+        section += per_channel_table(scores, [label.replace(" ", "_") for label in curves])
         passed = []
         for label, points in curves.items():
             below = [t for t, v in points if v < persistence]

@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from well_upao.cli import main
+from well_upao.data import stats as stats_module
 from well_upao.data.generate import GenerationError
 from well_upao.data.replicas import ReplicaRequest, generate_replica
 from well_upao.data.source import REPLICA_ATTRIBUTE, WellSource, read_layout
@@ -35,10 +36,14 @@ TINY = {
 
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory):
+    """The tiny replicas, their statistics reduced two frames at a time (as a CPU-size replica's 64 x 64 frames are
+    reduced 16 at a time), so the increments across chunk boundaries are exercised."""
     base = tmp_path_factory.mktemp("replicas")
-    for name, (shape, n_steps, sets) in TINY.items():
-        request = ReplicaRequest(name, base, shape=shape, n_steps=n_steps, n_traj_per_set=3, sets=sets, seed=3)
-        generate_replica(request, progress=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stats_module, "CHUNK_BYTES", 1)
+        for name, (shape, n_steps, sets) in TINY.items():
+            request = ReplicaRequest(name, base, shape=shape, n_steps=n_steps, n_traj_per_set=3, sets=sets, seed=3)
+            generate_replica(request, progress=False)
     return base
 
 
@@ -106,6 +111,19 @@ def test_replica_files_have_the_wells_layout_and_validate(replicas, name):
     if name == "active_matter":  # the Well's shapes: nested 2 x 2 for tensors; tr D = c holds for the means
         assert np.shape(stats["std"]["E"]) == (2, 2) and np.shape(stats["mean"]["velocity"]) == (2,)
         assert np.trace(stats["mean"]["D"]) == pytest.approx(stats["mean"]["concentration"], rel=1e-6)
+    # every scalar field's statistics against numpy over the train files (float32 as stored; the generator reduces
+    # the float64 simulation, hence the tolerance), the increments' included
+    train = sorted((replicas / name / "data" / "train").glob("*.hdf5"))
+    for spec in (s for s in family.fields if s.order == 0):
+        frames = []
+        for train_file in train:
+            with h5py.File(train_file) as f:
+                frames.append(f["t0_fields"][spec.name][:].astype(np.float64))
+        values = np.concatenate(frames)
+        deltas = np.diff(values, axis=1)
+        for key, expected in (("mean", values.mean()), ("std", values.std()), ("std_delta", deltas.std())):
+            scale = values.std() if key != "std_delta" else deltas.std()
+            assert stats[key][spec.name] == pytest.approx(expected, abs=1e-3 * scale), (spec.name, key)
 
 
 def test_gray_scott_and_shear_flow_satisfy_our_pde_entries(replicas):

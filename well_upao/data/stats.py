@@ -141,5 +141,9 @@ class FieldStatistics:
 
 
 def _components_first(frames: np.ndarray) -> np.ndarray:
-    """``(..., P, C)`` frames as a new float64 array ``(..., C, P)`` (one contiguous row per component)."""
-    return np.ascontiguousarray(np.swapaxes(frames, -1, -2), dtype=np.float64)
+    """``(..., P, C)`` frames as a new float64 array ``(..., C, P)`` (one contiguous row per component).
+
+    Always a copy: the reductions overwrite it in place. (``np.ascontiguousarray`` would return float64 frames of one
+    component as a view, which is already contiguous after the swap, and the caller's frames, among them the frame
+    before the next time chunk, would be overwritten.)"""
+    return np.swapaxes(frames, -1, -2).astype(np.float64, order="C", copy=True)

@@ -208,32 +208,75 @@ def unit_parameters(model: nn.Module) -> list[int]:
     return sizes
 
 
-def paper_plan() -> tuple[list[str], dict]:
+def gathered_bytes(model: nn.Module) -> int:
+    """Bytes FSDP2 holds gathered while one NA layer runs: the current and the prefetched unit, weights + gradients,
+    fp32."""
+    return 2 * max(unit_parameters(model)) * 4 * 2
+
+
+def largest_batch(capacity_gib: float, activations: float, parameters: int, gathered: float) -> int:
+    """Largest per-GPU batch of ``activations`` bytes per sample on a ``capacity_gib`` GPU under FSDP2 at
+    :data:`PLAN_RANKS` ranks: the fp32 weights, gradients and AdamW state sharded, the gathered units whole,
+    :data:`RESERVE` of the GPU kept free."""
+    state = parameters * sum(STATE_BYTES.values()) / PLAN_RANKS + gathered
+    return max(0, math.floor(((1 - RESERVE) * capacity_gib * GiB - state) / activations))
+
+
+def sample_plan(
+    preset: str = "paper", resolution: int = PLAN_RESOLUTION, n_frames: int = 8, dims: tuple[int, ...] = (1, 2, 3)
+) -> dict:
+    """One sample of ``n_frames`` 2D frames at ``resolution``^2 through ``NATransformer(preset, dims)`` on the meta
+    device (no memory, no data), in fp32: ``parameters``; bytes of activations saved for the backward ``without``
+    checkpointing, ``with_checkpointing`` (the rest + every layer's input + one layer recomputed) and
+    ``without_fused`` (a fused attention kernel's estimate instead of the masked SDPA's tiles); ``flops`` and
+    ``flops_checkpointed`` of one forward + backward; ``saved`` by part, ``layers``, ``attention`` (per layer),
+    ``fused`` (one layer's estimate) and ``model`` (the meta model, for FSDP's units)."""
     from well_upao.models.na_transformer import NATransformer, count_parameters
     from well_upao.trainers.sharding import checkpoint_layers
 
     with torch.device("meta"):
-        model = NATransformer(preset="paper")
-        two_d = NATransformer(preset="paper", dims=(2,))
-        checkpointed = NATransformer(preset="paper")
+        model = NATransformer(preset=preset, dims=dims)
+        checkpointed = NATransformer(preset=preset, dims=dims)
     checkpoint_layers(checkpointed)
-    frames = torch.zeros(1, 8, PLAN_RESOLUTION, PLAN_RESOLUTION, 18, device="meta")
-    parameters, parameters_2d = count_parameters(model), count_parameters(two_d)
+    frames = torch.zeros(1, n_frames, resolution, resolution, 18, device="meta")
     saved = saved_activations(model, frames)
     count = len(model.blocks)
     attention = [saved[f"blocks.{i}.attention"] for i in range(count)]
     layers = [saved[f"blocks.{i}"] + attention[i] for i in range(count)]
-    n_tokens = 8 * (PLAN_RESOLUTION // 16) ** 2
-    tokens = n_tokens * 768 * 4  # one layer's input: T x 16 x 16 tokens x H, fp32
+    hidden, heads, patch = model.hidden, model.config["heads"], model.patch
+    n_tokens = n_frames * (resolution // patch) ** 2
+    tokens = n_tokens * hidden * 4  # one layer's input: T x tokens x H, fp32
     # a fused kernel (NATTEN on CUDA) keeps the two linears' inputs, the qkv output, the attention output and the
     # softmax statistics (one per token and head) instead of the masked SDPA's tiles
-    fused = 2 * tokens + 3 * tokens + tokens + n_tokens * 12 * 4
+    fused = 2 * tokens + 3 * tokens + tokens + n_tokens * heads * 4
     without = sum(saved.values())
-    without_fused = without - sum(attention) + count * fused
-    with_checkpointing = saved.get("rest", 0) + count * tokens + max(layers)
-    flops = step_flops(model, frames)
-    flops_checkpointed = step_flops(checkpointed, frames)
-    gathered = 2 * max(unit_parameters(model)) * 4 * 2  # current + prefetched unit, weights + gradients, fp32
+    return dict(
+        parameters=count_parameters(model),
+        without=without,
+        without_fused=without - sum(attention) + count * fused,
+        with_checkpointing=saved.get("rest", 0) + count * tokens + max(layers),
+        flops=step_flops(model, frames),
+        flops_checkpointed=step_flops(checkpointed, frames),
+        saved=saved,
+        layers=layers,
+        attention=attention,
+        fused=fused,
+        model=model,
+    )
+
+
+def paper_plan() -> tuple[list[str], dict]:
+    from well_upao.models.na_transformer import NATransformer, count_parameters
+
+    with torch.device("meta"):
+        two_d = NATransformer(preset="paper", dims=(2,))
+    plan = sample_plan()
+    model, saved, layers, attention, fused = (plan[k] for k in ("model", "saved", "layers", "attention", "fused"))
+    parameters, parameters_2d = plan["parameters"], count_parameters(two_d)
+    count = len(model.blocks)
+    without, without_fused, with_checkpointing = plan["without"], plan["without_fused"], plan["with_checkpointing"]
+    flops, flops_checkpointed = plan["flops"], plan["flops_checkpointed"]
+    gathered = gathered_bytes(model)
     sharded = {k: parameters * b / PLAN_RANKS for k, b in STATE_BYTES.items()}
 
     def per_gpu(activations: float, ranks: int) -> float:
@@ -246,8 +289,7 @@ def paper_plan() -> tuple[list[str], dict]:
         return str(max(1, math.ceil(parameters * sum(STATE_BYTES.values()) / room)))
 
     def largest(capacity: float, activations: float) -> int:
-        state = parameters * sum(STATE_BYTES.values()) / PLAN_RANKS + gathered
-        return max(0, math.floor(((1 - RESERVE) * capacity * GiB - state) / activations))
+        return largest_batch(capacity, activations, parameters, gathered)
 
     lines = [
         f"Model: `model.preset=paper` with its default dims 1/2/3: {parameters / 1e6:.1f}M parameters "
@@ -449,9 +491,12 @@ def main() -> None:
         "",
     ]
     text = "\n".join(report)
-    if args.out:
-        args.out.write_text(text)
     print(text)
+    if args.out:
+        from readings import exit_if_stale, write_keeping_reading
+
+        write_keeping_reading(args.out, report)  # keeps the hand-written "## Reading" (the GPU measurement's)
+        exit_if_stale(args.out)
 
 
 if __name__ == "__main__":

@@ -27,36 +27,41 @@ from well_upao.models.na_transformer import NATransformer
 from well_upao.physics import Grid, UpaoObjective, band_values, get_pde
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--pde", default="tg2d")
-    parser.add_argument("--resolution", type=int, default=64)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+def objective_cost(
+    pde: str = "tg2d",
+    resolution: int = 64,
+    preset: str = "tiny",
+    batch: int = 4,
+    steps: int = 8,
+    device: str | torch.device = "cpu",
+    repeats: int = 10,
+) -> dict:
+    """Seconds of the backbone's forward + backward (``model``) and of the UPAO objective + its backward into the
+    predictions (``objective``) on ``batch`` windows of ``steps`` exact frames of ``pde`` at ``resolution``, on
+    ``device`` (best of ``repeats`` after a warm-up; CUDA work is waited for), and the objective's sub-equations."""
+    device = torch.device(device)
     torch.manual_seed(0)
-
-    pde_exact = EXACT_PDES[args.pde]
-    resolution, batch, steps = args.resolution, 4, 8
+    pde_exact = EXACT_PDES[pde]
     frames = torch.zeros(batch, steps + 1, resolution, resolution, N_SLOTS)
     scalars: dict[str, list[float]] = {}
     for b in range(batch):
         params = pde_exact.sample_parameters(np.random.default_rng(b), b)
         fields = pde_exact.evaluate(params, pde_exact.grid_axes(resolution), np.arange(steps + 1) * 0.01, np.float32)
-        for channel, slot in DATASET_SLOTS[args.pde].items():
+        for channel, slot in DATASET_SLOTS[pde].items():
             field, _, component = channel.rpartition("_")
             array = fields[field][..., "xy".index(component)] if field in fields else fields[channel]
             frames[b, ..., SLOT_INDEX[slot]] = torch.as_tensor(array)
         for k, v in params.scalars.items():
             scalars.setdefault(k, []).append(v)
-    scalar_tensors = {k: torch.tensor(v) for k, v in scalars.items()}
-    slots = [SLOT_INDEX[s] for s in DATASET_SLOTS[args.pde].values()]
-    model = NATransformer(preset="tiny", channel_slots=slots, dims=(2,))
+    frames = frames.to(device)
+    scalar_tensors = {k: torch.tensor(v, device=device) for k, v in scalars.items()}
+    slots = [SLOT_INDEX[s] for s in DATASET_SLOTS[pde].values()]
+    model = NATransformer(preset=preset, channel_slots=slots, dims=(2,)).to(device)
     inputs, next_band = frames[:, :steps], band_values(frames[:, steps], 2)
     grid = Grid((2 * math.pi / resolution,) * 2, (True, True))
-    dt = torch.full((batch,), 0.01)
-    mask = model.slot_mask()
-    objective = UpaoObjective(get_pde(args.pde))
+    dt = torch.full((batch,), 0.01, device=device)
+    mask = model.slot_mask(device)
+    objective = UpaoObjective(get_pde(pde))
 
     def model_step():
         model.zero_grad()
@@ -68,10 +73,26 @@ def main() -> None:
         leaf = prediction.clone().requires_grad_(True)
         objective(leaf, inputs, next_band, dt, scalar_tensors, grid, mask).total.backward()
 
-    model_seconds = best_time(model_step, repeats=10)
-    objective_seconds = best_time(objective_step, repeats=10)
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else None
+    return dict(
+        model=best_time(model_step, repeats=repeats, synchronize=synchronize),
+        objective=best_time(objective_step, repeats=repeats, synchronize=synchronize),
+        equations=len(objective.pde.equations),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pde", default="tg2d")
+    parser.add_argument("--resolution", type=int, default=64)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    batch, steps = 4, 8
+    cost = objective_cost(args.pde, args.resolution, batch=batch, steps=steps)
+    model_seconds, objective_seconds = cost["model"], cost["objective"]
     print(
-        f"| {args.pde} | {batch} x {steps} frames x {resolution}^2 | {len(objective.pde.equations)} "
+        f"| {args.pde} | {batch} x {steps} frames x {args.resolution}^2 | {cost['equations']} "
         f"| {model_seconds * 1e3:.0f} | {objective_seconds * 1e3:.1f} | {objective_seconds / model_seconds:.1%} |"
     )
 

@@ -89,6 +89,7 @@ def test_one_upao_step_on_the_users_dataset_through_the_harness(user_data, tmp_p
     assert first["train_L_PDE"] > 0 and first["valid_upao_loss"] > 0
 
 
+@pytest.mark.slow  # tens of seconds on two cores (the default suite had passed 10 minutes)
 def test_train_evaluate_report_and_resume_name_the_users_module_once(user_data, tmp_path, monkeypatch):
     """data.imports at training is all: the run's checkpoint remembers it, so evaluate (with no --data), the
     adapters report and a resumed run find the user's dataset without being told again."""

@@ -413,6 +413,12 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
         "of its channels, the best kept as row LABEL (the paper's zero-shot transfer); repeatable",
     )
     parser.add_argument("--out", type=Path, default=Path("evaluation"), help="folder for JSON and PNG (./evaluation)")
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="where the model rows run: auto (CUDA when present, else the CPU), cpu, cuda or cuda:N; the classical "
+        "rows, the solver and the scores stay on the CPU (default auto)",
+    )
     parser.add_argument("--quiet", action="store_true")
     parser.set_defaults(handler=_run_evaluate)
 
@@ -442,6 +448,7 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         match_solver=args.match_solver,
         out=args.out,
         progress=not args.quiet,
+        device=args.device,
     )
     transfers = []
     for spec in args.zero_shot_from:

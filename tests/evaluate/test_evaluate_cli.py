@@ -205,3 +205,32 @@ def test_every_row_gets_the_label_free_scorecard_and_runs_show_their_guard(small
     for row in rows.values():
         assert set(row["label_free"]) == {"floor", "residual_ratio", "departure_extrap2", "backtest"}
     assert rows["upao"]["selection"]["kept_start"] and rows["upao"]["selection"]["guard"] is True
+
+
+def test_an_impossible_device_is_refused_with_its_fix(small_datasets, tmp_path, capsys):
+    path = checkpoint(tmp_path / "m.pt", "wave2d", small_datasets)
+    out = tmp_path / "out"
+    base = ["evaluate", str(path), "--base-path", str(small_datasets), "--quiet", "--out", str(out)]
+    assert main([*base, "--device", "gpu"]) != 0
+    assert "use auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main([*base, "--device", "cuda"]) != 0
+        assert "no CUDA device" in capsys.readouterr().err
+    assert not out.exists()  # refused before anything was written
+
+
+def test_a_placed_model_row_predicts_what_it_predicted_in_place():
+    """``place`` moves a row's network and its inputs; on the CPU it must not change a prediction (CUDA is checked by
+    benchmarks/gpu_check.py on a GPU) and a row without a network ignores it."""
+    from well_upao.evaluate.predictors import Extrapolation, HarnessModel
+
+    torch.manual_seed(0)
+    network = torch.nn.Conv2d(3 * 2, 2, 3, padding=1)
+    row = HarnessModel("conv", network, "channels_first_default", history=3)
+    window = torch.randn(2, 4, 8, 8, 2)
+    before = row.predict(window, None)
+    row.place("cpu")
+    assert row.device == torch.device("cpu") and torch.equal(row.predict(window, None), before)
+    classical = Extrapolation(2)
+    classical.place("cpu")
+    assert classical.device is None

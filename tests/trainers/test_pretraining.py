@@ -65,6 +65,7 @@ def test_two_ddp_processes_match_one_process_with_the_same_global_batch(corpus, 
         torch.testing.assert_close(two_state[key], value, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # tens of seconds on two cores (the default suite had passed 10 minutes)
 def test_a_rerun_resumes_the_pretraining_run(corpus, tmp_path):
     """Pretraining is the one loop: rerunning the command with more epochs continues from recent.pt (steps,
     optimizer, schedule), and every epoch is logged once."""

@@ -45,6 +45,7 @@ def mid_epoch_point(recent) -> dict | None:
         return None
 
 
+@pytest.mark.slow  # tens of seconds on two cores (the default suite had passed 10 minutes)
 def test_a_killed_run_resumes_mid_epoch_with_the_same_steps(small_datasets, tmp_path):
     uninterrupted = tmp_path / "whole"
     uninterrupted.mkdir()

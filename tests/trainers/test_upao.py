@@ -132,6 +132,7 @@ def test_harness_runs_upao_end_to_end(small_datasets, tmp_path):
     start, first = lines[0], lines[1]  # the untrained model's validation (trainer.validate_start), then epoch 1
     assert start["epoch"] == 0 and start["step"] == 0 and start["kept_start"] and "train_loss" not in start
     assert (start["pde"], start["upao_derivative"], start["upao_time_scheme"]) == ("tg2d", "fd", "crank_nicolson")
+    assert start["device"] == "cpu" and "device" not in first  # where the run computed, once (CUDA when present)
     assert {"train_L_BC", "train_L_PDE", "valid_upao_loss", "valid_paper_VRMSE"} <= set(first)
     assert first["epoch"] == 1 and first["kept_start"] == (first["best_epoch"] == 0) and "pde" not in first
     assert payload["epoch"] == first["best_epoch"]  # best.pt holds the model of the logged best epoch
@@ -321,6 +322,7 @@ def test_the_wells_one_frame_models_adapt_without_interior_labels(small_datasets
     assert loss == pytest.approx(logs["valid_upao_loss"]) and "valid_paper_VRMSE" in logs
 
 
+@pytest.mark.slow  # tens of seconds on two cores (the default suite had passed 10 minutes)
 def test_tfno_adapts_with_upao_through_the_harness_and_starts_from_another_dataset(small_datasets, tmp_path):
     """`experiment=tfno trainer=upao data=burgers2d` (issue 17's command), then the same model on tg2d (3
     channels) started from the burgers2d run (2 channels) with trainer.init_from."""

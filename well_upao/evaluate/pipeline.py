@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from well_upao.data.source import WellSource
 from well_upao.evaluate.matched_solver import match_solvers, solver_ladder
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
@@ -58,6 +60,9 @@ class EvaluationRequest:
     match_solver: str | None = None
     out: Path | None = Path("evaluation")  # None: no JSON, no figures
     progress: bool = True
+    #: where the model rows' networks run: ``cpu``, ``cuda`` (``cuda:N``) or ``auto`` (CUDA when present); inputs,
+    #: scores and the classical rows stay on the CPU
+    device: str = "auto"
 
 
 @dataclass
@@ -175,6 +180,33 @@ def scoring_discretisation(source: WellSource, pde: PDE, floor: dict) -> tuple[P
     return pde, "fd" if derivative == "auto" else derivative, DEFAULT_SCHEME if scheme == "auto" else scheme
 
 
+def model_device(device: str) -> torch.device:
+    """``auto``: the first CUDA device when one is present, else the CPU; ``cuda`` without one is refused."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as error:
+        raise EvaluationError(f"--device {device!r} is not a device: use auto, cpu, cuda or cuda:N") from error
+    if resolved.type not in ("cpu", "cuda"):
+        raise EvaluationError(f"--device {device!r}: evaluate runs models on cpu or cuda")
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise EvaluationError(f"--device {device}: this machine has no CUDA device (use cpu or auto)")
+    return resolved
+
+
+def place_models(rows: Sequence[Predictor], device: str) -> None:
+    """Put the model rows' networks on ``device`` (:func:`model_device`); rows on a GPU say so in their notes."""
+    resolved = model_device(device)
+    if resolved.type == "cpu":
+        return
+    name = torch.cuda.get_device_name(resolved) if resolved.type == "cuda" else resolved.type
+    for row in rows:
+        row.place(resolved)
+        if row.device is not None:
+            row.notes["device"] = f"{resolved} ({name})"
+
+
 def run_selection(checkpoint: Path) -> dict:
     """What a run's label-free selection did, from its ``metrics.jsonl`` (``<run>/artifacts``, beside
     ``<run>/checkpoints/<file>``): ``best_epoch``, ``kept_start``, ``kept_start_reason``, ``guard_rejections`` and
@@ -223,6 +255,7 @@ def run_evaluation(
     rows += list(models)
     for label, path in transfers:
         rows += transfer_predictors(path, source, label)
+    place_models(rows, r.device)
     history = r.history or max((p.history for p in rows if p.history), default=DEFAULT_HISTORY)
     opened = open_split(source, history, r.stride)
     if len(opened) == 0:

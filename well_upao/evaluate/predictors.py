@@ -45,13 +45,27 @@ class Predictor:
     calls: int = 0
     notes: dict = field(default_factory=dict)
     history: int | None = None
+    #: where a model row's network runs (:meth:`place`; ``None``: where it was built, the CPU)
+    device: torch.device | None = None
 
     def predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
+        """The next frame; timed (a model on a GPU included: its prediction is copied back, which waits for it)."""
         start = time.perf_counter()
         out = self._predict(window, context)
         self.seconds += time.perf_counter() - start
         self.calls += window.shape[0]
         return out
+
+    def place(self, device: str | torch.device) -> None:
+        """Run this row's network on ``device``: its inputs are copied there and its predictions back (so scores,
+        residuals and the classical rows stay on the CPU). Rows without a network ignore it."""
+        model = getattr(self, "model", None)
+        if isinstance(model, torch.nn.Module):
+            self.device = torch.device(device)
+            self.model = model.to(self.device)
+
+    def _on_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if self.device is None else tensor.to(self.device)
 
     def _predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
         raise NotImplementedError
@@ -149,7 +163,8 @@ class BackboneModel(Predictor):
     def _predict(self, window, context):
         window = window if self.history is None else window[:, -self.history :]
         slotted = self.model.to_slots(self.space.to_model(window))
-        return self.space.to_physical(self.model.from_slots(self.model.forward_sequence(slotted)[:, -1]))
+        predicted = self.model.forward_sequence(self._on_device(slotted))[:, -1].to(slotted.device)
+        return self.space.to_physical(self.model.from_slots(predicted))
 
 
 class SlotModel(Predictor):
@@ -162,9 +177,10 @@ class SlotModel(Predictor):
 
     @torch.no_grad()
     def _predict(self, window, context):
+        inputs, mask = self._on_device(window), self._on_device(self.mask)
         if model_kind(self.model) is ModelKind.SLOT_FRAME:
-            return self.model(window, self.mask)
-        return self.model.forward_sequence(window, self.mask)[:, -1]
+            return self.model(inputs, mask).to(window.device)
+        return self.model.forward_sequence(inputs, mask)[:, -1].to(window.device)
 
 
 class HarnessModel(Predictor):
@@ -183,7 +199,8 @@ class HarnessModel(Predictor):
         from well_upao.harness.samples import one_frame_prediction
 
         inputs = self.space.to_model(window[:, -self.history :])
-        return self.space.to_physical(one_frame_prediction(self.model, inputs, self.formatter))
+        predicted = one_frame_prediction(self.model, self._on_device(inputs), self.formatter).to(inputs.device)
+        return self.space.to_physical(predicted)
 
 
 def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:

@@ -360,6 +360,14 @@ class Trainer(WellTrainer):
         settings |= self.loss.protocol_settings()
         return {"protocol": self.protocol, "protocol_settings": settings}
 
+    def device_facts(self) -> dict[str, Any]:
+        """Where the run computes (``device``, and ``device_name`` on a GPU), for the first ``metrics.jsonl`` line."""
+        device = torch.device(self.device)
+        facts: dict[str, Any] = {"device": str(device)}
+        if device.type == "cuda":
+            facts["device_name"] = torch.cuda.get_device_name(device)
+        return facts
+
     def save_mid_epoch(self, epoch: int, batches: int, loss_sum: float, totals: dict[str, float]) -> None:
         """``recent.pt`` with the epoch counted as not finished and where it stopped (``train.resume``)."""
         self.resume_point = {"epoch": epoch, "batches": batches, "loss_sum": loss_sum, "totals": dict(totals)}
@@ -551,7 +559,7 @@ class Trainer(WellTrainer):
         """Log to wandb (when on) and append one line to ``metrics.jsonl``; the first line this process writes
         also carries the protocol (:meth:`protocol_facts`) and the loss's facts (:meth:`TrainingLoss.run_facts`)."""
         if not self._facts_written:
-            values = self.protocol_facts() | self.loss.run_facts() | values
+            values = self.protocol_facts() | self.loss.run_facts() | self.device_facts() | values
             self._facts_written = True
         clean = records.append_metrics(self.artifact_folder, values)
         if is_main_process() and wandb.run is not None:

@@ -51,51 +51,62 @@ def image_packages() -> set[str]:
     return names
 
 
-def chain_distributions(tmp_path: Path, blocked: tuple[str, ...] = ()) -> set[str]:
-    """Distributions whose modules the import chain loads, in a fresh interpreter where wandb is the stand-in (as on
-    the device: the stand-in comes first on the path) and the top-level modules ``blocked`` cannot be imported."""
+def chain_on_the_device(tmp_path: Path, allowed: set[str]) -> tuple[set[str], list[str]]:
+    """Import the chain in a fresh interpreter that behaves as the device would: wandb is the stand-in (first on the
+    path) and a top-level module whose distribution is not in ``allowed`` (canonical names) cannot be imported.
+    Returns the distributions loaded and the modules refused (optional imports the chain did without)."""
     stand_in = tmp_path / "stand_in"
     (stand_in / "wandb").mkdir(parents=True, exist_ok=True)
     (stand_in / "wandb" / "__init__.py").write_text(gpu_wheels.STAND_IN_SOURCE)
     script = textwrap.dedent(
         f"""
-        import importlib, importlib.metadata, json, sys
-        for module in {list(blocked)!r}:
-            sys.modules[module] = None  # importing it raises ImportError
+        import importlib, importlib.abc, importlib.metadata, json, re, sys
+        allowed = set({sorted(allowed)!r})
+        owners = importlib.metadata.packages_distributions()
+        refused = []
+
+        def canonical(name):
+            return re.sub(r"[-_.]+", "-", name).lower()
+
+        class Absent(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                top = name.split(".")[0]
+                if top in owners and not {{canonical(d) for d in owners[top]}} & allowed:
+                    refused.append(top)
+                    raise ModuleNotFoundError(f"{{top}} is not on the device", name=top)
+                return None
+
+        sys.meta_path.insert(0, Absent())
         for module in {list(gpu_check.IMPORT_CHAIN)!r}:
             importlib.import_module(module)
         import wandb
         assert wandb.__file__.startswith({str(stand_in)!r}), wandb.__file__
-        owners = importlib.metadata.packages_distributions()
         tops = {{name.split(".")[0] for name, module in sys.modules.items() if module is not None}}
         tops -= set(sys.stdlib_module_names) | {{"wandb"}}
-        print(json.dumps(sorted({{d for top in tops for d in owners.get(top, [])}})))
+        loaded = sorted({{d for top in tops for d in owners.get(top, [])}})
+        print(json.dumps([loaded, sorted(set(refused))]))
         """
     )
     env = dict(os.environ, PYTHONPATH=str(stand_in))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {canonical(name) for name in json.loads(done.stdout.strip().splitlines()[-1])}
+    assert done.returncode == 0, (
+        "the chain does not import with the image and the wheels alone:\n" + done.stderr[-3000:]
+    )
+    loaded, refused = json.loads(done.stdout.strip().splitlines()[-1])
+    return {canonical(name) for name in loaded}, refused
 
 
 def test_the_image_and_the_wheels_cover_the_import_chain(tmp_path):
-    from importlib.metadata import packages_distributions
-
-    chain = chain_distributions(tmp_path)
+    """The chain imports with nothing but the image's packages (and what they require) and the carried wheels: a
+    module of any other distribution is refused, as it would be there (optional imports, e.g. sniffio, which this
+    machine's HTTP stack takes when it finds it, are done without)."""
     carried = {canonical(name) for name in (*gpu_wheels.WHEELS, *gpu_wheels.BUILT)} | {"wandb", "well-upao"}
-    missing_from_image = chain - image_packages()
-    # the image alone lacks the harness: the check below is not vacuous
-    assert {"the-well", "hydra-core", "omegaconf", "neuraloperator", "antlr4-python3-runtime"} <= missing_from_image
-    # a distribution imported here but neither in the image nor carried must be optional: the chain imports without it
-    # (e.g. sniffio, which this machine's HTTP stack imports when it finds it)
-    uncovered = missing_from_image - carried
-    if uncovered:
-        owners = packages_distributions()
-        modules = tuple(top for top, names in owners.items() if {canonical(n) for n in names} & uncovered)
-        still = chain_distributions(tmp_path, blocked=modules)
-        assert not (still & uncovered), "the device would lack these; add them to gpu_wheels.WHEELS"
+    image = image_packages()
+    loaded, _ = chain_on_the_device(tmp_path, image | carried)
+    # the image alone lacks the harness: the check is not vacuous
+    assert {"the-well", "hydra-core", "omegaconf", "neuraloperator", "antlr4-python3-runtime"} <= loaded - image
     # nothing carried that the chain does not need (each wheel counts toward the 64 MiB a call may carry)
-    assert carried - chain - {"wandb"} == set()
+    assert carried - loaded - {"wandb"} == set()
 
 
 def test_wheel_pins_are_the_cpu_install_s_versions():

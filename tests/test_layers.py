@@ -1,6 +1,6 @@
 """The layers of ARCHITECTURE.md: every module imports only from its own layer or lower ones.
 
-    0 package utilities   well_upao/__init__, distributed, configs, weights
+    0 package utilities   well_upao/__init__, distributed, configs, weights, tensor_cache, axes
     1 families            how trajectories are made (families/, datasets_exact/)
     2 data                The Well's file format, the dataset registry
     3 physics, models     stencils -> PDEs -> UPAO objective; the backbone, adapters, checkpoints
@@ -24,6 +24,7 @@ LAYERS = {
     "configs": 0,
     "weights": 0,
     "tensor_cache": 0,
+    "axes": 0,
     "families": 1,
     "datasets_exact": 1,
     "data": 2,

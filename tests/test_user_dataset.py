@@ -34,6 +34,26 @@ def user_data(tmp_path_factory) -> Path:
     return base
 
 
+@pytest.fixture(scope="module")
+def spec_walls(user_data, tmp_path_factory) -> Path:
+    """The walls dataset as the Well's specification stores it (``well_synthetic.store_as_specified``): float32 time
+    every 0.05 from t = 100, float32 coordinates, OPEN boundaries. Its float32 steps differ from frame to frame."""
+    import shutil
+
+    import h5py
+    import numpy as np
+    from well_synthetic import store_as_specified
+
+    base = tmp_path_factory.mktemp("spec_base")
+    shutil.copytree(user_data / "user_heat_walls", base / "user_heat_walls")
+    store_as_specified(base / "user_heat_walls")
+    with h5py.File(next((base / "user_heat_walls" / "data" / "train").glob("*.hdf5"))) as f:
+        time = f["dimensions"]["time"]
+        steps = np.diff(np.asarray(time, dtype=np.float64))
+        assert time.dtype == np.float32 and not np.allclose(steps, steps[0])  # numpy's default tolerance refuses it
+    return base
+
+
 @pytest.mark.parametrize("name", ["user_heat", "user_heat_walls"])
 def test_the_users_dataset_is_generated_and_matches_its_closed_form(user_data, name):
     assert validate_dataset(user_data / name, check_exact=True) == []
@@ -46,16 +66,18 @@ def run_cli(*arguments: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(cli), *arguments], capture_output=True, text=True, env=env)
 
 
-def test_the_residual_floor_of_the_users_datasets_uses_their_pde(user_data, tmp_path):
-    """The user's PDE is found from its dataset (not from the PDE registry). On the walls dataset the documented
-    diffusivity is wrong: the floor there is far above the periodic set's, and fitting the constant finds the one
-    the data was made with and lowers the floor to the periodic set's level."""
+def test_the_residual_floor_of_the_users_datasets_uses_their_pde(user_data, spec_walls, tmp_path):
+    """The user's PDE is found from its dataset (not from the PDE registry). On the walls dataset (stored as the
+    Well's specification stores it: float32 time from t = 100, OPEN boundaries) the documented diffusivity is
+    wrong: the floor there is far above the periodic set's, and fitting the constant finds the one the data was
+    made with and lowers the floor to the periodic set's level."""
     from user_heat_dataset import DOCUMENTED_KAPPA, WALLS_KAPPA
 
     common = ["--imports", "user_heat_dataset", "--base-path", str(user_data), "--max-trajectories", "2"]
     periodic = run_cli("residual-floor", "--data", "user_heat", *common, "--json", str(tmp_path / "p.json"))
     assert periodic.returncode == 0, periodic.stderr
     assert "| 1 | spectral |" in periodic.stdout  # periodic: fd4 and spectral offered
+    common[3] = str(spec_walls)
     walls = run_cli("residual-floor", "--data", "user_heat_walls", *common, "--fit", "kappa", "--json",
                     str(tmp_path / "w.json"))  # fmt: skip
     assert walls.returncode == 0, walls.stderr
@@ -135,15 +157,17 @@ def test_train_evaluate_report_and_resume_name_the_users_module_once(user_data, 
     assert [line["epoch"] for line in lines if "train_loss" in line] == [1, 2]  # each epoch once
 
 
-def test_fitted_constants_of_a_users_pde_between_walls(user_data, tmp_path, monkeypatch):
-    """``trainer.pde_constants=fitted`` on the walls dataset trains with the diffusivity of the data (recorded in
-    the checkpoint), and the run evaluates with its floor."""
+def test_fitted_constants_of_a_users_pde_between_walls(spec_walls, tmp_path, monkeypatch):
+    """``trainer.pde_constants=fitted`` on the walls dataset as the Well's specification stores it (float32 time
+    from t = 100, OPEN boundaries) trains with the diffusivity of the data (recorded in the checkpoint), its
+    ``auto`` time scheme chosen from the floor table it records, and the run evaluates with its floor and every
+    row's label-free scorecard."""
     from user_heat_dataset import WALLS_KAPPA
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
     result = harness.run_harness(
         tmp_path,
-        user_data,
+        spec_walls,
         "model=na",
         "model.layers=1",
         "trainer=upao",
@@ -161,3 +185,8 @@ def test_fitted_constants_of_a_users_pde_between_walls(user_data, tmp_path, monk
     evaluate = run_cli("evaluate", str(run), "--out", str(tmp_path / "eval"), "--quiet", "--max-trajectories", "1")
     assert evaluate.returncode == 0, evaluate.stderr
     assert "- UPAO default fd/" in evaluate.stdout and "- lowest fd/" in evaluate.stdout
+    (report,) = (tmp_path / "eval").glob("*.json")
+    scores = json.loads(report.read_text())["scores"]
+    assert all(row["label_free"] for row in scores), [row["name"] for row in scores if not row["label_free"]]
+    lines = [json.loads(line) for line in (run / "artifacts" / "metrics.jsonl").read_text().splitlines()]
+    assert lines[0].get("upao_floors"), "the floor table auto chose from is recorded"

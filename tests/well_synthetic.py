@@ -90,3 +90,21 @@ def write_well_dataset(base: Path, name: str, n_traj: int = 2, n_steps: int = 12
                         stats[key][field] = 1.0 if order == 0 else [1.0] * (2**order)
     (base / name / "stats.yaml").write_text(yaml.safe_dump(stats))
     return base / name
+
+
+def store_as_specified(dataset: Path, t0: float = 100.0, boundary: str = "OPEN") -> Path:
+    """Rewrite a dataset's files the way the Well's file specification stores them, where our writers do not:
+    ``dimensions/time`` and the coordinates in float32 (time shifted to start at ``t0``, so a spacing such as 0.05
+    is not exactly equal from frame to frame) and the non-periodic boundaries as ``boundary``. Fields untouched."""
+    for path in sorted((dataset / "data").glob("*/*.hdf5")):
+        with h5py.File(path, "r+") as f:
+            dims = f["dimensions"]
+            for name in ["time", *[str(d) for d in dims.attrs["spatial_dims"]]]:
+                values = np.asarray(dims[name], dtype=np.float64) + (t0 if name == "time" else 0.0)
+                attrs = dict(dims[name].attrs)
+                del dims[name]
+                dims.create_dataset(name, data=values.astype(np.float32)).attrs.update(attrs)
+            for group in f["boundary_conditions"].values():
+                if str(group.attrs["bc_type"]).upper() != "PERIODIC":
+                    group.attrs["bc_type"] = boundary
+    return dataset

@@ -7,7 +7,8 @@ data on disk:
 * its files: ``{base}/{name}/data/{split}/*.hdf5`` (``*.h5`` too), globbed here and nowhere else
   (:func:`split_files`);
 * its decoded :class:`Layout`, read once from the first file: spatial axes, resolution, spacing, periodicity
-  (per axis, from ``/boundary_conditions``), the stored frames' time step, field names per tensor order and the
+  (per axis, from ``/boundary_conditions``), the stored frames' time axis (``dt`` and ``dx`` from
+  ``well_upao.axes``: float64 fits of the whole float32 axes), field names per tensor order and the
   flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, then t2), the
   ``/scalars`` names, and our replica attribute (provenance);
 * its registry entry (``well_upao.data.datasets``): slot row, field selection (the paper's, e.g. active matter
@@ -37,6 +38,7 @@ import numpy as np
 import torch
 import yaml
 
+from well_upao.axes import UnevenAxisError, UniformAxis, fit_uniform
 from well_upao.data.datasets import DATASETS, DatasetSpec, selected_fields, slot_indices
 from well_upao.data.well_format import FIELD_GROUPS
 
@@ -88,26 +90,51 @@ class Layout:
     dataset_name: str  # the file's ``dataset_name`` attribute
     spatial_dims: tuple[str, ...]
     resolution: tuple[int, ...]
-    spacing: tuple[float, ...]
+    spacing: tuple[float, ...]  # float64 steps of the coordinate axes (``well_upao.axes``)
     periodic: tuple[bool, ...]
     boundary_types: tuple[tuple[str, ...], ...]  # per axis, the bc_type of every group touching it
-    dt: float  # between stored frames
     n_steps: int  # stored frames per trajectory
     field_names: tuple[tuple[str, ...], ...]  # per tensor order 0, 1, 2
     channels: tuple[str, ...]  # flattened, every field
     scalar_names: tuple[str, ...]
     replica: Mapping[str, Any] | None = None
+    #: ``dimensions/time`` as stored (``(T,)``, or ``(n_traj, T)`` when sample-varying), its dtype and file
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
+    time_dtype: str = "float32"
+    path: str = ""
 
     @property
     def n_spatial_dims(self) -> int:
         return len(self.spatial_dims)
 
+    @cached_property
+    def time_axis(self) -> UniformAxis:
+        """The stored frames' uniform time axis (float64 step fitted to the whole stored axis, every trajectory's
+        when time is sample-varying); an axis that is not equally spaced at its stored precision is refused
+        (``well_upao.axes.UnevenAxisError``) when a step is asked for, not when the file is opened."""
+        rows = self.times.reshape(-1, self.times.shape[-1])
+        axes = [fit_uniform(row, self.time_dtype, "time", self.path) for row in rows]
+        first = axes[0]
+        for index, axis in enumerate(axes[1:], 1):
+            if abs(axis.step - first.step) > max(first.tolerance, axis.tolerance):
+                raise UnevenAxisError(
+                    f"the time axis of {self.path} is sample-varying with different steps ({first.step:.9g} for "
+                    f"trajectory 0, {axis.step:.9g} for trajectory {index}); UPAO and the evaluation take one step "
+                    "per dataset: split the file by step"
+                )
+        return first
+
 
 def read_layout(path: str | Path) -> Layout:
-    """Decode the layout of one Well file."""
+    """Decode the layout of one Well file. Coordinate axes that are not equally spaced at their stored precision
+    are refused here (``UnevenAxisError``); the time axis when its step is asked for (:attr:`Layout.time_axis`)."""
     with h5py.File(path, "r") as f:
         spatial = tuple(str(d) for d in f["dimensions"].attrs["spatial_dims"])
         coords = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
+        spacing = tuple(
+            fit_uniform(c.reshape(-1, c.shape[-1])[0], f["dimensions"][d].dtype, f"{d} coordinate", str(path)).step
+            for c, d in zip(coords, spatial, strict=True)
+        )
         bc_types = []
         for axis in spatial:
             bc_types.append(
@@ -117,17 +144,20 @@ def read_layout(path: str | Path) -> Layout:
                     if axis in [str(d) for d in group.attrs["associated_dims"]]
                 )
             )
-        times = np.asarray(f["dimensions"]["time"], dtype=np.float64).reshape(-1)
+        stored_time = f["dimensions"]["time"]
+        times = np.asarray(stored_time, dtype=np.float64)
         replica = f.attrs.get(REPLICA_ATTRIBUTE)
         return Layout(
             dataset_name=str(f.attrs["dataset_name"]),
             spatial_dims=spatial,
             resolution=tuple(int(c.shape[-1]) for c in coords),
-            spacing=tuple(float(c.reshape(-1)[1] - c.reshape(-1)[0]) for c in coords),
+            spacing=spacing,
             periodic=tuple(bool(t) and all(x == "PERIODIC" for x in t) for t in bc_types),
             boundary_types=tuple(bc_types),
-            dt=float(times[1] - times[0]) if times.size > 1 else float("nan"),
-            n_steps=int(times.size),
+            n_steps=int(times.shape[-1]) if times.ndim else 1,
+            times=times,
+            time_dtype=str(stored_time.dtype),
+            path=str(path),
             field_names=tuple(tuple(str(n) for n in f[g].attrs["field_names"]) for g in FIELD_GROUPS),
             channels=tuple(flattened_channel_names(f)),
             scalar_names=tuple(str(n) for n in f["scalars"].attrs["field_names"]) if "scalars" in f else (),
@@ -138,7 +168,9 @@ def read_layout(path: str | Path) -> Layout:
 @dataclass
 class ObservedFrames:
     """Frames of some trajectories as slot fields ``(n_traj, T, *space)`` (float64) and what a residual needs:
-    the named ``/scalars`` per trajectory, the grid (spacing, periodicity) and the frames' times."""
+    the named ``/scalars`` per trajectory, the grid (spacing, periodicity), the frames' times and their step
+    (``step``: from the file's whole time axis, ``well_upao.axes``; ``None``: fitted to ``times``, stored as
+    ``time_dtype``)."""
 
     dataset: str
     fields: dict[str, torch.Tensor]
@@ -146,6 +178,8 @@ class ObservedFrames:
     spacing: tuple[float, ...]
     periodic: tuple[bool, ...]
     times: np.ndarray
+    step: float | None = None
+    time_dtype: str = "float64"
 
 
 @dataclass
@@ -275,7 +309,11 @@ class WellSource:
                 break
         fields = {k: torch.cat([p.fields[k] for p in parts]) for k in parts[0].fields}
         scalars = {k: torch.cat([p.scalars[k] for p in parts]) for k in parts[0].scalars}
-        return ObservedFrames(self.name, fields, scalars, self.layout.spacing, self.layout.periodic, parts[0].times)
+        layout = self.layout
+        step = stride * layout.time_axis.step
+        return ObservedFrames(
+            self.name, fields, scalars, layout.spacing, layout.periodic, parts[0].times, step, layout.time_dtype
+        )
 
     def read_frames(self, path: Path, indices: Sequence[int], max_trajectories: int | None = None) -> ObservedFrames:
         """Time ``indices`` (increasing) of the first ``max_trajectories`` (default all) trajectories of one of the
@@ -305,5 +343,10 @@ class WellSource:
                 value = np.asarray(f["scalars"][name], dtype=np.float64).reshape(-1)
                 value = value[:n_traj] if value.size > 1 else np.broadcast_to(value, (n_traj,))
                 scalars[name] = torch.as_tensor(np.array(value, dtype=np.float64))
-            times = np.asarray(f["dimensions"]["time"], dtype=np.float64).reshape(-1)[indices]
-        return ObservedFrames(self.name, fields, scalars, layout.spacing, layout.periodic, times)
+            times = np.asarray(f["dimensions"]["time"], dtype=np.float64)
+            times = times.reshape(-1, times.shape[-1])[0][indices]
+        strides = np.diff(indices)
+        step = float(strides[0]) * layout.time_axis.step if strides.size and (strides == strides[0]).all() else None
+        return ObservedFrames(
+            self.name, fields, scalars, layout.spacing, layout.periodic, times, step, layout.time_dtype
+        )

@@ -262,7 +262,8 @@ def run_evaluation(
         raise EvaluationError(f"split {r.split!r} of {r.dataset!r} has no trajectory")
     registered = source.spec is not None
     pde = pde_for_dataset(r.dataset) if registered else None
-    context = sample_context(opened[0], list(opened.metadata.constant_scalar_names), source.channel_slots)
+    names = list(opened.metadata.constant_scalar_names)
+    context = sample_context(opened[0], names, source.channel_slots, source.layout.time_axis)
     predictors = classical_predictors(pde, context.grid, solver=r.solver) + rows
     floor = residual_floor_summary(source, r.stride, pde) if pde is not None else {}
     scoring = scoring_discretisation(source, pde, floor) if pde is not None and "note" not in floor else None

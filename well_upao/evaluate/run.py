@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from well_upao.axes import UniformAxis, window_steps
 from well_upao.data.source import WellSource
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
@@ -118,13 +119,16 @@ def open_split(source: WellSource, history: int, stride: int):
     )
 
 
-def sample_context(sample: dict, scalar_names: list[str], channel_slots: list[int]) -> Context:
-    """The physics of one whole-trajectory sample: its dt, grid, named scalars and slots."""
+def sample_context(
+    sample: dict, scalar_names: list[str], channel_slots: list[int], time_axis: UniformAxis | None = None
+) -> Context:
+    """The physics of one whole-trajectory sample: its dt (``well_upao.axes.window_steps``: a whole number
+    of the file's step ``time_axis`` when given), grid, named scalars and slots."""
     times = torch.cat([sample["input_time_grid"], sample["output_time_grid"]])
     scalars = sample.get("constant_scalars", torch.zeros(0))[None].double()
     named = named_scalars(scalars, scalar_names)
     grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
-    return Context(torch.tensor([float(times[1] - times[0])]), grid, named, channel_slots)
+    return Context(window_steps(times, time_axis).float(), grid, named, channel_slots)
 
 
 @torch.no_grad()
@@ -153,6 +157,7 @@ def evaluate(
     meta = data.metadata
     channels = [n for names in meta.field_names.values() for n in names]
     slots = source.channel_slots
+    time_axis = source.layout.time_axis
     count = len(data) if max_trajectories is None else min(max_trajectories, len(data))
     if count == 0:
         raise EvaluationError(
@@ -168,7 +173,7 @@ def evaluate(
     for index in bar:
         sample = data[index]
         frames = torch.cat([sample["input_fields"], sample["output_fields"]]).float()
-        context = sample_context(sample, list(meta.constant_scalar_names), slots)
+        context = sample_context(sample, list(meta.constant_scalar_names), slots, time_axis)
         dt = float(context.dt)
         truth = frames[history:]
         steps = min(rollout_steps, truth.shape[0])
@@ -346,7 +351,10 @@ def floor_text(floor: dict) -> str:
     if not floor:
         return ""
     if "note" in floor:
-        return f"\n\nResidual floor of these frames: not computed ({floor['note']})"
+        return (
+            f"\n\nResidual floor of these frames: not computed ({floor['note']}); the label-free columns are n/a for "
+            "the same reason"
+        )
 
     def describe(entry: dict) -> str:
         values = ", ".join(f"{k} {v:.2e}" for k, v in entry["residuals"].items())

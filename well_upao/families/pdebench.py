@@ -35,6 +35,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from well_upao.axes import uniform_step
 from well_upao.families.base import FieldSpec, TrajectoryFamily, TrajectoryParameters
 
 LAYOUTS = ("cfd", "swe", "diff_react", "ns_incom")
@@ -123,7 +124,9 @@ class PDEBenchSource(TrajectoryFamily):
             self.equation, self._boundary = "incompressible NS with forcing (PDEBench)", ("PERIODIC", "PERIODIC")
         if len({len(a) for a in self.axes}) != 1:
             raise PDEBenchError(f"{self.path}: only isotropic grids are supported, got {[len(a) for a in self.axes]}")
-        self.default_dt = float(times[1] - times[0]) if len(times) > 1 else 1.0
+        # the step of the whole stored axis, checked at its stored precision (well_upao.axes)
+        stored = times.dtype if np.issubdtype(times.dtype, np.floating) else np.float64
+        self.default_dt = uniform_step(times, stored, "time", str(self.path)) if len(times) > 1 else 1.0
 
     @staticmethod
     def _eta_zeta(filename: str) -> dict[str, float]:

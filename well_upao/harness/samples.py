@@ -15,6 +15,7 @@ import torch
 from einops import rearrange
 from the_well.data.datasets import BoundaryCondition
 
+from well_upao.axes import UniformAxis, uniform_step, window_steps
 from well_upao.data.slots import N_SLOTS
 from well_upao.physics.stencils import Grid
 
@@ -22,14 +23,15 @@ PERIODIC = BoundaryCondition.PERIODIC.value
 
 
 def grid_of(space_grid: torch.Tensor, boundary_codes: torch.Tensor) -> Grid:
-    """Grid spacing from one sample's coordinates ``(*space, d)``; periodic axes from its codes ``(d, 2)``."""
+    """Grid spacing from one sample's coordinates ``(*space, d)`` (float64 fits of each whole axis at the precision
+    the loader holds them in, ``well_upao.axes``); periodic axes from its codes ``(d, 2)``."""
     dims = space_grid.shape[-1]
-    origin = space_grid[(0,) * dims]
     spacing = []
     for axis in range(dims):
         index = [0] * dims
-        index[axis] = 1
-        spacing.append(float(space_grid[tuple(index)][axis] - origin[axis]))
+        index[axis] = slice(None)
+        line = space_grid[(*index, axis)].detach().cpu().numpy()
+        spacing.append(uniform_step(line, line.dtype, f"axis {axis} coordinate"))
     periodic = tuple(bool((boundary_codes[axis] == PERIODIC).all()) for axis in range(dims))
     return Grid(tuple(spacing), periodic)
 
@@ -39,9 +41,12 @@ def batch_grid(batch: Mapping[str, torch.Tensor]) -> Grid:
     return grid_of(batch["space_grid"][0], batch["boundary_conditions"][0])
 
 
-def batch_dt(batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
-    """The time between the last input frame and the first output frame of each sample, ``(B,)``."""
-    return batch["output_time_grid"][:, 0] - batch["input_time_grid"][:, -1]
+def batch_dt(batch: Mapping[str, torch.Tensor], time_axis: UniformAxis | None = None) -> torch.Tensor:
+    """The time step of each sample's frames, ``(B,)`` float64: a least-squares fit over its input and output
+    times, snapped to a whole number of the file's step when its ``time_axis`` is given
+    (``well_upao.axes.window_steps``; the loader's times are float32 and min-subtracted)."""
+    times = torch.cat([batch["input_time_grid"], batch["output_time_grid"]], dim=1)
+    return window_steps(times, time_axis)
 
 
 def named_scalars(scalars: torch.Tensor | None, names: Sequence[str]) -> dict[str, torch.Tensor]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from well_upao.axes import uniform_step
 from well_upao.data.source import ObservedFrames
 from well_upao.physics.pdes import PDE, pde_for_dataset
 from well_upao.physics.residual import SCHEMES, residuals_and_scales
@@ -187,11 +188,15 @@ def fit_discretised(
 def _residuals(observed: ObservedFrames, pde: PDE, params, derivative: str, scheme: str):
     """Residuals and term sizes of every sub-equation over the observed frames (equally spaced)."""
     fields = observed.fields
-    steps = np.diff(observed.times)
     needed = 2 if scheme == "central" else 1
-    if len(steps) < needed or not np.allclose(steps, steps[0], rtol=1e-9):
-        raise ValueError(f"the {scheme} residual needs at least {needed + 1} equally spaced frames")
-    dt = torch.tensor(float(steps[0]), dtype=torch.float64)
+    if len(observed.times) < needed + 1:
+        raise ValueError(f"the {scheme} residual needs at least {needed + 1} frames, got {len(observed.times)}")
+    # the frames' step from the file's whole time axis, else fitted to their times at their stored precision
+    # (``well_upao.axes``: refuses, with its numbers, frames that are not equally spaced)
+    step = observed.step
+    if step is None:
+        step = uniform_step(observed.times, observed.time_dtype, "time", observed.dataset)
+    dt = torch.tensor(float(step), dtype=torch.float64)
     ops = Stencils(Grid(observed.spacing, observed.periodic), derivative)
     if scheme == "central":
         older = {k: v[:, :-2] for k, v in fields.items()}

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from well_upao.axes import UniformAxis
 from well_upao.data.source import WellSource
 from well_upao.distributed import is_main_process
 from well_upao.evaluate.metrics import vrmse_paper
@@ -130,6 +131,8 @@ class UpaoLoss(TrainingLoss):
         self.vrmse_trajectories = int(vrmse_trajectories)
         #: residual floors of the training frames per ``derivative/scheme`` (filled when a setting is ``auto``)
         self.floors: dict[str, float] = {}
+        #: the training files' time axis (``bind``): batches' dt are whole numbers of its step
+        self.time_axis: UniformAxis | None = None
         self.guard = bool(guard)
         self.guard_settings = GuardSettings(
             float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)
@@ -164,6 +167,8 @@ class UpaoLoss(TrainingLoss):
         self.one_frame = not is_sequence_model(model)
         # a harness model's channels are the dataset's, in the Well's layout; a backbone says which slots it fills
         self.channel_slots = source.channel_slots if self.one_frame else list(model.channel_slots)
+        # the file's time axis: each batch's dt is a whole number of its float64 step (well_upao.axes)
+        self.time_axis = source.layout.time_axis
         self.objective.check_slots(self.channel_slots)
         self.scalar_names = list(trainer.dset_metadata.constant_scalar_names)
         self.history = trainer.datamodule.train_dataset.n_steps_input
@@ -257,7 +262,7 @@ class UpaoLoss(TrainingLoss):
             history=history,
             window=window,
             next_band=next_band,
-            dt=batch_dt(batch).to(device, torch.float32),
+            dt=batch_dt(batch, self.time_axis).to(device, torch.float32),
             scalars={name: value.to(device, torch.float32) for name, value in scalars.items()},
             grid=batch_grid(batch),
         )

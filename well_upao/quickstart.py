@@ -87,7 +87,8 @@ def label_free_summary(lines: list[dict[str, Any]]) -> str:
     chosen = selected_line(lines)
     if chosen is None:
         return "no validation recorded"
-    last = [line for line in lines if "valid" in line][-1]
+    validations = [line for line in lines if "valid" in line]
+    last = validations[-1]
     ratio, backtest = chosen.get("valid_score_residual_ratio"), chosen.get("valid_score_backtest")
     scores = (
         f"residual {ratio:.3g}x the floor, backtest {backtest:.3g} of a step (epoch {chosen['epoch']})"
@@ -103,7 +104,13 @@ def label_free_summary(lines: list[dict[str, Any]]) -> str:
         reason = last.get("kept_start_reason") or ""
         kept = "kept the start" if reason.startswith("guard") else "did not change the selection"
         guard = f"the guard fired ({refused} candidate{'s' if refused > 1 else ''} refused; it {kept})"
-    return f"{scores}; {guard}"
+    prior = ""
+    if last.get("kept_prior"):
+        prior = f"; best.pt keeps the prior extrapolation ({last.get('kept_prior_reason')})"
+    verdict = next((line["prior_verdict"] for line in validations if line.get("prior_verdict")), None)
+    if verdict:
+        prior += f"; before training, {verdict}"
+    return f"{scores}; {guard}{prior}"
 
 
 def progress_text(lines: list[dict[str, Any]], epochs: int) -> str:

@@ -209,14 +209,16 @@ def place_models(rows: Sequence[Predictor], device: str) -> None:
 
 def run_selection(checkpoint: Path) -> dict:
     """What a run's label-free selection did, from its ``metrics.jsonl`` (``<run>/artifacts``, beside
-    ``<run>/checkpoints/<file>``): ``best_epoch``, ``kept_start``, ``kept_start_reason``, ``guard_rejections`` and
-    whether the guard was on (empty for a checkpoint outside a run folder)."""
+    ``<run>/checkpoints/<file>``): ``best_epoch``, ``kept_start``, ``kept_start_reason``, ``guard_rejections``,
+    ``kept_prior`` (best.pt holds the extrapolation its model corrects), ``kept_prior_reason`` and whether the guard
+    was on (empty for a checkpoint outside a run folder)."""
     from well_upao.harness.metrics_file import first_value, last_value, read_metrics
 
     lines = read_metrics(checkpoint.parent.parent)
     if not lines:
         return {}
-    out = {key: last_value(lines, key) for key in ("best_epoch", "kept_start", "kept_start_reason", "guard_rejections")}
+    keys = ("best_epoch", "kept_start", "kept_start_reason", "guard_rejections", "kept_prior", "kept_prior_reason")
+    out = {key: last_value(lines, key) for key in keys}
     out["guard"] = first_value(lines, "guard")
     return {k: v for k, v in out.items() if v is not None}
 

@@ -313,7 +313,9 @@ def selection_text(selection: dict) -> str:
     the number of candidates the guard refused."""
     if not selection:
         return ""
-    if selection.get("kept_start"):
+    if selection.get("kept_prior"):
+        text = "kept prior (its extrapolation)"
+    elif selection.get("kept_start"):
         reason = selection.get("kept_start_reason") or ""
         text = "kept start (guard)" if reason.startswith("guard") else "kept start"
     else:
@@ -343,6 +345,8 @@ def scorecard_text(evaluation: Evaluation) -> str:
         reason = s.selection.get("kept_start_reason")
         if reason:
             lines.append(f"- {s.name}: kept its start: {reason}")
+        if s.selection.get("kept_prior_reason"):
+            lines.append(f"- {s.name}: kept its prior (predicts its extrapolation): {s.selection['kept_prior_reason']}")
     return "\n".join(lines)
 
 

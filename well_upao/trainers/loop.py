@@ -18,6 +18,7 @@ What varies is pluggable:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -91,6 +92,31 @@ class TrainingLoss:
         """Why the selection should refuse a candidate its criterion prefers (its validation ``logs``), or
         ``None``; the UPAO loss's guard (``trainers/upao.py``) overrides this."""
         return None
+
+    def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None:
+        """Why the model's prior (its prediction base, the correction switched off) should be kept instead of the
+        selected candidate (whose validation logs are ``best_logs``; ``logs``: the latest validation's, which
+        scored the prior), or ``None``; the UPAO loss overrides this."""
+        return None
+
+    def prior_verdict(self, logs: dict[str, Any]) -> str | None:
+        """One line comparing the starting model with its prior at the first validation, or ``None``."""
+        return None
+
+
+@contextlib.contextmanager
+def correction_off(model: torch.nn.Module):
+    """The model with its learnt correction switched off (``correction_gain`` = 0: an extrapolation-base model
+    then predicts its base, ``well_upao.models.na_transformer``), restored afterwards."""
+    gain = model.correction_gain
+    saved = gain.detach().clone()
+    with torch.no_grad():
+        gain.zero_()
+    try:
+        yield model
+    finally:
+        with torch.no_grad():
+            gain.copy_(saved)
 
 
 #: ``validation(trainer, split, full, epoch) -> (criterion or None, logs)`` for split in valid, rollout_valid,
@@ -201,6 +227,10 @@ class Trainer(WellTrainer):
         self.kept_start_reason: str | None = None
         #: how many candidates the loss's guard refused (:meth:`TrainingLoss.guard_check`)
         self.guard_rejections = 0
+        #: why best.pt holds the model's prior (its prediction base, correction off) instead of the selected
+        #: candidate (:meth:`TrainingLoss.prior_check`), and the selected candidate's validation scores
+        self.kept_prior_reason: str | None = None
+        self.best_scores: dict[str, float] = {}
         #: the ``train`` section of the checkpoint this run resumed from (read by the loss when it binds)
         self.resumed_train: dict[str, Any] = {}
         self.progress = bool(progress)
@@ -387,14 +417,32 @@ class Trainer(WellTrainer):
 
     def selection_facts(self) -> dict[str, Any]:
         """What the selection holds (``trainers/records.py``): ``best_epoch``, ``kept_start``,
-        ``kept_start_reason``."""
+        ``kept_start_reason``, ``kept_prior`` and ``kept_prior_reason``."""
         kept = self.best_epoch == 0
         return {
             "best_epoch": self.best_epoch,
             "kept_start": kept,
             "kept_start_reason": self.kept_start_reason if kept else None,
             "guard_rejections": self.guard_rejections,
+            "kept_prior": self.kept_prior_reason is not None,
+            "kept_prior_reason": self.kept_prior_reason,
         }
+
+    def select(self, epoch: int, validation_loss: float, logs: dict[str, Any], improved: bool) -> None:
+        """After a validation: ``best.pt`` holds the selected candidate (saved when ``improved``), unless the loss's
+        prior check (:meth:`TrainingLoss.prior_check`, the selected candidate's scores against the prior's on the
+        same batches) prefers the prior: then ``best.pt`` holds the model with its correction switched off, which
+        predicts its prediction base, and the checkpoint and ``metrics.jsonl`` say why."""
+        best_path = os.path.join(self.checkpoint_folder, "best.pt")
+        if improved:
+            self.best_scores = {k: v for k, v in logs.items() if k.startswith("valid_score_")}
+            self.save_model(epoch, validation_loss, best_path)
+        reason = self.loss.prior_check(self.best_scores, logs) if self.best_scores else None
+        kept_before, self.kept_prior_reason = self.kept_prior_reason, reason
+        if reason is not None and (kept_before is None or improved):
+            logger.info(f"epoch {epoch}: best.pt keeps the prior: {reason}")
+            with correction_off(self.bare_model):
+                self.save_model(epoch, validation_loss, best_path)
 
     def train(self):
         """Epochs of training, validation (early stopping, the after-validation hook, ``best.pt``), ``recent.pt``
@@ -437,9 +485,9 @@ class Trainer(WellTrainer):
                 if improved:
                     self.best_val_loss, self.best_epoch = val_loss, epoch
                     self.epochs_without_improvement = 0
-                    self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, "best.pt"))
                 else:
                     self.epochs_without_improvement += 1
+                self.select(epoch, val_loss, val_logs, improved)
                 logs |= val_logs | {"valid": val_loss, "best_valid": self.best_val_loss} | self.selection_facts()
                 logs |= self.after_validation(epoch, val_loss, improved)
                 logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")
@@ -473,7 +521,11 @@ class Trainer(WellTrainer):
         val_loss, logs = self.validation(self, "valid", False, 0)
         self.best_val_loss = self.last_val_loss = val_loss
         self.best_epoch = 0
-        self.save_model(0, val_loss, os.path.join(self.checkpoint_folder, "best.pt"))
+        self.select(0, val_loss, logs, improved=True)
+        verdict = self.loss.prior_verdict(logs)
+        if verdict is not None:
+            logger.info(f"epoch 0 (before training): {verdict}")
+            logs["prior_verdict"] = verdict
         self.record(logs | {"valid": val_loss, "best_valid": val_loss, "epoch": 0, "step": 0, "seconds": 0.0}
                     | self.selection_facts())  # fmt: skip
         logger.info(f"epoch 0 (before training): validation criterion {val_loss:.4e}")
@@ -509,6 +561,8 @@ class Trainer(WellTrainer):
                 "epochs_without_improvement": self.epochs_without_improvement,
                 "best_epoch": self.best_epoch,
                 "kept_start_reason": self.kept_start_reason,
+                "kept_prior_reason": self.kept_prior_reason,
+                "best_scores": self.best_scores,
                 "guard_rejections": self.guard_rejections,
                 "resume": self.resume_point,
                 **self.protocol_facts(),
@@ -548,6 +602,8 @@ class Trainer(WellTrainer):
         self.best_val_loss = payload.get("best_validation_loss")
         self.best_epoch = train.get("best_epoch")
         self.kept_start_reason = train.get("kept_start_reason")
+        self.kept_prior_reason = train.get("kept_prior_reason")
+        self.best_scores = dict(train.get("best_scores") or {})
         self.starting_val_loss = payload.get("validation_loss") or float("inf")
         self.starting_epoch = int(payload.get("epoch", 0)) + 1
         self.epochs_without_improvement = int(train.get("epochs_without_improvement", 0))

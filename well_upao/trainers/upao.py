@@ -40,6 +40,7 @@ from well_upao.harness.samples import (
 )
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
+from well_upao.models.na_transformer import BASES
 from well_upao.physics.floor import choose_discretisation, fit_discretised, floor_rows
 from well_upao.physics.objective import (
     DEFAULT_DERIVATIVE,
@@ -51,7 +52,7 @@ from well_upao.physics.objective import (
 from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.scores import GuardSettings, Scorecard, guard_decision, mean_card, scorecard
 from well_upao.physics.stencils import Grid, Stencils
-from well_upao.trainers.loop import Trainer, TrainingLoss
+from well_upao.trainers.loop import Trainer, TrainingLoss, correction_off
 from well_upao.trainers.sharding import is_sharded
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ class UpaoLoss(TrainingLoss):
         guard_floor_tolerance: float = GuardSettings.floor_tolerance,
         guard_departure_limit: float = GuardSettings.departure_limit,
         guard_backtest_tolerance: float = GuardSettings.backtest_tolerance,
+        prior_candidate: bool = True,
     ):
         self.pde_name = pde
         self.requested = dict(
@@ -137,6 +139,9 @@ class UpaoLoss(TrainingLoss):
         self.guard_settings = GuardSettings(
             float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)
         )
+        #: score the model's prior (its extrapolation base, correction off) at every validation, and keep it when
+        #: the selected candidate predicts the observed history worse than it (:meth:`prior_check`)
+        self.prior_candidate = bool(prior_candidate)
         #: the starting model (a frozen copy: the departure's reference) and its scorecard (the guard's reference)
         self.start_model: torch.nn.Module | None = None
         self.start_card: Scorecard | None = None
@@ -305,6 +310,7 @@ class UpaoLoss(TrainingLoss):
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
         scores: dict[str, list[torch.Tensor]] = {}
         start_scores: dict[str, list[torch.Tensor]] = {}
+        prior_scores: dict[str, list[torch.Tensor]] = {}
         count = 0
         for i, batch in enumerate(dataloader):
             if not full and i >= self.trainer.short_validation_length:
@@ -320,6 +326,10 @@ class UpaoLoss(TrainingLoss):
             if start is not None:
                 for name, value in self.batch_scores(start, None).items():
                     start_scores.setdefault(name, []).append(value.cpu())
+            prior = self.prior_batch(batch)
+            if prior is not None:
+                for name, value in self.batch_scores(prior, start).items():
+                    prior_scores.setdefault(name, []).append(value.cpu())
             count += 1
         card = mean_card(scores)
         if self.trainer.global_step == 0 and self.start_card is None:
@@ -327,7 +337,64 @@ class UpaoLoss(TrainingLoss):
         logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
         if start_scores:
             logs |= mean_card(start_scores).logs(prefix="score_start_")
+        if prior_scores:
+            logs |= mean_card(prior_scores).logs(prefix="score_prior_")
         return logs
+
+    # ------------------------------------------------------------------ the prior as a candidate
+    def prior_order(self) -> int | None:
+        """The polynomial order of the model's extrapolation base when its correction can be switched off exactly
+        (``model.base`` ``extrap1`` / ``extrap2``: ``u = extrapolation + correction_gain * decoder``), else
+        ``None`` (no prior: other bases, one-frame models, ``trainer.prior_candidate=false``)."""
+        model = self.trainer.bare_model
+        if not self.prior_candidate or self.one_frame or not hasattr(model, "correction_gain"):
+            return None
+        if is_sharded(self.trainer.model):  # switching a sharded gain off is not supported
+            return None
+        return BASES.get(getattr(model, "base", None))
+
+    def prior_batch(self, batch: Mapping[str, torch.Tensor]) -> PreparedBatch | None:
+        """A validation batch as the prior predicts it: the model with its correction switched off
+        (``trainers.loop.correction_off``), whose shifted predictions are the polynomial extrapolation of the
+        window in the model's own arithmetic, what a checkpoint that keeps the prior predicts; ``None`` without a
+        prior."""
+        order = self.prior_order()
+        if order is None or order < 1:
+            return None
+        with correction_off(self.trainer.bare_model):
+            return self.prepared(batch, normalized=False)
+
+    def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
+        """The rule that keeps the prior, fixed before any run measured it: the selected candidate (its validation
+        ``best_logs``) predicts the observed last frame of the history worse than the prior does (the prior's card
+        from ``logs``, scored on the same validation batches), by more than the guard's backtest tolerance:
+        ``candidate.backtest > (1 + guard_backtest_tolerance) * prior.backtest``. ``None`` when the candidate is
+        not worse, or there is no prior."""
+        prior = Scorecard.from_logs(logs, prefix="valid_score_prior_")
+        candidate = Scorecard.from_logs(best_logs)
+        if math.isnan(prior.backtest) or math.isnan(candidate.backtest):
+            return None
+        if candidate.backtest > (1 + self.guard_settings.backtest_tolerance) * prior.backtest:
+            base = getattr(self.trainer.bare_model, "base", "prior")
+            return (
+                f"the selected model predicts the observed last history frame worse than {base}, the prior it "
+                f"corrects (backtest {candidate.backtest:.3g} vs {prior.backtest:.3g} of its step)"
+            )
+        return None
+
+    def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
+        """The first validation's comparison of the start with its prior, one line (``None`` without a prior)."""
+        prior = Scorecard.from_logs(logs, prefix="valid_score_prior_")
+        start = Scorecard.from_logs(logs)
+        if math.isnan(prior.backtest) or math.isnan(start.backtest):
+            return None
+        base = getattr(self.trainer.bare_model, "base", "prior")
+        if start.backtest > (1 + self.guard_settings.backtest_tolerance) * prior.backtest:
+            return (
+                f"the pretrained correction is worse than the {base} it corrects: backtest {start.backtest:.3g} vs "
+                f"{prior.backtest:.3g} of a step"
+            )
+        return f"the start is not worse than its prior {base}: backtest {start.backtest:.3g} vs {prior.backtest:.3g}"
 
     def batch_scores(self, prepared: PreparedBatch, start: PreparedBatch | None) -> dict[str, torch.Tensor]:
         """Per-sample scores of a validation batch (``well_upao.physics.scores.scorecard``): the prediction of the
@@ -436,6 +503,7 @@ class UpaoLoss(TrainingLoss):
             "floors": dict(self.floors),
             "guard": self.guard,
             "guard_start": None if self.start_card is None else vars(self.start_card),
+            "prior_candidate": self.prior_order() is not None,
         }
 
 

@@ -601,6 +601,9 @@ def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
         out["run_device"] = lines[0].get("device")
         out["run_device_name"] = lines[0].get("device_name")
         out["epochs_logged"] = [line.get("epoch") for line in lines]
+        validations = [line for line in lines if "valid" in line]
+        out["prior_verdict"] = validations[0].get("prior_verdict") if validations else None
+        out["kept_prior"] = validations[-1].get("kept_prior") if validations else None
         evaluation = work / "evaluation"
         done = run(
             "evaluate",
@@ -759,6 +762,9 @@ def report(data: dict) -> str:
         if "run_device" in product:
             name = product.get("run_device_name")
             lines += ["", f"The run's metrics.jsonl: device {product['run_device']}" + (f" ({name})." if name else ".")]
+            if product.get("prior_verdict"):
+                verdict, kept = product["prior_verdict"], product.get("kept_prior")
+                lines[-1] += f" Before training: {verdict}; kept the prior: {kept}."
         if product.get("rows"):
             lines += ["", "| row | mean paper VRMSE | ran on | ms per prediction |", "|---|---|---|---|"]
             lines += [

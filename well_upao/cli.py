@@ -77,6 +77,12 @@ def _add_generation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dt", type=float, help="time between stored steps (default: the family's)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the split and of every trajectory (42)")
     parser.add_argument("--traj-per-file", type=int, help="trajectories per HDF5 file (default: ~512 MB files)")
+    parser.add_argument(
+        "--time-dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="how dimensions/time is stored: float64 (exact steps, default) or float32 (as the Well stores it)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset directory")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -103,6 +109,7 @@ def _generate_and_report(names: list[str], args: argparse.Namespace) -> int:
             traj_per_file=args.traj_per_file,
             overwrite=args.overwrite,
             test_fraction=getattr(args, "test_fraction", 0.0),
+            time_dtype=args.time_dtype,
         )
         print(format_generation_summary(generate_dataset(request, progress=not args.quiet)))
     return 0

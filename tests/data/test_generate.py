@@ -181,3 +181,34 @@ def test_early_writeback_keeps_files_complete(monkeypatch, tmp_path):
     monkeypatch.setattr(generate, "BATCH_BYTES", 0)
     generate_dataset(GenerationRequest(pde="wave2d", out=tmp_path, n_traj=4, resolution=16, n_steps=5), False)
     assert validate_dataset(tmp_path / "wave2d", check_exact=True) == []
+
+
+def test_time_stored_as_the_well_stores_it_changes_nothing_but_its_dtype(tmp_path):
+    """``--time-dtype float32``: ``dimensions/time`` is float32 (its steps then differ by rounding), the fields are
+    the float64 run's bit for bit, the closed form still validates, and every reader gets the same step (the
+    residual floors equal the float64 dataset's to rounding)."""
+    from well_upao.data.source import WellSource
+    from well_upao.physics import pde_for_dataset
+    from well_upao.physics.floor import floor_rows
+
+    common = dict(pde="advdiff2d", n_traj=4, resolution=16, n_steps=21, dt=0.05)
+    generate_dataset(GenerationRequest(out=tmp_path / "f64", **common), progress=False)
+    generate_dataset(GenerationRequest(out=tmp_path / "f32", time_dtype="float32", **common), progress=False)
+    (f64,) = sorted((tmp_path / "f64" / "advdiff2d" / "data" / "train").glob("*.hdf5"))
+    (f32,) = sorted((tmp_path / "f32" / "advdiff2d" / "data" / "train").glob("*.hdf5"))
+    with h5py.File(f64) as a, h5py.File(f32) as b:
+        assert a["dimensions"]["time"].dtype == np.float64 and b["dimensions"]["time"].dtype == np.float32
+        steps = np.diff(b["dimensions"]["time"][()].astype(np.float64))
+        assert steps.max() > steps.min()  # float32 rounding: not equal from frame to frame
+        assert np.array_equal(a["t0_fields"]["u"][()], b["t0_fields"]["u"][()])
+    assert validate_dataset(tmp_path / "f32" / "advdiff2d", check_exact=True) == []
+    sources = [WellSource(tmp_path / out, "advdiff2d") for out in ("f64", "f32")]
+    assert abs(sources[1].layout.time_axis.step / 0.05 - 1) < 1e-8
+    floors = [
+        floor_rows(s.observed(2, max_trajectories=2, max_frames=8), 2, pde_for_dataset("advdiff2d")) for s in sources
+    ]
+    for row64, row32 in zip(*floors, strict=True):
+        for name, value in row64.residuals.items():
+            assert row32.residuals[name] == pytest.approx(value, rel=1e-5)
+    with pytest.raises(ValueError, match="--time-dtype"):
+        generate_dataset(GenerationRequest(out=tmp_path / "bad", time_dtype="float16", **common), progress=False)

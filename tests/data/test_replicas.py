@@ -259,7 +259,7 @@ def test_evaluate_and_leaderboard_label_replica_results(replicas, tmp_path, caps
     out = tmp_path / "evaluation"
     args = ["evaluate", "--data", "gray_scott_reaction_diffusion", "--base-path", str(replicas), "--history", "4"]
     assert main([*args, "--rollout-steps", "1", "--quiet", "--out", str(out)]) == 0
-    assert "data: replica (32x32, well-upao generate-replica v2)" in capsys.readouterr().out
+    assert "data: replica (32x32, well-upao generate-replica v3)" in capsys.readouterr().out
     result = next(out.glob("evaluation_*.json"))
     assert main(["leaderboard", str(result)]) == 0
     board = capsys.readouterr().out

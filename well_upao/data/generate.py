@@ -73,6 +73,9 @@ class GenerationRequest:
     overwrite: bool = False
     valid_fraction: float = 0.1
     test_fraction: float = 0.0
+    #: ``dimensions/time`` in ``float64`` (exact steps, the default) or ``float32`` (as the Well stores it); the
+    #: fields are evaluated at the float64 times either way
+    time_dtype: str = "float64"
 
 
 @dataclass
@@ -153,7 +156,9 @@ def resolve_request(
         raise GenerationError(f"--dt must be a positive number (got {dt})")
     if n_traj < 2:
         raise GenerationError(f"--n-traj must be at least 2 (one train and one valid trajectory; got {n_traj})")
-    grid = GridSpec(resolution=resolution, n_steps=n_steps, dt=dt)
+    if request.time_dtype not in ("float64", "float32"):
+        raise GenerationError(f"--time-dtype must be float64 or float32 (got {request.time_dtype!r})")
+    grid = GridSpec(resolution=resolution, n_steps=n_steps, dt=dt, time_dtype=request.time_dtype)
     traj_per_file = request.traj_per_file
     if traj_per_file is None:
         traj_per_file = max(1, FILE_BYTES // bytes_per_trajectory(pde, grid))

@@ -197,7 +197,7 @@ def write_replica_file(
             f,
             dataset_name=family.name,
             n_trajectories=len(trajectories),
-            times=times,
+            times=np.asarray(times, dtype=np.float32),  # the Well's dtype for time too (since replica v3)
             # the Well's dtype; the simulation's sizes may go beyond the grid's (active matter's orientations)
             coordinates=[np.asarray(c, dtype=np.float32) for c in family.axes(family.spatial_shape(size.shape))],
             boundary_types=family.boundary_types,

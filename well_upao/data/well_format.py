@@ -41,9 +41,16 @@ class GridSpec:
     resolution: int
     n_steps: int
     dt: float
+    #: how ``dimensions/time`` is stored: ``float64`` (exact steps) or ``float32`` (as the Well stores it)
+    time_dtype: str = "float64"
 
     def times(self) -> np.ndarray:
+        """The frames' times in float64 (what the fields are evaluated at)."""
         return np.arange(self.n_steps, dtype=np.float64) * self.dt
+
+    def stored_times(self) -> np.ndarray:
+        """``dimensions/time`` as written: :meth:`times` in :attr:`time_dtype`."""
+        return self.times().astype(self.time_dtype)
 
 
 class WellFileWriter:
@@ -117,7 +124,7 @@ class WellFileWriter:
             f,
             dataset_name=pde.name,
             n_trajectories=n,
-            times=grid.times(),
+            times=grid.stored_times(),
             coordinates=pde.grid_axes(grid.resolution),
             boundary_types=pde.boundary_types,
             scalar_names=pde.scalar_names,

@@ -20,8 +20,8 @@ import numpy as np
 from well_upao.families.base import FieldSpec
 
 #: bumped when a replica's numbers would change for the same seed and settings (2: Gray-Scott's initial conditions
-#: follow the Well's generator)
-REPLICA_VERSION = 2
+#: follow the Well's generator; 3: ``dimensions/time`` stored in float32, as the Well stores it)
+REPLICA_VERSION = 3
 
 
 @dataclass(frozen=True)

@@ -436,10 +436,12 @@ class Trainer(WellTrainer):
         best_path = os.path.join(self.checkpoint_folder, "best.pt")
         if improved:
             self.best_scores = {k: v for k, v in logs.items() if k.startswith("valid_score_")}
-            self.save_model(epoch, validation_loss, best_path)
         reason = self.loss.prior_check(self.best_scores, logs) if self.best_scores else None
-        kept_before, self.kept_prior_reason = self.kept_prior_reason, reason
-        if reason is not None and (kept_before is None or improved):
+        kept_before, self.kept_prior_reason = self.kept_prior_reason, reason  # before saving: the file records it
+        if reason is None:
+            if improved:
+                self.save_model(epoch, validation_loss, best_path)
+        elif kept_before is None or improved:
             logger.info(f"epoch {epoch}: best.pt keeps the prior: {reason}")
             with correction_off(self.bare_model):
                 self.save_model(epoch, validation_loss, best_path)

@@ -37,14 +37,15 @@ def test_an_uneven_axis_is_refused_with_its_steps_and_where_they_are():
 
 
 def test_equal_spacing_is_judged_at_the_precision_the_file_stores():
-    """The float32-rounded axis passes as float32 and is refused if the file claims float64 (its deviations are
-    then far above float64 rounding); a deviation a few times float32's rounding is refused as float32 too."""
-    axis = float32_axis(10.0, 0.05, 41)
+    """Far from t = 0, where float32 rounding (~5e-4 at t = 1e4) exceeds the 1e-3-of-a-step allowance, a float32
+    axis passes as float32 and is refused if the file claims float64; a deviation twice float32's tolerance is
+    refused as float32 too."""
+    axis = float32_axis(1e4, 0.05, 41)
     fit_uniform(axis, np.float32)
     with pytest.raises(UnevenAxisError):
         fit_uniform(axis.astype(np.float64), np.float64)
     shifted = axis.astype(np.float64)
-    shifted[7] += 50 * np.finfo(np.float32).eps * 12.0
+    shifted[7] += 2 * 4 * np.finfo(np.float32).eps * 1e4
     with pytest.raises(UnevenAxisError, match="points"):
         fit_uniform(shifted, np.float32)
 
@@ -81,3 +82,22 @@ def test_windows_of_the_loader_snap_to_whole_strides_of_the_files_step():
         window_steps(off_grid, axis)
     # without the file's axis: the window's own least-squares step
     torch.testing.assert_close(window_steps(windows[1]), torch.tensor([0.3], dtype=torch.float64), rtol=1e-4, atol=0)
+
+
+def test_an_axis_summed_step_by_step_in_float32_and_an_integer_axis_are_accepted():
+    summed = np.cumsum(np.full(200, np.float32(0.1), dtype=np.float32), dtype=np.float32)
+    assert abs(uniform_step(summed, np.float32) - 0.1) < 1e-5  # drift ~1e-4 of a step: under STEP_TOLERANCE
+    assert uniform_step(np.arange(0, 50, 5), np.int64) == 5.0  # integers are exact
+
+
+def test_sample_varying_time_snaps_the_windows_of_every_trajectory():
+    """Trajectories stored with different time origins (0 and 1000) share one step; a window of the later one
+    carries float32 rounding at its own magnitude and must still snap."""
+    from well_upao.data.source import Layout
+
+    times = np.stack([np.arange(60) * 0.05, 1000 + np.arange(60) * 0.05]).astype(np.float32)
+    layout = Layout("d", ("x",), (8,), (0.1,), (True,), (("PERIODIC",),), 60, ((), (), ()), (), (), None,
+                    times.astype(np.float64), "float32", "file.hdf5")  # fmt: skip
+    axis = layout.time_axis
+    windows = torch.stack([torch.tensor(times[1, i : i + 9]) - torch.tensor(times[1, i]) for i in range(0, 50, 7)])
+    torch.testing.assert_close(window_steps(windows, axis), torch.full((8,), axis.step, dtype=torch.float64))

@@ -9,8 +9,10 @@ relative for 0.1 near t = 1000. Here an axis ``t_0 .. t_{n-1}`` is
 * fitted in float64 by least squares to a uniform axis ``t_i ~ a + h i`` (:func:`fit_uniform`), whose step ``h``
   averages the rounding out over the whole axis;
 * accepted as equally spaced when no point lies further from the fitted line than
-  ``MARGIN * eps(stored dtype) * max|t|`` (the rounding explains up to half of ``eps * max|t|``), and refused with
-  its largest and smallest step and where they are otherwise (:class:`UnevenAxisError`);
+  ``MARGIN * eps(stored dtype) * max|t|`` (the rounding explains up to half of ``eps * max|t|``) or than
+  ``STEP_TOLERANCE`` of a step (axes built by adding the step frame after frame drift by more than one rounding,
+  harmlessly for finite differences), and refused with its largest and smallest step and where they are otherwise
+  (:class:`UnevenAxisError`); integer axes are exact;
 * refused too when the stored precision cannot resolve the step (the tolerance reaches half a step).
 
 Windows of frames as the Well's loader hands them (``input_time_grid`` / ``output_time_grid``: a few frames,
@@ -29,6 +31,9 @@ import torch
 
 #: tolerance in units of ``eps(stored dtype) * max|t|``; float32 rounding alone stays below 0.5 of it
 MARGIN = 4.0
+#: deviations from a uniform axis below this fraction of a step are accepted whatever the stored precision (a time
+#: axis summed step by step in float32 drifts ~1e-4 of a step over 200 frames)
+STEP_TOLERANCE = 1e-3
 
 
 class UnevenAxisError(ValueError):
@@ -45,6 +50,9 @@ class UniformAxis:
     count: int
     tolerance: float
     deviation: float
+    #: the largest |value| of the stored points (every trajectory's, for sample-varying time): what the rounding
+    #: of values handed on in float32 scales with
+    magnitude: float = 0.0
 
     @property
     def stop(self) -> float:
@@ -52,9 +60,12 @@ class UniformAxis:
 
 
 def _epsilon(stored_dtype) -> float:
+    """The relative rounding of values stored as ``stored_dtype`` (0 for integers: they are exact)."""
     dtype = np.dtype(stored_dtype)
+    if np.issubdtype(dtype, np.integer):
+        return 0.0
     if not np.issubdtype(dtype, np.floating):
-        raise TypeError(f"an axis is stored as floats, not {dtype}")
+        raise UnevenAxisError(f"an axis is stored as numbers, not {dtype}")
     return float(np.finfo(dtype).eps)
 
 
@@ -73,12 +84,13 @@ def fit_uniform(values, stored_dtype=np.float32, name: str = "time", where: str 
     step = float(centred @ (points - points.mean()) / (centred @ centred))
     start = float(points.mean() - step * index.mean())
     deviation = float(np.abs(points - (start + step * index)).max())
-    tolerance = MARGIN * _epsilon(stored_dtype) * float(np.abs(points).max())
+    rounding = MARGIN * _epsilon(stored_dtype) * float(np.abs(points).max())
+    tolerance = max(rounding, STEP_TOLERANCE * abs(step))
     steps = np.diff(points)
-    if step > 0 and tolerance >= 0.5 * step:
+    if step > 0 and rounding >= 0.5 * step:
         raise UnevenAxisError(
             f"the {name} axis{place} cannot resolve its step: {np.dtype(stored_dtype).name} values up to "
-            f"{np.abs(points).max():.6g} are only exact to about {tolerance:.3g}, against a step of {step:.6g}; "
+            f"{np.abs(points).max():.6g} are only exact to about {rounding:.3g}, against a step of {step:.6g}; "
             f"store the {name} in float64 or shift it to start near 0"
         )
     if step <= 0 or (steps <= 0).any():
@@ -86,13 +98,14 @@ def fit_uniform(values, stored_dtype=np.float32, name: str = "time", where: str 
     if deviation > tolerance:
         small, large = int(steps.argmin()), int(steps.argmax())
         raise UnevenAxisError(
-            f"the {name} axis{place} is not equally spaced: steps range from {steps[small]:.9g} (points {small}-"
-            f"{small + 1}) to {steps[large]:.9g} (points {large}-{large + 1}); {np.dtype(stored_dtype).name} "
-            f"storage explains deviations from a uniform axis up to {tolerance:.3g}, found {deviation:.3g}. "
+            f"the {name} axis{place} is not equally spaced: steps range from {steps[small]:.12g} (points {small}-"
+            f"{small + 1}) to {steps[large]:.12g} (points {large}-{large + 1}); {np.dtype(stored_dtype).name} "
+            f"storage and {STEP_TOLERANCE:g} of a step allow deviations from a uniform axis up to {tolerance:.3g}, "
+            f"found {deviation:.3g}. "
             "Finite-difference residuals need equally spaced points: resample the data onto a uniform axis "
             "(or keep an equally spaced stretch of it)"
         )
-    return UniformAxis(start, step, int(points.size), tolerance, deviation)
+    return UniformAxis(start, step, int(points.size), tolerance, deviation, float(np.abs(points).max()))
 
 
 def uniform_step(values, stored_dtype=np.float32, name: str = "time", where: str = "") -> float:
@@ -116,7 +129,7 @@ def window_steps(times: torch.Tensor, axis: UniformAxis | None = None) -> torch.
     strides = torch.round(steps / axis.step)
     # each window value carries the rounding of the file (axis.tolerance) and of the loader's float32 tensors
     # (float32's, at the axis's magnitude); a fitted step is off by at most twice that
-    loader = MARGIN * _epsilon(np.float32) * max(abs(axis.start), abs(axis.stop))
+    loader = MARGIN * _epsilon(np.float32) * max(axis.magnitude, abs(axis.start), abs(axis.stop))
     off = (steps - strides * axis.step).abs()
     if (strides < 1).any() or (off > 2 * max(axis.tolerance, loader)).any():
         worst = int(off.argmax())

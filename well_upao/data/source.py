@@ -23,6 +23,7 @@ user datasets alike).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -102,6 +103,8 @@ class Layout:
     times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
     time_dtype: str = "float32"
     path: str = ""
+    #: why a coordinate axis has no step (not equally spaced; its entry of ``spacing`` is nan), else ``None``
+    spacing_problem: str | None = None
 
     @property
     def n_spatial_dims(self) -> int:
@@ -122,19 +125,33 @@ class Layout:
                     f"trajectory 0, {axis.step:.9g} for trajectory {index}); UPAO and the evaluation take one step "
                     "per dataset: split the file by step"
                 )
-        return first
+        # every trajectory's rounding bounds what a window of any of them carries
+        tolerance, magnitude = max(a.tolerance for a in axes), max(a.magnitude for a in axes)
+        return dataclasses.replace(first, tolerance=tolerance, magnitude=magnitude)
+
+    def require_spacing(self) -> tuple[float, ...]:
+        """:attr:`spacing`, refused (``UnevenAxisError``, with its numbers) where a coordinate axis is not equally
+        spaced: finite differences need it; reading and training without physics do not."""
+        if self.spacing_problem:
+            raise UnevenAxisError(self.spacing_problem)
+        return self.spacing
 
 
 def read_layout(path: str | Path) -> Layout:
-    """Decode the layout of one Well file. Coordinate axes that are not equally spaced at their stored precision
-    are refused here (``UnevenAxisError``); the time axis when its step is asked for (:attr:`Layout.time_axis`)."""
+    """Decode the layout of one Well file. Axes that are not equally spaced at their stored precision are refused
+    when a step is asked for, not here: coordinates by :meth:`Layout.require_spacing` (``spacing`` holds nan), time
+    by :attr:`Layout.time_axis`."""
     with h5py.File(path, "r") as f:
         spatial = tuple(str(d) for d in f["dimensions"].attrs["spatial_dims"])
         coords = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
-        spacing = tuple(
-            fit_uniform(c.reshape(-1, c.shape[-1])[0], f["dimensions"][d].dtype, f"{d} coordinate", str(path)).step
-            for c, d in zip(coords, spatial, strict=True)
-        )
+        spacing, problems = [], []
+        for c, d in zip(coords, spatial, strict=True):
+            try:
+                spacing.append(fit_uniform(c.reshape(-1, c.shape[-1])[0], f["dimensions"][d].dtype, f"{d} coordinate",
+                                           str(path)).step)  # fmt: skip
+            except UnevenAxisError as error:
+                spacing.append(float("nan"))
+                problems.append(str(error))
         bc_types = []
         for axis in spatial:
             bc_types.append(
@@ -151,7 +168,8 @@ def read_layout(path: str | Path) -> Layout:
             dataset_name=str(f.attrs["dataset_name"]),
             spatial_dims=spatial,
             resolution=tuple(int(c.shape[-1]) for c in coords),
-            spacing=spacing,
+            spacing=tuple(spacing),
+            spacing_problem="; ".join(problems) or None,
             periodic=tuple(bool(t) and all(x == "PERIODIC" for x in t) for t in bc_types),
             boundary_types=tuple(bc_types),
             n_steps=int(times.shape[-1]) if times.ndim else 1,
@@ -312,8 +330,9 @@ class WellSource:
         layout = self.layout
         step = stride * layout.time_axis.step
         return ObservedFrames(
-            self.name, fields, scalars, layout.spacing, layout.periodic, parts[0].times, step, layout.time_dtype
-        )
+            self.name, fields, scalars, layout.require_spacing(), layout.periodic, parts[0].times, step,
+            layout.time_dtype,
+        )  # fmt: skip
 
     def read_frames(self, path: Path, indices: Sequence[int], max_trajectories: int | None = None) -> ObservedFrames:
         """Time ``indices`` (increasing) of the first ``max_trajectories`` (default all) trajectories of one of the
@@ -348,5 +367,5 @@ class WellSource:
         strides = np.diff(indices)
         step = float(strides[0]) * layout.time_axis.step if strides.size and (strides == strides[0]).all() else None
         return ObservedFrames(
-            self.name, fields, scalars, layout.spacing, layout.periodic, times, step, layout.time_dtype
+            self.name, fields, scalars, layout.require_spacing(), layout.periodic, times, step, layout.time_dtype
         )

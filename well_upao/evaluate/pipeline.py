@@ -28,6 +28,7 @@ from well_upao.evaluate.run import (
     Evaluation,
     EvaluationError,
     evaluate,
+    file_time_axis,
     markdown_table,
     open_split,
     sample_context,
@@ -192,6 +193,8 @@ def model_device(device: str) -> torch.device:
         raise EvaluationError(f"--device {device!r}: evaluate runs models on cpu or cuda")
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise EvaluationError(f"--device {device}: this machine has no CUDA device (use cpu or auto)")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise EvaluationError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return resolved
 
 
@@ -265,7 +268,7 @@ def run_evaluation(
     registered = source.spec is not None
     pde = pde_for_dataset(r.dataset) if registered else None
     names = list(opened.metadata.constant_scalar_names)
-    context = sample_context(opened[0], names, source.channel_slots, source.layout.time_axis)
+    context = sample_context(opened[0], names, source.channel_slots, file_time_axis(source))
     predictors = classical_predictors(pde, context.grid, solver=r.solver) + rows
     floor = residual_floor_summary(source, r.stride, pde) if pde is not None else {}
     scoring = scoring_discretisation(source, pde, floor) if pde is not None and "note" not in floor else None

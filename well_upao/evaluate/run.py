@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from well_upao.axes import UniformAxis, window_steps
+from well_upao.axes import UnevenAxisError, UniformAxis, window_steps
 from well_upao.data.source import WellSource
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
@@ -119,6 +119,15 @@ def open_split(source: WellSource, history: int, stride: int):
     )
 
 
+def file_time_axis(source: WellSource) -> UniformAxis | None:
+    """The split's time axis (``Layout.time_axis``), or ``None`` where it is not equally spaced: each window's own
+    fit is used then, and the residual floor's note says why the label-free columns are n/a."""
+    try:
+        return source.layout.time_axis
+    except UnevenAxisError:
+        return None
+
+
 def sample_context(
     sample: dict, scalar_names: list[str], channel_slots: list[int], time_axis: UniformAxis | None = None
 ) -> Context:
@@ -157,7 +166,7 @@ def evaluate(
     meta = data.metadata
     channels = [n for names in meta.field_names.values() for n in names]
     slots = source.channel_slots
-    time_axis = source.layout.time_axis
+    time_axis = file_time_axis(source)
     count = len(data) if max_trajectories is None else min(max_trajectories, len(data))
     if count == 0:
         raise EvaluationError(

@@ -441,6 +441,8 @@ class Trainer(WellTrainer):
         if reason is None:
             if improved:
                 self.save_model(epoch, validation_loss, best_path)
+            else:  # best.pt still holds the prior (only a new candidate replaces it)
+                self.kept_prior_reason = kept_before
         elif kept_before is None or improved:
             logger.info(f"epoch {epoch}: best.pt keeps the prior: {reason}")
             with correction_off(self.bare_model):

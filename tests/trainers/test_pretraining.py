@@ -55,6 +55,7 @@ def run(corpus, out, processes, batch_size, epochs=1, max_steps=2):
     return metrics[-1], read_checkpoint(out / "recent.pt")["state_dict"]
 
 
+@pytest.mark.slow  # ~20 s on two cores; FSDP's multi-process test stays in the default suite
 def test_two_ddp_processes_match_one_process_with_the_same_global_batch(corpus, tmp_path):
     one_metrics, one_state = run(corpus, tmp_path / "one", processes=1, batch_size=4)
     two_metrics, two_state = run(corpus, tmp_path / "two", processes=2, batch_size=2)

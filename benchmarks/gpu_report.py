@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -126,6 +127,8 @@ def build(runs: list[tuple[Path, dict]]) -> list[str]:
         "",
     ]
     for path, run in runs:
+        # the folder the device machine wrote to is a path of that machine: named OUT here
+        run = dict(run, command=re.sub(r"--out \S+", "--out OUT", run["command"]))
         body = report(run).splitlines()
         lines += [f"## Run `{path.name}`", "", *["#" + line if line.startswith("#") else line for line in body[1:]]]
     return [*lines, "", *plan_lines([run for _, run in runs])]

@@ -3,6 +3,8 @@ the exact spacings the axes were made from, not the code's own."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -101,3 +103,33 @@ def test_sample_varying_time_snaps_the_windows_of_every_trajectory():
     axis = layout.time_axis
     windows = torch.stack([torch.tensor(times[1, i : i + 9]) - torch.tensor(times[1, i]) for i in range(0, 50, 7)])
     torch.testing.assert_close(window_steps(windows, axis), torch.full((8,), axis.step, dtype=torch.float64))
+
+
+def test_uneven_axes_in_a_file_are_refused_where_a_step_is_needed_not_when_it_is_read(tmp_path):
+    """A file whose x coordinate is stretched still opens (its layout, channels, non-physics training need no step);
+    the frames a residual needs are refused with the axis named. An uneven time axis gives evaluate no file step
+    (each window's own fit instead) while ``Layout.time_axis`` refuses it with its numbers."""
+    import h5py
+    from well_synthetic import write_well_dataset
+
+    from well_upao.data.source import WellSource
+    from well_upao.evaluate.run import file_time_axis
+
+    dataset = write_well_dataset(tmp_path, "gray_scott_reaction_diffusion", n_steps=12)
+    for path in sorted((dataset / "data").glob("*/*.hdf5")):
+        with h5py.File(path, "r+") as f:
+            x = f["dimensions"]["x"]
+            x[...] = np.asarray(x) ** 2  # stretched
+            time = f["dimensions"]["time"]
+            values = np.asarray(time)
+            values[6:] += 0.1  # one step 40% long
+            time[...] = values
+    source = WellSource(tmp_path, "gray_scott_reaction_diffusion")
+    assert source.channels == ["A", "B"] and math.isnan(source.layout.spacing[0])
+    with pytest.raises(UnevenAxisError, match="x coordinate"):
+        source.layout.require_spacing()
+    with pytest.raises(UnevenAxisError, match="points 5-6"):
+        _ = source.layout.time_axis
+    assert file_time_axis(source) is None
+    with pytest.raises(UnevenAxisError):
+        source.observed(1, max_trajectories=1, max_frames=4)

@@ -146,9 +146,9 @@ def read_layout(path: str | Path) -> Layout:
         coords = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
         spacing, problems = [], []
         for c, d in zip(coords, spatial, strict=True):
+            first_row = c.reshape(-1, c.shape[-1])[0]
             try:
-                spacing.append(fit_uniform(c.reshape(-1, c.shape[-1])[0], f["dimensions"][d].dtype, f"{d} coordinate",
-                                           str(path)).step)  # fmt: skip
+                spacing.append(fit_uniform(first_row, f["dimensions"][d].dtype, f"{d} coordinate", str(path)).step)
             except UnevenAxisError as error:
                 spacing.append(float("nan"))
                 problems.append(str(error))
@@ -327,12 +327,7 @@ class WellSource:
                 break
         fields = {k: torch.cat([p.fields[k] for p in parts]) for k in parts[0].fields}
         scalars = {k: torch.cat([p.scalars[k] for p in parts]) for k in parts[0].scalars}
-        layout = self.layout
-        step = stride * layout.time_axis.step
-        return ObservedFrames(
-            self.name, fields, scalars, layout.require_spacing(), layout.periodic, parts[0].times, step,
-            layout.time_dtype,
-        )  # fmt: skip
+        return dataclasses.replace(parts[0], fields=fields, scalars=scalars)
 
     def read_frames(self, path: Path, indices: Sequence[int], max_trajectories: int | None = None) -> ObservedFrames:
         """Time ``indices`` (increasing) of the first ``max_trajectories`` (default all) trajectories of one of the

@@ -203,7 +203,7 @@ def place_models(rows: Sequence[Predictor], device: str) -> None:
     resolved = model_device(device)
     if resolved.type == "cpu":
         return
-    name = torch.cuda.get_device_name(resolved) if resolved.type == "cuda" else resolved.type
+    name = torch.cuda.get_device_name(resolved)
     for row in rows:
         row.place(resolved)
         if row.device is not None:

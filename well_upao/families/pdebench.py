@@ -125,8 +125,7 @@ class PDEBenchSource(TrajectoryFamily):
         if len({len(a) for a in self.axes}) != 1:
             raise PDEBenchError(f"{self.path}: only isotropic grids are supported, got {[len(a) for a in self.axes]}")
         # the step of the whole stored axis, checked at its stored precision (well_upao.axes)
-        stored = times.dtype if np.issubdtype(times.dtype, np.floating) else np.float64
-        self.default_dt = uniform_step(times, stored, "time", str(self.path)) if len(times) > 1 else 1.0
+        self.default_dt = uniform_step(times, times.dtype, "time", str(self.path)) if len(times) > 1 else 1.0
 
     @staticmethod
     def _eta_zeta(filename: str) -> dict[str, float]:

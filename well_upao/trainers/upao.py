@@ -358,8 +358,7 @@ class UpaoLoss(TrainingLoss):
         (``trainers.loop.correction_off``), whose shifted predictions are the polynomial extrapolation of the
         window in the model's own arithmetic, what a checkpoint that keeps the prior predicts; ``None`` without a
         prior."""
-        order = self.prior_order()
-        if order is None or order < 1:
+        if self.prior_order() is None:
             return None
         with correction_off(self.trainer.bare_model):
             return self.prepared(batch, normalized=False)
@@ -370,31 +369,37 @@ class UpaoLoss(TrainingLoss):
         from ``logs``, scored on the same validation batches), by more than the guard's backtest tolerance:
         ``candidate.backtest > (1 + guard_backtest_tolerance) * prior.backtest``. ``None`` when the candidate is
         not worse, or there is no prior."""
-        prior = Scorecard.from_logs(logs, prefix="valid_score_prior_")
-        candidate = Scorecard.from_logs(best_logs)
-        if math.isnan(prior.backtest) or math.isnan(candidate.backtest):
+        candidate, prior = self.backtests(best_logs, logs)
+        if candidate is None or candidate <= (1 + self.guard_settings.backtest_tolerance) * prior:
             return None
-        if candidate.backtest > (1 + self.guard_settings.backtest_tolerance) * prior.backtest:
-            base = getattr(self.trainer.bare_model, "base", "prior")
-            return (
-                f"the selected model predicts the observed last history frame worse than {base}, the prior it "
-                f"corrects (backtest {candidate.backtest:.3g} vs {prior.backtest:.3g} of its step)"
-            )
-        return None
+        return (
+            f"the selected model predicts the observed last history frame worse than {self.trainer.bare_model.base}, "
+            f"the prior it corrects (backtest {candidate:.3g} vs {prior:.3g} of its step)"
+        )
+
+    @staticmethod
+    def backtests(model_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> tuple[float | None, float]:
+        """``(model's backtest, the prior's)`` from validation logs (the model's ``valid_score_backtest`` in
+        ``model_logs``, the prior's ``valid_score_prior_backtest`` in ``logs``); ``(None, nan)`` if either is
+        missing."""
+        prior = Scorecard.from_logs(logs, prefix="valid_score_prior_").backtest
+        model = Scorecard.from_logs(model_logs).backtest
+        if math.isnan(prior) or math.isnan(model):
+            return None, math.nan
+        return model, prior
 
     def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
         """The first validation's comparison of the start with its prior, one line (``None`` without a prior)."""
-        prior = Scorecard.from_logs(logs, prefix="valid_score_prior_")
-        start = Scorecard.from_logs(logs)
-        if math.isnan(prior.backtest) or math.isnan(start.backtest):
+        start, prior = self.backtests(logs, logs)
+        if start is None:
             return None
-        base = getattr(self.trainer.bare_model, "base", "prior")
-        if start.backtest > (1 + self.guard_settings.backtest_tolerance) * prior.backtest:
+        base = self.trainer.bare_model.base
+        if start > (1 + self.guard_settings.backtest_tolerance) * prior:
             return (
-                f"the pretrained correction is worse than the {base} it corrects: backtest {start.backtest:.3g} vs "
-                f"{prior.backtest:.3g} of a step"
+                f"the pretrained correction is worse than the {base} it corrects: backtest {start:.3g} vs "
+                f"{prior:.3g} of a step"
             )
-        return f"the start is not worse than its prior {base}: backtest {start.backtest:.3g} vs {prior.backtest:.3g}"
+        return f"the start is not worse than its prior {base}: backtest {start:.3g} vs {prior:.3g}"
 
     def batch_scores(self, prepared: PreparedBatch, start: PreparedBatch | None) -> dict[str, torch.Tensor]:
         """Per-sample scores of a validation batch (``well_upao.physics.scores.scorecard``): the prediction of the

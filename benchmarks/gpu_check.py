@@ -23,7 +23,8 @@ next one runs:
    evaluation; NATTEN's fused kernel if ``natten`` imports there.
 4. ``objective``: the UPAO objective's cost relative to the backbone's forward + backward at the paper preset
    (``benchmarks/upao_loss_cost.objective_cost``: tg2d exact frames, batch 4 x 8 frames at 256^2).
-5. ``product``: the product's path once, small: ``well-upao generate-exact --pde wave2d``, one UPAO + NSLoRA epoch
+5. ``product``: the product's path once, small: ``well-upao generate-exact --pde wave2d --time-dtype float32`` (time
+   stored as the Well's specification stores it), one UPAO + NSLoRA epoch
    through ``python -m the_well.benchmark.train`` (CUDA when present: the Well's train.py picks it), and
    ``well-upao evaluate --device auto`` of the run; where the run computed (its ``metrics.jsonl``) and the table.
 
@@ -572,7 +573,8 @@ def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
     try:
         generate = [*cli, "generate-exact", "--pde", "wave2d", "--out", str(base), "--quiet"]
         generate += ["--n-traj", str(sizes.product_traj), "--resolution", str(sizes.product_resolution)]
-        run("generate", [*generate, "--n-steps", str(sizes.product_steps)], timeout=300)
+        generate += ["--n-steps", str(sizes.product_steps), "--time-dtype", "float32"]  # as the Well's files store it
+        run("generate", generate, timeout=300)
         train = [
             sys.executable,
             "-m",
@@ -771,6 +773,9 @@ def report(data: dict) -> str:
                 f"| {r['name']} | {r['mean_paper_vrmse']:.4g} | {r['device']} | {r['ms_per_prediction']:.3g} |"
                 for r in product["rows"]
             ]
+        table = [line for line in product.get("table", "").splitlines() if line.startswith("|")]
+        if table:
+            lines += ["", "evaluate's own table (its label-free columns included):", "", *table]
     return "\n".join(lines) + "\n"
 
 

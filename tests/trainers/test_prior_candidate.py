@@ -72,3 +72,35 @@ def test_the_rule_keeps_the_prior_when_the_selected_model_backtests_worse():
     assert loss.prior_check(card_logs("valid_score_"), prior) is None
     verdict = loss.prior_verdict(card_logs("valid_score_", backtest=0.031) | prior)
     assert verdict.startswith("the pretrained correction is worse than the extrap2 it corrects")
+
+
+def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scores():
+    """``valid_prior_paper_VRMSE`` (the study's label oracle) is the paper's VRMSE of the quadratic extrapolation
+    ``3 u[t-1] - 3 u[t-2] + u[t-3]`` written out here, not of the corrected model (negative control)."""
+    from types import SimpleNamespace
+
+    from well_upao.evaluate.metrics import vrmse_paper
+    from well_upao.harness.normalization import ModelSpace
+
+    model, history = trained_looking("extrap2"), 4
+    trajectory = 1.0 + torch.randn(9, 16, 16, len(SLOTS), generator=torch.Generator().manual_seed(3)).cumsum(0) / 4
+    sample = {"input_fields": trajectory[:history], "output_fields": trajectory[history:]}
+    loss = UpaoLoss(vrmse_trajectories=2)
+    loss.trainer = SimpleNamespace(
+        model=model,
+        bare_model=model,
+        device=torch.device("cpu"),
+        datamodule=SimpleNamespace(rollout_val_dataset=[sample, sample]),
+        dset_metadata=SimpleNamespace(field_names={0: ["a", "b", "c"]}),
+        formatter_name="channels_last_default",
+    )
+    loss.one_frame, loss.history, loss.space = False, history, ModelSpace()
+    logs = loss.paper_vrmse(full=False)
+    extrapolated = torch.stack(
+        [3 * trajectory[t - 1] - 3 * trajectory[t - 2] + trajectory[t - 3] for t in range(history, 9)]
+    )
+    expected = vrmse_paper(extrapolated, trajectory[history:]).mean().item()
+    assert logs["valid_prior_paper_VRMSE"] == pytest.approx(expected, rel=1e-4)
+    assert abs(logs["valid_paper_VRMSE"] - expected) > 1e-2 * expected  # the corrected model predicts otherwise
+    loss.prior_candidate = False
+    assert "valid_prior_paper_VRMSE" not in loss.paper_vrmse(full=False)

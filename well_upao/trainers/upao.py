@@ -459,7 +459,9 @@ class UpaoLoss(TrainingLoss):
 
     @torch.no_grad()
     def paper_vrmse(self, full: bool) -> dict[str, float]:
-        """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean."""
+        """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean; with a
+        prior (:meth:`prior_order`) also the prior's mean, ``valid_prior_paper_VRMSE``: labels for the record (a
+        study's oracle), never read by the selection, which scores the prior label-free."""
         trainer = self.trainer
         trainer.model.eval()
         dataset = trainer.datamodule.rollout_val_dataset
@@ -468,16 +470,22 @@ class UpaoLoss(TrainingLoss):
             predictor = HarnessModel("model", trainer.bare_model, trainer.formatter_name, self.history, self.space)
         else:
             predictor = BackboneModel("model", trainer.bare_model, self.space)
-        per_channel = []
+        per_channel, prior_per_channel = [], []
         for index in range(count):
             sample = dataset[index]
             trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
             prediction = one_step_all(predictor, trajectory, self.history, None)
             per_channel.append(vrmse_paper(prediction, trajectory[self.history :]))
+            if self.prior_order() is not None:
+                with correction_off(trainer.bare_model):
+                    prior = one_step_all(predictor, trajectory, self.history, None)
+                prior_per_channel.append(vrmse_paper(prior, trajectory[self.history :]))
         values = torch.stack(per_channel).mean(0)
         names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
         logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
         logs["valid_paper_VRMSE"] = values.mean().item()
+        if prior_per_channel:
+            logs["valid_prior_paper_VRMSE"] = torch.stack(prior_per_channel).mean().item()
         return logs
 
     def validate(self, dataloader, full: bool) -> tuple[float, dict[str, float]]:

@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
 from jobs import run_logged, thread_env, write_done
+from prior_study import BEGIN as PRIOR_BEGIN
+from prior_study import END as PRIOR_END
 from study_data import STUDY_REPLICAS, ensure_replica
 
 from well_upao.trainers.records import read_metrics
@@ -535,11 +537,15 @@ def write_report(args, runs: list[dict]) -> None:
     scatter(runs, args.figure)
     text += [f"![scatter]({os.path.relpath(args.figure, args.report.parent)})", ""]
     args.report.parent.mkdir(parents=True, exist_ok=True)
-    reading = ""
-    if args.report.is_file() and "\n## Reading" in args.report.read_text():
-        reading = args.report.read_text()[args.report.read_text().index("\n## Reading") :]
+    reading = kept = ""
+    if args.report.is_file():
+        earlier = args.report.read_text()
+        if "\n## Reading" in earlier:
+            reading = earlier[earlier.index("\n## Reading") :]
+        if PRIOR_BEGIN in earlier:  # benchmarks/prior_study.py's section stays
+            kept = "\n" + PRIOR_BEGIN + earlier.split(PRIOR_BEGIN, 1)[1].split(PRIOR_END, 1)[0] + PRIOR_END + "\n"
     tmp = args.report.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(text) + reading)
+    tmp.write_text("\n".join(text) + kept + reading)
     tmp.replace(args.report)
     print(f"wrote {args.report} from {len(runs)} runs")
 

@@ -113,3 +113,29 @@ def test_the_prior_is_kept_when_the_pretrained_correction_is_worse_than_it(burge
     (without, _), other = results[False]
     assert "prior_verdict" not in other[0] and not any(line.get("kept_prior") for line in other)
     assert without > 1.2 * extrap2, (without, extrap2)
+
+
+@pytest.mark.slow
+def test_the_prior_is_not_kept_where_upao_beats_it_on_the_quickstarts_wave2d(tmp_path):
+    """Issue 42's second negative control: the quickstart's own UPAO run (wave2d at stride 5, 64^2, its seed and
+    command), where UPAO + NSLoRA beats extrap2 (README, reports/quickstart.md), ends with the trained model in
+    best.pt, not the prior, and that model's true VRMSE on the validation trajectories is below the prior's
+    (``valid_prior_paper_VRMSE``, the same trajectories)."""
+    from well_upao.data.generate import GenerationRequest, generate_dataset
+    from well_upao.quickstart import QuickstartConfig, harness_command
+
+    config = QuickstartConfig(out=tmp_path)
+    base, experiments = tmp_path / "datasets", tmp_path / "experiments"
+    request = GenerationRequest(
+        pde=config.pde, out=base, n_traj=config.n_traj, resolution=config.resolution, n_steps=config.n_steps,
+        seed=config.seed, valid_fraction=config.valid_fraction,
+    )  # fmt: skip
+    generate_dataset(request, progress=False)
+    command = harness_command(config, "na_nslora", "upao", base, experiments)
+    result = harness.run_harness(tmp_path, base, *command[3:], timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in read_metrics(next(experiments.glob("*/*"))) if "valid" in line]
+    last = lines[-1]
+    assert not last["kept_prior"] and last["best_epoch"] > 0, last
+    picked = next(line for line in lines if line["epoch"] == last["best_epoch"])
+    assert picked["valid_paper_VRMSE"] < last["valid_prior_paper_VRMSE"], picked

@@ -273,7 +273,7 @@ def run_quickstart(config: QuickstartConfig) -> str:
 
     advance(STEPS[4])
     request = EvaluationRequest(
-        base, config.pde, stride=config.stride, rollout_steps=5, out=results, progress=False, match_solver=UPAO_ROW
+        base, config.pde, stride=config.stride, out=results, progress=False, match_solver=UPAO_ROW
     )
     rows = [
         (f"zero-shot ({backbone_label(config.backbone)})", zero_shot_path),

@@ -34,6 +34,7 @@ from well_upao.evaluate.run import (
     sample_context,
     save,
 )
+from well_upao.evaluate.windows import LONGEST_WINDOW_END
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.models.na_transformer import T_IN
 from well_upao.physics.floor import best_row, choose_discretisation, floor_rows
@@ -54,7 +55,10 @@ class EvaluationRequest:
     split: str = "valid"
     history: int | None = None
     stride: int = 1
-    rollout_steps: int = 10
+    #: autoregressive steps per rollout (the default reaches the end of the Well's 13:30 window)
+    rollout_steps: int = LONGEST_WINDOW_END
+    #: rollouts per trajectory, from start windows spread over it
+    rollout_starts: int = 3
     max_trajectories: int | None = None
     solver: bool = True
     #: label of a row to add cost- and accuracy-matched solver rows for (``well_upao.evaluate.matched_solver``)
@@ -128,6 +132,7 @@ def evaluate_request(
         keep_first=keep_first,
         opened=opened,
         scoring=scoring,
+        rollout_starts=r.rollout_starts,
     )
 
 
@@ -253,8 +258,8 @@ def run_evaluation(
     ``transfers``: (label, checkpoint) of one-frame models of another dataset, evaluated zero-shot on every subset
     of their channels; the best one is kept (:func:`keep_best_assignment`)."""
     r = request
-    if (r.history is not None and r.history < 1) or r.stride < 1 or r.rollout_steps < 0:
-        raise EvaluationError("history and stride must be >= 1, rollout steps >= 0")
+    if (r.history is not None and r.history < 1) or r.stride < 1 or r.rollout_steps < 0 or r.rollout_starts < 1:
+        raise EvaluationError("history, stride and rollout starts must be >= 1, rollout steps >= 0")
     source = WellSource(r.base, r.dataset, r.split)
     rows = [load_predictor(c.path, source, name=c.label, payload=c.payload) for c in checkpoints]
     rows += list(models)

@@ -15,6 +15,7 @@ import torch
 
 from well_upao.data.slots import SLOT_NAMES
 from well_upao.evaluate.run import Evaluation
+from well_upao.evaluate.windows import WELL_WINDOWS, window_label
 from well_upao.physics.pdes import PDE
 from well_upao.physics.residual import pde_residuals
 from well_upao.physics.stencils import Stencils
@@ -100,7 +101,13 @@ def plot_fields(
 
 
 def plot_rollout(evaluation: Evaluation, out: Path) -> Path:
+    """VRMSE against rollout step (1-based), one line per row, with the Well's windows 6:12 and 13:30 shaded where
+    the rollout reached them (0-based steps a .. b - 1 are the 1-based steps a + 1 .. b)."""
     figure, axis = plt.subplots(figsize=(6, 4))
+    for (start, end), shade in zip(WELL_WINDOWS, ("0.9", "0.8"), strict=True):
+        if evaluation.rollout_steps_run > start:
+            axis.axvspan(start + 0.5, min(end, evaluation.rollout_steps_run) + 0.5, color=shade, zorder=0,
+                         label=f"the Well's window {window_label((start, end))}")  # fmt: skip
     for score in evaluation.scores:
         if score.rollout_vrmse_well:
             steps = range(1, len(score.rollout_vrmse_well) + 1)

@@ -5,7 +5,9 @@ For every trajectory of the split (read whole, at time stride ``stride``):
 * one-step: frame ``t`` predicted from the true frames ``t - history .. t - 1`` for every ``t >= history``
   (the paper's protocol); VRMSE under both definitions, per channel (The Well's: averaged over frames; the
   paper's: over the trajectory's full time series);
-* rollout: ``rollout_steps`` autoregressive steps from the first window; The Well's VRMSE per step;
+* rollout: ``rollout_steps`` autoregressive steps (at most what the trajectory holds) from up to
+  ``rollout_starts`` windows of each trajectory; The Well's VRMSE per step, averaged over every rollout, and its
+  windows 6:12 and 13:30 (``well_upao.evaluate.windows``);
 * the label-free scorecard of every row's one-step predictions (``well_upao.physics.scores``), from each target's
   window only: the residual of the prediction over the floor of the window, the departure from ``extrap2`` of
   the same window per unit of its step, and the backtest (the row run on the window without its last frame, against that
@@ -28,6 +30,8 @@ from well_upao.data.source import WellSource
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
+from well_upao.evaluate.windows import LONGEST_WINDOW_END, WELL_WINDOWS, frames_needed, window_label, window_means
+from well_upao.evaluate.windows import rollout_starts as spread_starts
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import grid_of, into_slots, named_scalars
 from well_upao.models.na_transformer import T_IN
@@ -49,6 +53,7 @@ class Scores:
     kind: str
     one_step_vrmse_well: dict[str, float]
     one_step_vrmse_paper: dict[str, float]
+    #: per rollout step (step 1 first), the mean over every rollout that reached it
     rollout_vrmse_well: list[float]
     seconds_per_prediction: float
     notes: dict = field(default_factory=dict)
@@ -58,6 +63,11 @@ class Scores:
     #: for a run's row: what its selection did (``kept_start``, ``kept_start_reason``, ``guard_rejections``, from
     #: its ``metrics.jsonl``)
     selection: dict = field(default_factory=dict)
+    #: the Well's rollout windows (``"6:12"``, ``"13:30"``): the mean of ``rollout_vrmse_well[a:b]``, ``None``
+    #: where the rollout did not reach step ``b``
+    rollout_windows: dict = field(default_factory=dict)
+    #: how many rollouts stand behind each step of ``rollout_vrmse_well``
+    rollout_counts: list[int] = field(default_factory=list)
 
     @property
     def mean_well(self) -> float:
@@ -88,6 +98,10 @@ class Evaluation:
     data_source: str = ""
     #: the residual floor of the evaluated frames (``well_upao.evaluate.pipeline.residual_floor_summary``)
     residual_floor: dict = field(default_factory=dict)
+    #: the longest rollout run (``rollout_steps`` is what was asked; a trajectory holds at most its frames after the
+    #: history), and the rollout starts asked per trajectory
+    rollout_steps_run: int = 0
+    rollout_starts: int = 1
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -146,18 +160,20 @@ def evaluate(
     source: WellSource,
     history: int = T_IN,
     stride: int = 1,
-    rollout_steps: int = 10,
+    rollout_steps: int = LONGEST_WINDOW_END,
     max_trajectories: int | None = None,
     progress: bool = True,
     keep_first: bool = True,
     opened=None,
     scoring: tuple[PDE, str, str] | None = None,
+    rollout_starts: int = 3,
 ) -> tuple[Evaluation, dict]:
     """Scores of every predictor on ``source``'s split; also returns the first trajectory's frames and predictions
     (for figures). Every row is scored on the same target frames (those after the first ``history``); a predictor
     that reads fewer frames (its own ``history``) gets the last ones of each window. ``opened``: the split opened
     already (:func:`open_split`), to open it once. ``scoring``: ``(pde, derivative, scheme)`` to compute every
-    row's label-free scorecard (:func:`label_free_scores`)."""
+    row's label-free scorecard (:func:`label_free_scores`). ``rollout_starts``: rollouts per trajectory, from windows
+    spread over it (``well_upao.evaluate.windows.rollout_starts``)."""
     longer = [p.name for p in predictors if p.history is not None and p.history > history]
     if longer:
         raise EvaluationError(f"rows {longer} read more than the evaluated history of {history} frames (--history)")
@@ -174,7 +190,8 @@ def evaluate(
         )
     one_well = {p.name: [] for p in predictors}
     one_paper = {p.name: [] for p in predictors}
-    rolled = {p.name: [] for p in predictors}
+    rolled_sums = {p.name: [] for p in predictors}  # per step: the sum over rollouts of the step's VRMSE
+    rolled_counts: list[int] = []
     cards: dict[str, dict[str, list[torch.Tensor]]] = {p.name: {} for p in predictors}
     first: dict = {}
     dt = 0.0
@@ -186,6 +203,10 @@ def evaluate(
         dt = float(context.dt)
         truth = frames[history:]
         steps = min(rollout_steps, truth.shape[0])
+        starts = spread_starts(frames.shape[0], history, steps, rollout_starts)
+        rolled_counts += [0] * (steps - len(rolled_counts))
+        for step in range(steps):
+            rolled_counts[step] += len(starts)
         for predictor in predictors:
             prediction = one_step_all(predictor, frames, history, context)
             one_well[predictor.name].append(vrmse_well(prediction, truth, meta.n_spatial_dims).mean(0))
@@ -193,11 +214,14 @@ def evaluate(
             if scoring is not None:
                 for name, value in label_free_scores(predictor, frames, prediction, history, context, *scoring).items():
                     cards[predictor.name].setdefault(name, []).append(value)
-            if steps:
-                rolled_prediction = rollout(predictor, frames, history, steps, context)
-                rolled[predictor.name].append(
-                    vrmse_well(rolled_prediction, truth[:steps], meta.n_spatial_dims).mean(-1)
-                )
+            if starts:
+                sums = rolled_sums[predictor.name]
+                sums += [0.0] * (steps - len(sums))
+                predicted = rollout(predictor, frames, history, steps, context, starts)
+                for start, run in zip(starts, predicted, strict=True):
+                    target = frames[start + history : start + history + steps]
+                    for step, value in enumerate(vrmse_well(run, target, meta.n_spatial_dims).mean(-1).tolist()):
+                        sums[step] += value
             if keep_first and index == 0:
                 first[predictor.name] = prediction
         if keep_first and index == 0:
@@ -206,7 +230,7 @@ def evaluate(
     for p in predictors:
         well = torch.stack(one_well[p.name]).mean(0)
         paper = torch.stack(one_paper[p.name]).nanmean(0)
-        roll = torch.stack(rolled[p.name]).mean(0).tolist() if rolled[p.name] else []
+        roll = [total / n for total, n in zip(rolled_sums[p.name], rolled_counts, strict=False)]
         scores.append(
             Scores(
                 p.name,
@@ -217,12 +241,15 @@ def evaluate(
                 p.seconds_per_prediction,
                 dict(p.notes),
                 label_free={k: float(torch.cat(v).mean()) for k, v in cards[p.name].items()},
+                rollout_windows=window_means(roll),
+                rollout_counts=rolled_counts[: len(roll)],
             )
         )
     evaluation = Evaluation(
         dataset, source.split, stride, dt, history, rollout_steps, count, channels, "windows", scores
     )
     evaluation.data_source = source.provenance
+    evaluation.rollout_steps_run, evaluation.rollout_starts = len(rolled_counts), rollout_starts
     return evaluation, first
 
 
@@ -293,24 +320,52 @@ def markdown_table(evaluation: Evaluation) -> str:
         "| model | kind | protocol | history | one-step VRMSE (paper, per trajectory) "
         "| one-step VRMSE (the Well, per frame) "
         + "".join(f"| {c} (paper) " for c in e.channels)
-        + f"| {e.rollout_steps}-step rollout VRMSE (the Well) | ms / prediction "
+        + "".join(f"| rollout {window_label(w)} (the Well) " for w in WELL_WINDOWS)
+        + f"| rollout step {e.rollout_steps_run} (the Well) | ms / prediction "
         + "| residual / floor | departure from extrap2 | backtest | selection |\n"
         + "|---|---|---|---|---|---|"
         + "---|" * len(e.channels)
+        + "---|" * len(WELL_WINDOWS)
         + "---|---|---|---|---|---|"
     )
     rows = []
     for s in sorted(e.scores, key=lambda s: s.mean_paper):
         rollout_value = f"{s.rollout_vrmse_well[-1]:.4g}" if s.rollout_vrmse_well else "n/a"
+        windows = "".join(f"| {window_cell(e, s, w)} " for w in WELL_WINDOWS)
         rows.append(
             f"| {s.name} | {s.kind} | {s.notes.get('protocol', '-')} | {s.notes.get('history', '-')} "
             f"| {s.mean_paper:.4g} | {s.mean_well:.4g} "
             + "".join(f"| {s.one_step_vrmse_paper[c]:.4g} " for c in e.channels)
+            + windows
             + f"| {rollout_value} | {s.seconds_per_prediction * 1e3:.2f} "
             + "".join(f"| {_number(s.label_free.get(k))} " for k in LABEL_FREE)
             + f"| {selection_text(s.selection)} |"
         )
-    return header + "\n" + "\n".join(rows) + floor_text(e.residual_floor) + scorecard_text(e)
+    return header + "\n" + "\n".join(rows) + rollout_text(e) + floor_text(e.residual_floor) + scorecard_text(e)
+
+
+def window_cell(evaluation: Evaluation, score: Scores, window: tuple[int, int]) -> str:
+    """A row's value of one of the Well's rollout windows, or why there is none."""
+    value = score.rollout_windows.get(window_label(window))
+    if value is not None:
+        return f"{value:.4g}"
+    if evaluation.rollout_steps < window[1]:
+        return f"not run (rollout steps {evaluation.rollout_steps} < {window[1]})"
+    return f"not held (needs {frames_needed(evaluation.history, window)} frames)"
+
+
+def rollout_text(evaluation: Evaluation) -> str:
+    """What stands behind the rollout columns: steps run, rollouts, and the Well's slicing."""
+    e = evaluation
+    counts = next((s.rollout_counts for s in e.scores if s.rollout_counts), [])
+    if not counts:
+        return "\n\nRollout: none run (`--rollout-steps 0`, or no trajectory holds a frame after the history)."
+    return (
+        f"\n\nRollout (the Well's VRMSE per step, each prediction fed back): {e.rollout_steps_run} steps run of "
+        f"{e.rollout_steps} asked, {counts[0]} rollouts on {e.n_trajectories} trajectories (up to "
+        f"{e.rollout_starts} starts each, spread over the trajectory); a window a:b is the mean of the predicted "
+        "steps a to b - 1 counted from 0, as the Well's trainer slices its per-step losses."
+    )
 
 
 def _number(value: float | None) -> str:

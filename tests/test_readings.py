@@ -105,3 +105,17 @@ def test_a_regenerated_table_marks_the_kept_reading_stale_and_the_script_exits_1
         == "\n".join(lines) + "\n\n" + readings.READING_HEADING + "\n\n" + reading.replace("0.0655", "0.0501") + "\n"
     )
     readings.exit_if_stale(report)
+
+
+def test_no_report_names_an_absolute_path_of_the_machine_that_made_it(tmp_path):
+    for report in REPORTS:
+        assert readings.machine_paths(report.read_text()) == [], report.name
+    planted = TABLE.replace("--seeds 0 1", "--out /work/runs/study --report /tmp/study.md --seeds 0 1")
+    assert check(tmp_path, "- UPAO reached 0.0655 on wave2d.", table=planted) == ["/work/runs/study", "/tmp/study.md"]
+    # a script's generated lines are written with paths relative to the repository or as RUNS/...
+    inside = f"{readings.REPOSITORY}/reports/regimes.md"
+    report = tmp_path / "reports" / "written.md"
+    readings.write_keeping_reading(report, [*planted.splitlines(), f"From `{inside}`."])
+    text = report.read_text()
+    assert "--out RUNS/runs/study --report RUNS/study.md" in text and "From `reports/regimes.md`." in text
+    assert readings.machine_paths(text) == []

@@ -44,6 +44,12 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*(`\"'])")
 #: an absolute path of the machine that made a report: its run folders, checkpoints, scratch and home folders
 MACHINE_PATH = re.compile(r"(?<![\w.~/-])/(?:work|tmp|root|home|mnt|scratch|Users|var)/[^\s`'\"|),;]*")
 REPOSITORY = Path(__file__).resolve().parent.parent
+#: the first line (a blockquote under the title) of a report whose UPAO rows predate the current selection (the
+#: label-free guard, the same-batches selection): which commit made it and what changed since. It is hand-written in
+#: the generated part, so a regeneration (a rerun under the current selection) drops it.
+OLDER_MARK = "> **Older than the current UPAO selection:**"
+#: what a README paragraph citing such a report must say of it
+OLDER_SAID = re.compile(r"before the (?:label-free )?guard|predates? the (?:label-free )?guard")
 #: the markers around the README's generated "What you get" table (``benchmarks/what_you_get.py``)
 WHAT_YOU_GET = ("<!-- what_you_get: begin -->", "<!-- what_you_get: end -->")
 
@@ -254,7 +260,8 @@ def check_readme_text(readme: Path, text: str, root: Path | None = None) -> list
     """The README's measured claims against the reports they cite: every prose paragraph (bullets are paragraphs)
     that names a report of ``reports/`` is checked as a reading is, against the tables and generated text of the
     reports it names (not against the README's own tables); a paragraph that names no report (configuration,
-    usage) is not checked. The generated "What you get" block (:data:`WHAT_YOU_GET`) is left out: its test compares
+    usage) is not checked. A paragraph that names a report carrying :data:`OLDER_MARK` says that its numbers are from
+    before the guard (:data:`OLDER_SAID`). The generated "What you get" block (:data:`WHAT_YOU_GET`) is left out: its test compares
     it with what ``benchmarks/what_you_get.py`` makes from the reports."""
     root = root or readme.resolve().parent
     text = re.sub(re.escape(WHAT_YOU_GET[0]) + r".*?" + re.escape(WHAT_YOU_GET[1]), "", text, flags=re.S)
@@ -267,6 +274,17 @@ def check_readme_text(readme: Path, text: str, root: Path | None = None) -> list
         if named:
             values = [v for path in named for v in source_values(path, path.read_text())]
             failures += _check_paragraph(readme.name, paragraph, values, exempt)
+        for path in named:
+            if OLDER_MARK in path.read_text() and not OLDER_SAID.search(paragraph):
+                context = paragraph if len(paragraph) < 160 else paragraph[:157] + "..."
+                failures.append(
+                    Failure(
+                        readme.name,
+                        f"reports/{path.name}",
+                        "predates the guard and the paragraph does not say so",
+                        context,
+                    )
+                )
     return failures
 
 

@@ -3,6 +3,7 @@ table that no longer holds a reading's number marks the reading stale instead of
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -119,3 +120,14 @@ def test_no_report_names_an_absolute_path_of_the_machine_that_made_it(tmp_path):
     text = report.read_text()
     assert "--out RUNS/runs/study --report RUNS/study.md" in text and "From `reports/regimes.md`." in text
     assert readings.machine_paths(text) == []
+
+
+OLDER = [r for r in REPORTS if r.stem in ("regimes", "reproduction", "ablations", "transfer_exact", "upao_auto")]
+OLDER += [r for r in REPORTS if r.stem in ("upao_normalization", "quickstart")]
+
+
+@pytest.mark.parametrize("report", OLDER, ids=[r.name for r in OLDER])
+def test_a_report_older_than_the_guard_says_so_in_its_first_line(report):
+    title, blank, first = report.read_text().splitlines()[:3]
+    assert title.startswith("# ") and blank == "" and first.startswith(readings.OLDER_MARK)
+    assert re.search(r"\b[0-9a-f]{7}\b", first) and "guard" in first  # which commit made it, what changed since

@@ -261,8 +261,8 @@ def check_readme_text(readme: Path, text: str, root: Path | None = None) -> list
     that names a report of ``reports/`` is checked as a reading is, against the tables and generated text of the
     reports it names (not against the README's own tables); a paragraph that names no report (configuration,
     usage) is not checked. A paragraph that names a report carrying :data:`OLDER_MARK` says that its numbers are from
-    before the guard (:data:`OLDER_SAID`). The generated "What you get" block (:data:`WHAT_YOU_GET`) is left out: its test compares
-    it with what ``benchmarks/what_you_get.py`` makes from the reports."""
+    before the guard (:data:`OLDER_SAID`). The generated "What you get" block (:data:`WHAT_YOU_GET`) is left out:
+    its test compares it with what ``benchmarks/what_you_get.py`` makes from the reports."""
     root = root or readme.resolve().parent
     text = re.sub(re.escape(WHAT_YOU_GET[0]) + r".*?" + re.escape(WHAT_YOU_GET[1]), "", text, flags=re.S)
     prose, _, exempt = paragraphs(text)

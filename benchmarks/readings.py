@@ -23,8 +23,12 @@ A report names no absolute path of the machine that made it (``/work/...``, ``/t
 folder): the scripts write paths inside the repository relative to it and any other as ``RUNS/...``
 (:func:`portable_paths`, applied by :func:`write_keeping_reading`), and the check fails on one that is left.
 
-``python benchmarks/readings.py [REPORT ...]`` prints every number that fails (all of ``reports/`` by default) and
-exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed reports.
+``README.md`` is checked the same way, paragraph by paragraph, against the reports a paragraph names
+(:func:`check_readme_text`).
+
+``python benchmarks/readings.py [REPORT ...]`` prints every number that fails (all of ``reports/`` and the README by
+default) and exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed reports and
+the README, with planted wrong numbers as negative controls.
 """
 
 from __future__ import annotations

@@ -40,6 +40,40 @@ def test_every_committed_reading_states_only_numbers_its_tables_hold(report):
     assert not failures, "\n".join(map(str, failures))
 
 
+README = ROOT / "README.md"
+
+
+def test_the_readme_states_only_numbers_of_the_reports_it_cites():
+    """Every README paragraph that names a report: its numbers are in that report's tables, its ratios follow from
+    two numbers of their sentence, and a report older than the guard is said to be."""
+    failures = readings.check_report(README, root=ROOT)
+    assert not failures, "\n".join(map(str, failures))
+    assert readings.main([str(README)]) == 0
+
+
+def test_a_planted_wrong_number_in_the_readme_fails():
+    text = README.read_text()
+    planted = text.replace("(1.49e-06 vs 8.62e-06)", "(1.49e-06 vs 8.72e-06)", 1)  # regimes.md holds 8.62e-06
+    assert planted != text
+    assert [f.number for f in readings.check_readme_text(README, planted, root=ROOT)] == ["8.72e-06"]
+    ratio = text.replace("by 9.2x at stride 5", "by 19.2x at stride 5", 1)  # 2.09e-05 / 2.27e-06 is 9.2
+    assert ratio != text
+    assert [f.number for f in readings.check_readme_text(README, ratio, root=ROOT)] == ["19.2x"]
+    # a paragraph that cites a report made before the guard says so
+    unsaid = text.replace("(made before the guard: burgers2d,", "(burgers2d,", 1)
+    assert unsaid != text
+    assert [f.number for f in readings.check_readme_text(README, unsaid, root=ROOT)] == ["reports/regimes.md"]
+
+
+def test_readme_paragraphs_naming_no_report_are_not_checked(tmp_path):
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "study.md").write_text(TABLE)
+    readme = tmp_path / "README.md"
+    text = "# Tool\n\nThe default tolerance is 0.125.\n\nMeasured (`reports/study.md`): UPAO reached {}.\n"
+    assert readings.check_readme_text(readme, text.format("0.0655"), root=tmp_path) == []
+    assert [f.number for f in readings.check_readme_text(readme, text.format("0.0656"), root=tmp_path)] == ["0.0656"]
+
+
 def test_cited_numbers_must_round_from_a_table_value(tmp_path):
     assert check(tmp_path, "- UPAO reached 0.0655 on wave2d and 0.0035 on advdiff2d (extrap2 0.0059).") == []
     # 0.06549 is 0.065 at two digits, not 0.066; a value from no table at all fails too

@@ -218,13 +218,12 @@ def sentence(row: Row) -> str:
         for other in ("extrap2", "persistence")
     ]
     text = (
-        f"One-step, {NAMES[winner]} is lowest ({number(c[winner].one_step)}); the best network row ({row.network}) is "
-        + " and ".join(sides)
-        + "."
+        f"One-step, {NAMES[winner]} is the lowest of the four ({number(c[winner].one_step)}); the best network row "
+        f"({row.network}) is " + " and ".join(sides) + "."
     )
     roll = lowest(row, "rollout")
     if roll is not None:
-        text += f" Over the 5-step rollout {NAMES[roll]} is lowest ({number(c[roll].rollout)})"
+        text += f" Over the 5-step rollout {NAMES[roll]} is the lowest of the four ({number(c[roll].rollout)})"
         if c["network"].rollout is None:
             text += "; the report has no rollout of the best network row"
         elif roll != "network":

@@ -61,4 +61,4 @@ def test_the_best_network_row_and_the_cells_come_from_the_report_tables(tmp_path
     wave = next(r for r in what_you_get.reproduction_rows() if r.setting.startswith("wave2d"))
     assert wave.network == "NA UPAO + LoRA" and wave.cells["network"].one_step == 0.1753
     assert wave.cells["extrap2"].one_step == 0.02954 and wave.cells["extrap2"].rollout == 0.6876
-    assert "the solver is lowest (4.212e-07)" in what_you_get.sentence(wave)
+    assert "the solver is the lowest of the four (4.212e-07)" in what_you_get.sentence(wave)

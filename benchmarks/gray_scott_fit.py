@@ -32,6 +32,7 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
+from readings import portable_paths  # benchmarks/ is on the path of a script run from it
 
 from well_upao.data.replicas import ReplicaRequest, generate_replica
 from well_upao.families.replicas.families import REPLICAS, GrayScottReplica
@@ -236,7 +237,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     report = args.out / "gray_scott_fit.md"
     temporary = report.with_suffix(".md.tmp")
-    temporary.write_text("\n".join(lines) + "\n")
+    temporary.write_text(portable_paths("\n".join(lines) + "\n"))  # the work folder as RUNS/...
     temporary.replace(report)
     print(f"wrote {report}")
 

@@ -14,6 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
+from readings import portable_paths  # benchmarks/ is on the path of a script run from it
+
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.predictors import BackboneModel
 from well_upao.harness.model_factory import na_transformer
@@ -102,7 +104,7 @@ def main() -> None:
     args.card.write_text(card + "\n")
     curve = ["| epoch | step | train loss | minutes |", "|---|---|---|---|"]
     curve += [f"| {h['epoch']} | {h['step']} | {h['train_loss']:.4g} | {h['seconds'] / 60:.1f} |" for h in history]
-    args.report.write_text(
+    text = (
         "\n".join(
             [
                 "# Pretraining the shipped tiny backbone",
@@ -131,6 +133,7 @@ def main() -> None:
         )
         + "\n"
     )
+    args.report.write_text(portable_paths(text))  # the run and corpus folders as RUNS/...
     print(f"wrote {args.card} and {args.report}")
 
 

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
 from jobs import run_logged, sharing_note, thread_env, write_done
+from readings import portable_paths
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
 from well_upao.harness.metrics_file import read_metrics
@@ -241,7 +242,7 @@ def write_section(report: Path, lines: list[str]) -> None:
     """Put the section into ``report`` between :data:`BEGIN` and :data:`END` (replacing an earlier one), before
     its ``## Reading``; the rest of the report is left as it is. Temp file + rename."""
     text = report.read_text()
-    block = "\n".join(lines) + "\n"
+    block = portable_paths("\n".join(lines)) + "\n"  # run folders as RUNS/...
     if BEGIN in text:
         head, rest = text.split(BEGIN, 1)
         text = head + block + rest.split(END, 1)[1].lstrip("\n")

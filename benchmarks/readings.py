@@ -19,8 +19,16 @@ included) and of any report a paragraph names (``reports/regimes.md``):
 
       <!-- not from a table: 182 (the paper's appendix, "Total parameters"), 7.6 (the run's wall clock) -->
 
-``python benchmarks/readings.py [REPORT ...]`` prints every number that fails (all of ``reports/`` by default) and
-exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed reports.
+A report names no absolute path of the machine that made it (``/work/...``, ``/tmp/...``, ``/root/...``, a home
+folder): the scripts write paths inside the repository relative to it and any other as ``RUNS/...``
+(:func:`portable_paths`, applied by :func:`write_keeping_reading`), and the check fails on one that is left.
+
+``README.md`` is checked the same way, paragraph by paragraph, against the reports a paragraph names
+(:func:`check_readme_text`).
+
+``python benchmarks/readings.py [REPORT ...]`` prints every number that fails (all of ``reports/`` and the README by
+default) and exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed reports and
+the README, with planted wrong numbers as negative controls.
 """
 
 from __future__ import annotations
@@ -37,6 +45,18 @@ NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 EXEMPT = re.compile(r"<!--\s*not from a table:(.*?)-->", re.S)
 REPORT_PATH = re.compile(r"((?:[\w.-]+/)*[\w.-]+\.md)\b")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*(`\"'])")
+#: an absolute path of the machine that made a report: its run folders, checkpoints, scratch and home folders
+#: (``/tmp/site`` is exempt: the lent GPU machine's install target, an instruction in reports/gpu.md)
+MACHINE_PATH = re.compile(r"(?<![\w.~/-])/(?!tmp/site\b)(?:work|tmp|root|home|mnt|scratch|Users|var)/[^\s`'\"|),;]*")
+REPOSITORY = Path(__file__).resolve().parent.parent
+#: the first line (a blockquote under the title) of a report whose UPAO rows predate the current selection (the
+#: label-free guard, the same-batches selection): which commit made it and what changed since. It is hand-written in
+#: the generated part, so a regeneration (a rerun under the current selection) drops it.
+OLDER_MARK = "> **Older than the current UPAO selection:**"
+#: what a README paragraph citing such a report must say of it
+OLDER_SAID = re.compile(r"before the (?:label-free )?guard|predates? the (?:label-free )?guard")
+#: the markers around the README's generated "What you get" table (``benchmarks/what_you_get.py``)
+WHAT_YOU_GET = ("<!-- what_you_get: begin -->", "<!-- what_you_get: end -->")
 
 
 @dataclass(frozen=True)
@@ -65,6 +85,20 @@ class Failure:
 
     def __str__(self) -> str:
         return f"{self.report}: {self.number} {self.reason} (in: {self.context})"
+
+
+def portable_paths(text: str, repository: Path = REPOSITORY) -> str:
+    """``text`` with the machine's absolute paths replaced: those inside ``repository`` relative to it, any other
+    as ``RUNS/`` followed by the path without its top folder (``/work/runs/s3/x`` -> ``RUNS/runs/s3/x``)."""
+    for root in {str(repository), str(repository.resolve())}:
+        text = re.sub(re.escape(root) + "/", "", text)
+        text = re.sub(re.escape(root) + r"(?=[\s`'\"|),;]|$)", ".", text)
+    return MACHINE_PATH.sub(lambda m: "RUNS/" + m.group(0).split("/", 2)[2], text)
+
+
+def machine_paths(text: str) -> list[str]:
+    """The absolute paths of the machine that made a report which ``text`` still names."""
+    return MACHINE_PATH.findall(text)
 
 
 def half_unit(text: str) -> float:
@@ -189,37 +223,80 @@ def _derivable(number: Number, inputs: list[Number]) -> bool:
     return False
 
 
-def check_text(report: Path, text: str, root: Path | None = None) -> list[Failure]:
-    """Every number of the reading in ``text`` (the content of ``report``) that its tables do not back."""
+def check_text(report: Path, text: str, root: Path | None = None, paths: bool = True) -> list[Failure]:
+    """Every number of the reading in ``text`` (the content of ``report``) that its tables do not back, and (with
+    ``paths``) every absolute path of the machine that made it."""
     root = root or report.resolve().parent.parent
+    failures = []
+    if paths:
+        for path in machine_paths(text):
+            failures.append(Failure(report.name, path, "is an absolute path of the machine that made it", "RUNS/..."))
     _, reading = split_reading(text)
     if not reading:
-        return []
+        return failures
     own = source_values(report, text)
     prose, _, exempt = paragraphs(reading)
-    failures = []
     if STALE_MARK in reading:
         failures.append(Failure(report.name, STALE_MARK, "is at the top of the reading", "a regeneration marked it"))
     for paragraph in prose:
         named = _named_reports(paragraph, report, root)
         values = own + [v for path in named for v in source_values(path, path.read_text())]
-        for sentence in SENTENCE_END.split(paragraph):
-            stated = numbers_in(sentence)
-            cited = numbers_in(sentence, "inputs")
-            context = sentence if len(sentence) < 160 else sentence[:157] + "..."
-            for number in stated:
-                if number.text in exempt:
-                    continue
-                if number.kind == "cited" and not _cited(number, values):
-                    failures.append(Failure(report.name, str(number), "is in no table", context))
-                elif number.kind != "cited" and not (_derivable(number, cited) or _cited(number, values)):
-                    failures.append(
-                        Failure(report.name, str(number), "follows from no two numbers of its sentence", context)
+        failures += _check_paragraph(report.name, paragraph, values, exempt)
+    return failures
+
+
+def _check_paragraph(name: str, paragraph: str, values: list[Number], exempt: set[str]) -> list[Failure]:
+    failures = []
+    for sentence in SENTENCE_END.split(paragraph):
+        stated = numbers_in(sentence)
+        cited = numbers_in(sentence, "inputs")
+        context = sentence if len(sentence) < 160 else sentence[:157] + "..."
+        for number in stated:
+            if number.text in exempt:
+                continue
+            if number.kind == "cited" and not _cited(number, values):
+                failures.append(Failure(name, str(number), "is in no table", context))
+            elif number.kind != "cited" and not (_derivable(number, cited) or _cited(number, values)):
+                failures.append(Failure(name, str(number), "follows from no two numbers of its sentence", context))
+    return failures
+
+
+def check_readme_text(readme: Path, text: str, root: Path | None = None) -> list[Failure]:
+    """The README's measured claims against the reports they cite: every prose paragraph (bullets are paragraphs)
+    that names a report of ``reports/`` is checked as a reading is, against the tables and generated text of the
+    reports it names (not against the README's own tables); a paragraph that names no report (configuration,
+    usage) is not checked. A paragraph that names a report carrying :data:`OLDER_MARK` says that its numbers are from
+    before the guard (:data:`OLDER_SAID`). The generated "What you get" block (:data:`WHAT_YOU_GET`) is left out:
+    its test compares it with what ``benchmarks/what_you_get.py`` makes from the reports."""
+    root = root or readme.resolve().parent
+    text = re.sub(re.escape(WHAT_YOU_GET[0]) + r".*?" + re.escape(WHAT_YOU_GET[1]), "", text, flags=re.S)
+    prose, _, exempt = paragraphs(text)
+    failures = []
+    for paragraph in prose:
+        named = [
+            p for p in _named_reports(paragraph, readme, root) if p.resolve().parent == (root / "reports").resolve()
+        ]
+        if named:
+            values = [v for path in named for v in source_values(path, path.read_text())]
+            failures += _check_paragraph(readme.name, paragraph, values, exempt)
+        for path in named:
+            if OLDER_MARK in path.read_text() and not OLDER_SAID.search(paragraph):
+                context = paragraph if len(paragraph) < 160 else paragraph[:157] + "..."
+                failures.append(
+                    Failure(
+                        readme.name,
+                        f"reports/{path.name}",
+                        "predates the guard and the paragraph does not say so",
+                        context,
                     )
+                )
     return failures
 
 
 def check_report(report: Path, root: Path | None = None) -> list[Failure]:
+    """:func:`check_text` for a report, :func:`check_readme_text` for a file named ``README.md``."""
+    if report.name == "README.md":
+        return check_readme_text(report, report.read_text(), root)
     return check_text(report, report.read_text(), root)
 
 
@@ -233,7 +310,7 @@ def write_keeping_reading(report: Path, lines: list[str]) -> list[Failure]:
     if report.exists():
         _, reading = split_reading(report.read_text())
     reading = re.sub(r"\n\n" + re.escape(STALE_MARK) + r"[^\n]*(?:\n> [^\n]*)*", "", reading, count=1)  # earlier mark
-    text = "\n".join(lines) + "\n"
+    text = portable_paths("\n".join(lines) + "\n")
     failures = check_text(report, text + (f"\n{reading.rstrip()}\n" if reading else ""))
     if failures:
         mark = [f"{STALE_MARK} numbers this reading states that the tables above do not back; rewrite it."]
@@ -259,7 +336,7 @@ def exit_if_stale(report: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     paths = [Path(p) for p in (argv if argv is not None else sys.argv[1:])]
-    paths = paths or sorted(Path(__file__).resolve().parent.parent.joinpath("reports").glob("*.md"))
+    paths = paths or [*sorted(REPOSITORY.joinpath("reports").glob("*.md")), REPOSITORY / "README.md"]
     failures = [failure for path in paths for failure in check_report(path)]
     for failure in failures:
         print(failure)

@@ -38,11 +38,14 @@ from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script 
 from jobs import run_logged, thread_env, write_done
 from prior_study import BEGIN as PRIOR_BEGIN
 from prior_study import END as PRIOR_END
+from readings import portable_paths
 from study_data import STUDY_REPLICAS, ensure_replica
 
 from well_upao.trainers.records import read_metrics
 
 SCORES = ("residual_ratio", "residual_distance", "departure", "backtest")
+#: frames after the history that each validation trajectory is cut to (`data.max_rollout_steps`): the truth's frames
+TRUTH_FRAMES = 2
 
 
 def score(line: dict, name: str) -> float:
@@ -76,8 +79,8 @@ def command(args, dataset: str, stride: int, base: str, steps: int, seed: int, e
         "trainer.warmup_steps=5",
         "data.batch_size=4",
         f"data.shuffle_seed={seed}",
-        "trainer.max_rollout_steps=2",
-        "data.max_rollout_steps=2",
+        f"trainer.max_rollout_steps={TRUTH_FRAMES}",
+        f"data.max_rollout_steps={TRUTH_FRAMES}",
         "trainer.rollout_val_frequency=1000",
         f"trainer.short_validation_length={args.validation_batches}",
         "trainer.vrmse_trajectories=1000",
@@ -263,7 +266,9 @@ def included_against_extrap2(runs: list[dict]) -> list[str]:
         "",
         "Each run's selected model (`best.pt`) and the `extrap2` row evaluated together on the whole validation split "
         "(`well-upao evaluate`'s pipeline, the paper's VRMSE); scores as evaluate reports them (residual over the "
-        "floor; backtest as a fraction of a step).",
+        "floor; backtest as a fraction of a step). Evaluate scores every frame after the history, not the "
+        f"{TRUTH_FRAMES} frames of the validations above, so a base-`extrap2` run's start VRMSE in the first table "
+        "and the `extrap2` row here, the same predictions, read differently.",
         "",
         "| dataset | stride | base | trainer.guard | UPAO VRMSE | extrap2 VRMSE | UPAO / extrap2 | best_epoch "
         "| guard refusals | UPAO residual / floor | UPAO backtest | extrap2 backtest |",
@@ -473,7 +478,9 @@ def write_report(args, runs: list[dict]) -> None:
         f"of the grid: exact sets at {args.resolution}^2, {args.n_traj} trajectories, {args.valid_fraction:.0%} "
         f"validation, strides {', '.join(map(str, args.strides))}; {replicas_phrase(args)}"
         f"{args.epochs} epochs of `budget` optimizer steps, {args.validation_batches} validation batches "
-        f"for the scores and the whole validation split for the VRMSE; {sum(bool(r.get('external')) for r in runs)} "
+        f"for the scores and, for the VRMSE, every trajectory of the validation split cut to the {TRUTH_FRAMES} "
+        f"frames after its history (`data.max_rollout_steps={TRUTH_FRAMES}`; the paper's VRMSE normalises by the "
+        f"temporal variance of those frames); {sum(bool(r.get('external')) for r in runs)} "
         "from `--include-runs`, with their own settings (validations per run in the table)). Each run validates "
         "before training and after every epoch. Truth: `valid_paper_VRMSE` of every validation, divided by the "
         "run's start (epoch 0). Scores: `valid_score_*` of the same validations.",
@@ -545,7 +552,7 @@ def write_report(args, runs: list[dict]) -> None:
         if PRIOR_BEGIN in earlier:  # benchmarks/prior_study.py's section stays
             kept = "\n" + PRIOR_BEGIN + earlier.split(PRIOR_BEGIN, 1)[1].split(PRIOR_END, 1)[0] + PRIOR_END + "\n"
     tmp = args.report.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(text) + kept + reading)
+    tmp.write_text(portable_paths("\n".join(text)) + kept + reading)  # run folders as RUNS/...
     tmp.replace(args.report)
     print(f"wrote {args.report} from {len(runs)} runs")
 

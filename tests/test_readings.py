@@ -3,6 +3,7 @@ table that no longer holds a reading's number marks the reading stale instead of
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -37,6 +38,40 @@ def check(tmp_path: Path, reading: str, table: str = TABLE, name: str = "study.m
 def test_every_committed_reading_states_only_numbers_its_tables_hold(report):
     failures = readings.check_report(report, root=ROOT)
     assert not failures, "\n".join(map(str, failures))
+
+
+README = ROOT / "README.md"
+
+
+def test_the_readme_states_only_numbers_of_the_reports_it_cites():
+    """Every README paragraph that names a report: its numbers are in that report's tables, its ratios follow from
+    two numbers of their sentence, and a report older than the guard is said to be."""
+    failures = readings.check_report(README, root=ROOT)
+    assert not failures, "\n".join(map(str, failures))
+    assert readings.main([str(README)]) == 0
+
+
+def test_a_planted_wrong_number_in_the_readme_fails():
+    text = README.read_text()
+    planted = text.replace("(1.49e-06 vs 8.62e-06)", "(1.49e-06 vs 8.72e-06)", 1)  # regimes.md holds 8.62e-06
+    assert planted != text
+    assert [f.number for f in readings.check_readme_text(README, planted, root=ROOT)] == ["8.72e-06"]
+    ratio = text.replace("by 9.2x at stride 5", "by 19.2x at stride 5", 1)  # 2.09e-05 / 2.27e-06 is 9.2
+    assert ratio != text
+    assert [f.number for f in readings.check_readme_text(README, ratio, root=ROOT)] == ["19.2x"]
+    # a paragraph that cites a report made before the guard says so
+    unsaid = text.replace("(made before the guard: burgers2d,", "(burgers2d,", 1)
+    assert unsaid != text
+    assert [f.number for f in readings.check_readme_text(README, unsaid, root=ROOT)] == ["reports/regimes.md"]
+
+
+def test_readme_paragraphs_naming_no_report_are_not_checked(tmp_path):
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "study.md").write_text(TABLE)
+    readme = tmp_path / "README.md"
+    text = "# Tool\n\nThe default tolerance is 0.125.\n\nMeasured (`reports/study.md`): UPAO reached {}.\n"
+    assert readings.check_readme_text(readme, text.format("0.0655"), root=tmp_path) == []
+    assert [f.number for f in readings.check_readme_text(readme, text.format("0.0656"), root=tmp_path)] == ["0.0656"]
 
 
 def test_cited_numbers_must_round_from_a_table_value(tmp_path):
@@ -105,3 +140,28 @@ def test_a_regenerated_table_marks_the_kept_reading_stale_and_the_script_exits_1
         == "\n".join(lines) + "\n\n" + readings.READING_HEADING + "\n\n" + reading.replace("0.0655", "0.0501") + "\n"
     )
     readings.exit_if_stale(report)
+
+
+def test_no_report_names_an_absolute_path_of_the_machine_that_made_it(tmp_path):
+    for report in REPORTS:
+        assert readings.machine_paths(report.read_text()) == [], report.name
+    planted = TABLE.replace("--seeds 0 1", "--out /work/runs/study --report /tmp/study.md --seeds 0 1")
+    assert check(tmp_path, "- UPAO reached 0.0655 on wave2d.", table=planted) == ["/work/runs/study", "/tmp/study.md"]
+    # a script's generated lines are written with paths relative to the repository or as RUNS/...
+    inside = f"{readings.REPOSITORY}/reports/regimes.md"
+    report = tmp_path / "reports" / "written.md"
+    readings.write_keeping_reading(report, [*planted.splitlines(), f"From `{inside}`."])
+    text = report.read_text()
+    assert "--out RUNS/runs/study --report RUNS/study.md" in text and "From `reports/regimes.md`." in text
+    assert readings.machine_paths(text) == []
+
+
+OLDER = [r for r in REPORTS if r.stem in ("regimes", "reproduction", "ablations", "transfer_exact", "upao_auto")]
+OLDER += [r for r in REPORTS if r.stem in ("upao_normalization", "quickstart")]
+
+
+@pytest.mark.parametrize("report", OLDER, ids=[r.name for r in OLDER])
+def test_a_report_older_than_the_guard_says_so_in_its_first_line(report):
+    title, blank, first = report.read_text().splitlines()[:3]
+    assert title.startswith("# ") and blank == "" and first.startswith(readings.OLDER_MARK)
+    assert re.search(r"\b[0-9a-f]{7}\b", first) and "guard" in first  # which commit made it, what changed since

@@ -777,7 +777,9 @@ def write_report(args, rows, commands, results) -> None:
         '"paper def." is the paper\'s VRMSE (per trajectory, temporal-mean normalisation), "Well def." The Well\'s '
         "(per frame). The paper's numbers are at stride 1 and 256^2 with a GPU-scale pretrained backbone. Each "
         f"trained row had {minutes_per_run(args, rows):.3g} minutes of wall clock on this machine's CPU. "
-        '"5-step rollout" feeds predictions back as history; "ms / prediction" is the wall clock per predicted '
+        '"rollout step n" is the Well\'s VRMSE at the last step of a 5-step rollout that feeds predictions back '
+        "as history, n the steps the validation trajectories held at that stride (fewer than 5 where they end "
+        'sooner); "ms / prediction" is the wall clock per predicted '
         "frame on this CPU. NSLoRA rows run the Newton-Schulz forward from the first step (`schedule=from_start`): "
         "the paper's LoRA warm-up needs more epochs than a row gets here.",
         "",
@@ -792,10 +794,13 @@ def write_report(args, rows, commands, results) -> None:
     for dataset in args.datasets:
         for stride in args.strides:
             matched = sorted(n for d, s, n in results if (d, s) == (dataset, stride) and n.startswith("solver, "))
+            here = [v for k, v in results.items() if k[:2] == (dataset, stride)]
+            held = max((len(v.get("rollout_vrmse_well") or []) for v in here), default=0)
             lines += [
                 f"## {dataset}, stride {stride}",
                 "",
-                "| row | paper def. | Well def. | paper (stride 1, 256^2) | 5-step rollout (Well) | ms / prediction |",
+                "| row | paper def. | Well def. | paper (stride 1, 256^2) "
+                f"| rollout step {held} (Well) | ms / prediction |",
                 "|---|---|---|---|---|---|",
             ]
             for name in names[:4] + matched + names[4:]:

@@ -1,8 +1,9 @@
 """The one training loop: The Well's ``Trainer`` with the paper's protocol, pluggable losses and validations.
 
-:class:`Trainer` runs epochs of optimizer steps and validations, keeps ``best.pt`` by the selection criterion,
-stops early, and resumes from ``recent.pt``. Its concerns live beside it: the per-step LR schedule and the
-budgets (``schedule``), checkpoints and ``metrics.jsonl`` (``records``), the LoRA -> NSLoRA switch (``switch``),
+:class:`Trainer` runs epochs of optimizer steps and validations, writes ``best.pt`` as the selection decides,
+stops early, and resumes from ``recent.pt``. Its concerns live beside it: which candidate ``best.pt`` holds and why
+(``selection``), the per-step LR schedule and the budgets (``schedule``), checkpoints and ``metrics.jsonl``
+(``records``), the LoRA -> NSLoRA switch (``switch``),
 the diagnosis of a non-finite loss (``diagnosis``) and ``trainer.init_from`` (``warm_start``).
 
 What varies is pluggable:
@@ -45,6 +46,7 @@ from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers import records, sharded_checkpoint
 from well_upao.trainers.diagnosis import describe_non_finite
 from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_scheduler, step_scheduler
+from well_upao.trainers.selection import Decision, Selection
 from well_upao.trainers.sharding import ShardingOptions, is_sharded, prepare_in_process
 from well_upao.trainers.switch import AdapterSwitch, resolve_nslora_schedule
 from well_upao.trainers.warm_start import initialize_from
@@ -218,19 +220,10 @@ class Trainer(WellTrainer):
         self.grad_clip = float(grad_clip)
         self.warmup_steps = int(warmup_steps)
         self.lr_min = float(lr_min)
-        self.patience = int(patience)
         self.started = time.time()
-        self.epochs_without_improvement = 0
-        #: the epoch whose model best.pt holds (0: the model as training started); None before any validation
-        self.best_epoch: int | None = None
-        #: why the selection kept the starting model when something other than its criterion decided
-        self.kept_start_reason: str | None = None
-        #: how many candidates the loss's guard refused (:meth:`TrainingLoss.guard_check`)
-        self.guard_rejections = 0
-        #: why best.pt holds the model's prior (its prediction base, correction off) instead of the selected
-        #: candidate (:meth:`TrainingLoss.prior_check`), and the selected candidate's validation scores
-        self.kept_prior_reason: str | None = None
-        self.best_scores: dict[str, float] = {}
+        #: which candidate best.pt holds and why (``trainers/selection.py``), before the Well's trainer sets
+        #: ``best_val_loss`` (a view of it)
+        self.selection = Selection(patience=int(patience))
         #: the ``train`` section of the checkpoint this run resumed from (read by the loss when it binds)
         self.resumed_train: dict[str, Any] = {}
         self.progress = bool(progress)
@@ -260,6 +253,23 @@ class Trainer(WellTrainer):
         loss.bind(self)
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def best_val_loss(self) -> float | None:
+        """The selected candidate's criterion (the Well's trainer's name for it; :class:`Selection` holds it)."""
+        return self.selection.best_value
+
+    @best_val_loss.setter
+    def best_val_loss(self, value: float | None) -> None:
+        self.selection.best_value = value
+
+    @property
+    def epochs_without_improvement(self) -> int:
+        return self.selection.without_improvement
+
+    @epochs_without_improvement.setter
+    def epochs_without_improvement(self, value: int) -> None:
+        self.selection.without_improvement = value
+
     @property
     def bare_model(self) -> torch.nn.Module:
         return unwrap(self.model)
@@ -386,7 +396,7 @@ class Trainer(WellTrainer):
             }
         else:
             settings |= {"warmup_steps": self.warmup_steps, "lr_min": self.lr_min}
-        settings |= {"grad_clip": self.grad_clip, "epochs": self.max_epoch, "patience": self.patience}
+        settings |= {"grad_clip": self.grad_clip, "epochs": self.max_epoch, "patience": self.selection.patience}
         settings |= self.loss.protocol_settings()
         return {"protocol": self.protocol, "protocol_settings": settings}
 
@@ -415,36 +425,13 @@ class Trainer(WellTrainer):
             self.epochs_without_improvement = 0
         return logs
 
-    def selection_facts(self) -> dict[str, Any]:
-        """What the selection holds (``trainers/records.py``): ``best_epoch``, ``kept_start``,
-        ``kept_start_reason``, ``kept_prior`` and ``kept_prior_reason``."""
-        kept = self.best_epoch == 0
-        return {
-            "best_epoch": self.best_epoch,
-            "kept_start": kept,
-            "kept_start_reason": self.kept_start_reason if kept else None,
-            "guard_rejections": self.guard_rejections,
-            "kept_prior": self.kept_prior_reason is not None,
-            "kept_prior_reason": self.kept_prior_reason,
-        }
-
-    def select(self, epoch: int, validation_loss: float, logs: dict[str, Any], improved: bool) -> None:
-        """After a validation: ``best.pt`` holds the selected candidate (saved when ``improved``), unless the loss's
-        prior check (:meth:`TrainingLoss.prior_check`, the selected candidate's scores against the prior's on the
-        same batches) prefers the prior: then ``best.pt`` holds the model with its correction switched off, which
-        predicts its prediction base, and the checkpoint and ``metrics.jsonl`` say why."""
+    def place_best(self, epoch: int, validation_loss: float, decision: Decision) -> None:
+        """Write ``best.pt`` as the selection decided: the model as it is, or with its correction switched off (its
+        prior, which predicts its prediction base); the checkpoint records the selection's state."""
         best_path = os.path.join(self.checkpoint_folder, "best.pt")
-        if improved:
-            self.best_scores = {k: v for k, v in logs.items() if k.startswith("valid_score_")}
-        reason = self.loss.prior_check(self.best_scores, logs) if self.best_scores else None
-        kept_before, self.kept_prior_reason = self.kept_prior_reason, reason  # before saving: the file records it
-        if reason is None:
-            if improved:
-                self.save_model(epoch, validation_loss, best_path)
-            else:  # best.pt still holds the prior (only a new candidate replaces it)
-                self.kept_prior_reason = kept_before
-        elif kept_before is None or improved:
-            logger.info(f"epoch {epoch}: best.pt keeps the prior: {reason}")
+        if decision.save == "candidate":
+            self.save_model(epoch, validation_loss, best_path)
+        elif decision.save == "prior":
             with correction_off(self.bare_model):
                 self.save_model(epoch, validation_loss, best_path)
 
@@ -477,25 +464,13 @@ class Trainer(WellTrainer):
                 full = last and not self.loss.selects_on_the_same_batches
                 val_loss, val_logs = self.validation(self, "valid", full, epoch)
                 self.last_val_loss = val_loss
-                improved = self.best_val_loss is None or val_loss < self.best_val_loss
-                guard_reason = self.loss.guard_check(val_logs) if improved and self.best_epoch is not None else None
-                if guard_reason:  # the criterion prefers the candidate; the scorecard says it is worse than the start
-                    improved = False
-                    self.guard_rejections += 1
-                    if self.best_epoch == 0:
-                        self.kept_start_reason = f"guard: {guard_reason}"
-                    logger.info(f"epoch {epoch}: the guard refused the candidate ({guard_reason})")
-                logs |= {"guard_rejected": bool(guard_reason), "guard_reason": guard_reason}
-                if improved:
-                    self.best_val_loss, self.best_epoch = val_loss, epoch
-                    self.epochs_without_improvement = 0
-                else:
-                    self.epochs_without_improvement += 1
-                self.select(epoch, val_loss, val_logs, improved)
-                logs |= val_logs | {"valid": val_loss, "best_valid": self.best_val_loss} | self.selection_facts()
-                logs |= self.after_validation(epoch, val_loss, improved)
+                decision = self.selection.consider(epoch, val_loss, val_logs, self.loss)
+                self.place_best(epoch, val_loss, decision)
+                logs |= {"guard_rejected": bool(decision.guard_reason), "guard_reason": decision.guard_reason}
+                logs |= val_logs | {"valid": val_loss, "best_valid": self.best_val_loss} | self.selection.facts()
+                logs |= self.after_validation(epoch, val_loss, decision.improved)
                 logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")
-                stop = 0 < self.patience <= self.epochs_without_improvement
+                stop = self.selection.should_stop
             if epoch % self.rollout_val_frequency == 0 or last or stop:
                 logs |= self.validation(self, "rollout_valid", last or stop, epoch)[1]
             # the epoch's line first, then the checkpoint that counts the epoch as done: a run killed in between
@@ -506,7 +481,8 @@ class Trainer(WellTrainer):
             if self.checkpoint_frequency >= 1 and epoch % self.checkpoint_frequency == 0:
                 self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, f"checkpoint_{epoch}.pt"))
             if stop:
-                logger.info(f"early stopping at epoch {epoch}: no improvement for {self.patience} validations")
+                patience = self.selection.patience
+                logger.info(f"early stopping at epoch {epoch}: no improvement for {patience} validations")
                 break
             if self.should_stop():
                 logger.info(f"stopping after epoch {epoch}: the step or time budget is spent")
@@ -523,15 +499,14 @@ class Trainer(WellTrainer):
         whose training never improves the criterion returns its starting point (``best.pt`` of epoch 0). Its
         validation is the epoch-0 line of ``metrics.jsonl``."""
         val_loss, logs = self.validation(self, "valid", False, 0)
-        self.best_val_loss = self.last_val_loss = val_loss
-        self.best_epoch = 0
-        self.select(0, val_loss, logs, improved=True)
+        self.last_val_loss = val_loss
+        self.place_best(0, val_loss, self.selection.start(val_loss, logs, self.loss))
         verdict = self.loss.prior_verdict(logs)
         if verdict is not None:
             logger.info(f"epoch 0 (before training): {verdict}")
             logs["prior_verdict"] = verdict
         self.record(logs | {"valid": val_loss, "best_valid": val_loss, "epoch": 0, "step": 0, "seconds": 0.0}
-                    | self.selection_facts())  # fmt: skip
+                    | self.selection.facts())  # fmt: skip
         logger.info(f"epoch 0 (before training): validation criterion {val_loss:.4e}")
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
@@ -562,12 +537,7 @@ class Trainer(WellTrainer):
             extra_train={
                 "global_step": self.global_step,
                 "init_from": self.init_from,
-                "epochs_without_improvement": self.epochs_without_improvement,
-                "best_epoch": self.best_epoch,
-                "kept_start_reason": self.kept_start_reason,
-                "kept_prior_reason": self.kept_prior_reason,
-                "best_scores": self.best_scores,
-                "guard_rejections": self.guard_rejections,
+                **self.selection.state(),
                 "resume": self.resume_point,
                 **self.protocol_facts(),
                 **self.loss.checkpoint_info(),
@@ -600,17 +570,11 @@ class Trainer(WellTrainer):
             self.optimizer.load_state_dict(optimizer_state)
         train = payload.get("train", {})
         self.resumed_train = dict(train)
-        self.guard_rejections = int(train.get("guard_rejections", 0))
         self._scheduler_state = train.get("scheduler")
         self.global_step = int(train.get("global_step", 0))
-        self.best_val_loss = payload.get("best_validation_loss")
-        self.best_epoch = train.get("best_epoch")
-        self.kept_start_reason = train.get("kept_start_reason")
-        self.kept_prior_reason = train.get("kept_prior_reason")
-        self.best_scores = dict(train.get("best_scores") or {})
+        self.selection.restore(train, payload.get("best_validation_loss"))
         self.starting_val_loss = payload.get("validation_loss") or float("inf")
         self.starting_epoch = int(payload.get("epoch", 0)) + 1
-        self.epochs_without_improvement = int(train.get("epochs_without_improvement", 0))
         self.resume_point = train.get("resume")
         if self.resume_point:
             logger.info(f"continuing epoch {self.resume_point['epoch']} after {self.resume_point['batches']} batches")

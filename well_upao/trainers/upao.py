@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,8 +49,9 @@ from well_upao.physics.objective import (
     band_values,
 )
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.physics.scores import GuardSettings, Scorecard, guard_decision, mean_card, scorecard
+from well_upao.physics.scores import GuardSettings, Scorecard, mean_card, scorecard
 from well_upao.physics.stencils import Grid, Stencils
+from well_upao.trainers.guard import Guard
 from well_upao.trainers.loop import Trainer, TrainingLoss, correction_off
 from well_upao.trainers.sharding import is_sharded
 
@@ -135,16 +135,16 @@ class UpaoLoss(TrainingLoss):
         self.floors: dict[str, float] = {}
         #: the training files' time axis (``bind``): batches' dt are whole numbers of its step
         self.time_axis: UniformAxis | None = None
-        self.guard = bool(guard)
-        self.guard_settings = GuardSettings(
-            float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)
+        #: the label-free judge of the selection: the guard (``trainer.guard``) and the prior rule
+        self.judge = Guard(
+            bool(guard),
+            GuardSettings(float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)),
         )
         #: score the model's prior (its extrapolation base, correction off) at every validation, and keep it when
         #: the selected candidate predicts the observed history worse than it (:meth:`prior_check`)
         self.prior_candidate = bool(prior_candidate)
-        #: the starting model (a frozen copy: the departure's reference) and its scorecard (the guard's reference)
+        #: the starting model (a frozen copy: the departure's reference)
         self.start_model: torch.nn.Module | None = None
-        self.start_card: Scorecard | None = None
 
     def bind(self, trainer: Trainer) -> None:
         super().bind(trainer)
@@ -180,10 +180,10 @@ class UpaoLoss(TrainingLoss):
         self.space = trainer_model_space(trainer)
         resumed = getattr(trainer, "resumed_train", None) or {}
         if resumed.get("guard_start"):
-            self.start_card = Scorecard(**resumed["guard_start"])
-        if self.guard and not trainer.validate_start:
+            self.judge.start_card = Scorecard(**resumed["guard_start"])
+        if self.judge.enabled and not trainer.validate_start:
             logger.warning("trainer.guard needs trainer.validate_start=true (the start's scorecard): the guard is off")
-            self.guard = False
+            self.judge.enabled = False
         s = self.settings
         logger.info(
             f"UPAO on {source.name}: PDE {pde.name} ({len(pde.equations)} sub-equations), "
@@ -332,8 +332,8 @@ class UpaoLoss(TrainingLoss):
                     prior_scores.setdefault(name, []).append(value.cpu())
             count += 1
         card = mean_card(scores)
-        if self.trainer.global_step == 0 and self.start_card is None:
-            self.start_card = card
+        if self.trainer.global_step == 0 and self.judge.start_card is None:
+            self.judge.start_card = card
         logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
         if start_scores:
             logs |= mean_card(start_scores).logs(prefix="score_start_")
@@ -364,42 +364,13 @@ class UpaoLoss(TrainingLoss):
             return self.prepared(batch, normalized=False)
 
     def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
-        """The rule that keeps the prior, fixed before any run measured it: the selected candidate (its validation
-        ``best_logs``) predicts the observed last frame of the history worse than the prior does (the prior's card
-        from ``logs``, scored on the same validation batches), by more than the guard's backtest tolerance:
-        ``candidate.backtest > (1 + guard_backtest_tolerance) * prior.backtest``. ``None`` when the candidate is
-        not worse, or there is no prior."""
-        candidate, prior = self.backtests(best_logs, logs)
-        if candidate is None or candidate <= (1 + self.guard_settings.backtest_tolerance) * prior:
-            return None
-        return (
-            f"the selected model predicts the observed last history frame worse than {self.trainer.bare_model.base}, "
-            f"the prior it corrects (backtest {candidate:.3g} vs {prior:.3g} of its step)"
-        )
-
-    @staticmethod
-    def backtests(model_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> tuple[float | None, float]:
-        """``(model's backtest, the prior's)`` from validation logs (the model's ``valid_score_backtest`` in
-        ``model_logs``, the prior's ``valid_score_prior_backtest`` in ``logs``); ``(None, nan)`` if either is
-        missing."""
-        prior = Scorecard.from_logs(logs, prefix="valid_score_prior_").backtest
-        model = Scorecard.from_logs(model_logs).backtest
-        if math.isnan(prior) or math.isnan(model):
-            return None, math.nan
-        return model, prior
+        """The prior rule (``trainers/guard.py``): why best.pt should hold the prior instead of the selected
+        candidate, or ``None`` (also without a prior)."""
+        return self.judge.prior_check(best_logs, logs, str(getattr(self.trainer.bare_model, "base", "its base")))
 
     def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
-        """The first validation's comparison of the start with its prior, one line (``None`` without a prior)."""
-        start, prior = self.backtests(logs, logs)
-        if start is None:
-            return None
-        base = self.trainer.bare_model.base
-        if start > (1 + self.guard_settings.backtest_tolerance) * prior:
-            return (
-                f"the pretrained correction is worse than the {base} it corrects: backtest {start:.3g} vs "
-                f"{prior:.3g} of a step"
-            )
-        return f"the start is not worse than its prior {base}: backtest {start:.3g} vs {prior:.3g}"
+        """The first validation's comparison of the start with its prior (``trainers/guard.py``)."""
+        return self.judge.prior_verdict(logs, str(getattr(self.trainer.bare_model, "base", "its base")))
 
     def batch_scores(self, prepared: PreparedBatch, start: PreparedBatch | None) -> dict[str, torch.Tensor]:
         """Per-sample scores of a validation batch (``well_upao.physics.scores.scorecard``): the prediction of the
@@ -445,17 +416,8 @@ class UpaoLoss(TrainingLoss):
         return self.start_model
 
     def guard_check(self, logs: Mapping[str, Any]) -> str | None:
-        """``trainer.guard``: why a candidate (its validation ``logs``) is worse than the start by the scorecard
-        (:func:`well_upao.physics.scores.guard_decision`; the start's card measured on the same batches, else the
-        one of the start's own validation), or ``None``."""
-        if not self.guard:
-            return None
-        start = Scorecard.from_logs(logs, prefix="valid_score_start_")
-        if math.isnan(start.residual_ratio):
-            start = self.start_card
-        if start is None:
-            return None
-        return guard_decision(start, Scorecard.from_logs(logs), self.guard_settings)
+        """``trainer.guard`` (``trainers/guard.py``): why a candidate is worse than the start, or ``None``."""
+        return self.judge.check(logs)
 
     @torch.no_grad()
     def paper_vrmse(self, full: bool) -> dict[str, float]:
@@ -501,7 +463,7 @@ class UpaoLoss(TrainingLoss):
             "pde": info["pde"],
             "pde_constants": info["pde_constants"],
             "upao_floors": info["floors"],
-            "guard": self.guard,
+            "guard": self.judge.enabled,
         } | {f"upao_{key}": value for key, value in info["upao"].items()}
 
     def checkpoint_info(self) -> dict[str, Any]:
@@ -514,8 +476,8 @@ class UpaoLoss(TrainingLoss):
             "pde": self.objective.pde.name,
             "pde_constants": dict(self.objective.pde.constants) | dict(self.objective.constants),
             "floors": dict(self.floors),
-            "guard": self.guard,
-            "guard_start": None if self.start_card is None else vars(self.start_card),
+            "guard": self.judge.enabled,
+            "guard_start": None if self.judge.start_card is None else vars(self.judge.start_card),
             "prior_candidate": self.prior_order() is not None,
         }
 

@@ -1,0 +1,142 @@
+"""The selection: which validated candidate ``best.pt`` holds, and why.
+
+Each validation gives a candidate (the model at that epoch; epoch 0 is the model as training started) with its
+criterion value (lower is better) and its validation logs. :class:`Selection` decides, from those alone:
+
+* *improved*: the criterion is below the best so far, and the loss's guard (:meth:`Judge.guard_check`, the UPAO
+  scorecard against the start) does not refuse the candidate; a refusal is counted, and while the start is still
+  the best its reason is kept (``kept_start_reason``);
+* *early stopping*: ``patience`` validations in a row without improvement (``0``: never);
+* *the prior*: for a model with an extrapolation base, the loss's prior check (:meth:`Judge.prior_check`, the
+  selected candidate's scores against the prior's on the same batches) may prefer the prior; ``best.pt`` then
+  holds the model with its correction switched off until a later candidate is selected.
+
+What to write is returned as a :class:`Decision`; the training loop saves the file. The state goes into every
+checkpoint (:meth:`Selection.state`) and comes back on resume (:meth:`Selection.restore`); its facts are the
+selection keys of every ``metrics.jsonl`` validation line (:meth:`Selection.facts`, ``trainers/records.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+
+
+class Judge(Protocol):
+    """What the selection asks the training loss (``trainers.loop.TrainingLoss``)."""
+
+    def guard_check(self, logs: dict[str, Any]) -> str | None: ...
+
+    def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one validation: whether the candidate was selected, why the guard refused it (or
+    ``None``), and what ``best.pt`` must now hold: ``"candidate"`` (the model as it is), ``"prior"`` (its
+    correction switched off) or ``None`` (keep the file)."""
+
+    improved: bool
+    guard_reason: str | None
+    save: str | None
+    prior_reason: str | None
+
+
+@dataclass
+class Selection:
+    """The selection's state (see the module's docstring)."""
+
+    patience: int = 0
+    #: the selected candidate's criterion value (``None`` before any validation)
+    best_value: float | None = None
+    #: the epoch whose model best.pt holds (0: the model as training started); ``None`` before any validation
+    best_epoch: int | None = None
+    #: why the selection kept the starting model when something other than its criterion decided
+    kept_start_reason: str | None = None
+    #: how many candidates the guard refused
+    guard_rejections: int = 0
+    #: why best.pt holds the model's prior instead of the selected candidate
+    kept_prior_reason: str | None = None
+    #: the selected candidate's validation scores (``valid_score_*``), for the prior check
+    best_scores: dict[str, float] = field(default_factory=dict)
+    #: validations since the last improvement (early stopping; the adapter switch restarts it)
+    without_improvement: int = 0
+
+    def start(self, value: float, logs: dict[str, Any], judge: Judge) -> Decision:
+        """The model as training started: the first candidate, selected whatever its value."""
+        self.best_value, self.best_epoch = value, 0
+        return self._place(0, logs, judge, improved=True, guard_reason=None)
+
+    def consider(self, epoch: int, value: float, logs: dict[str, Any], judge: Judge) -> Decision:
+        """A validated candidate (``value``: its criterion; ``logs``: its validation logs)."""
+        improved = self.best_value is None or value < self.best_value
+        guard_reason = judge.guard_check(logs) if improved and self.best_epoch is not None else None
+        if guard_reason:  # the criterion prefers the candidate; the scorecard says it is worse than the start
+            improved = False
+            self.guard_rejections += 1
+            if self.best_epoch == 0:
+                self.kept_start_reason = f"guard: {guard_reason}"
+            logger.info(f"epoch {epoch}: the guard refused the candidate ({guard_reason})")
+        if improved:
+            self.best_value, self.best_epoch = value, epoch
+            self.without_improvement = 0
+        else:
+            self.without_improvement += 1
+        return self._place(epoch, logs, judge, improved, guard_reason)
+
+    def _place(self, epoch: int, logs: dict[str, Any], judge: Judge, improved: bool, guard_reason) -> Decision:
+        """What best.pt holds after this validation: the selected candidate, unless the prior check prefers the
+        prior (a prior kept earlier stays until a new candidate is selected)."""
+        if improved:
+            self.best_scores = {k: v for k, v in logs.items() if k.startswith("valid_score_")}
+        reason = judge.prior_check(self.best_scores, logs) if self.best_scores else None
+        kept_before, self.kept_prior_reason = self.kept_prior_reason, reason
+        if reason is None:
+            if not improved:  # best.pt still holds what it held (the prior too: only a new candidate replaces it)
+                self.kept_prior_reason = kept_before
+            return Decision(improved, guard_reason, "candidate" if improved else None, None)
+        if kept_before is None or improved:
+            logger.info(f"epoch {epoch}: best.pt keeps the prior: {reason}")
+            return Decision(improved, guard_reason, "prior", reason)
+        return Decision(improved, guard_reason, None, reason)
+
+    @property
+    def should_stop(self) -> bool:
+        """Early stopping: ``patience`` validations without improvement."""
+        return 0 < self.patience <= self.without_improvement
+
+    def facts(self) -> dict[str, Any]:
+        """The selection keys of a ``metrics.jsonl`` validation line."""
+        kept = self.best_epoch == 0
+        return {
+            "best_epoch": self.best_epoch,
+            "kept_start": kept,
+            "kept_start_reason": self.kept_start_reason if kept else None,
+            "guard_rejections": self.guard_rejections,
+            "kept_prior": self.kept_prior_reason is not None,
+            "kept_prior_reason": self.kept_prior_reason,
+        }
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint's ``train`` section keeps of the selection (its keys are the checkpoint schema's)."""
+        return {
+            "epochs_without_improvement": self.without_improvement,
+            "best_epoch": self.best_epoch,
+            "kept_start_reason": self.kept_start_reason,
+            "kept_prior_reason": self.kept_prior_reason,
+            "best_scores": self.best_scores,
+            "guard_rejections": self.guard_rejections,
+        }
+
+    def restore(self, train: dict[str, Any], best_value: float | None) -> None:
+        """The state of a resumed run (its checkpoint's ``train`` section and ``best_validation_loss``)."""
+        self.best_value = best_value
+        self.best_epoch = train.get("best_epoch")
+        self.kept_start_reason = train.get("kept_start_reason")
+        self.kept_prior_reason = train.get("kept_prior_reason")
+        self.best_scores = dict(train.get("best_scores") or {})
+        self.guard_rejections = int(train.get("guard_rejections", 0))
+        self.without_improvement = int(train.get("epochs_without_improvement", 0))

@@ -28,6 +28,7 @@ from well_upao.data.source import WellSource
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import Context, Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
+from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import grid_of, into_slots, named_scalars
 from well_upao.models.na_transformer import T_IN
@@ -98,8 +99,6 @@ class Evaluation:
 
 def open_split(source: WellSource, history: int, stride: int):
     """The source's split as whole trajectories (The Well's full-trajectory mode), with its field selection."""
-    from well_upao.harness.datamodule import WellUpaoDataset
-
     try:
         _ = source.files
     except FileNotFoundError as error:

@@ -219,6 +219,33 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
     return runs.harness_command(overrides)
 
 
+#: the quickstart's two harness runs: (model, trainer)
+RUNS = (("na_nslora", "upao"), ("na_lora", "shifted"))
+
+
+def zero_shot_checkpoint(config: QuickstartConfig, base: Path, path: Path) -> Path:
+    """The adapted backbone as it was trained (its own prediction base), for ``config.pde``, saved at ``path``."""
+    trained_base = migrated_base(read_checkpoint(resolve_pretrained(config.backbone))["model"]["config"])
+    zero_shot = na_transformer(
+        preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained=config.backbone, base=trained_base
+    )
+    save_checkpoint(path, build_payload(zero_shot))
+    return path
+
+
+def train_run(config: QuickstartConfig, model: str, trainer: str, base: Path, out: Path, label: str) -> Path:
+    """One harness run of the quickstart under ``out/experiments``, followed by a progress bar; its run folder."""
+    experiments = out / "experiments"
+    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
+    command = harness_command(config, model, trainer, base, experiments)
+    log = out / f"{model}-{trainer}.log"
+    name = f"{config.pde}-{model}-{trainer}-*"
+    code = follow_run(command, env, out, log, experiments, name, config.epochs, label)
+    if code != 0:
+        raise RuntimeError(f"{' '.join(command)} failed; see {log}")
+    return runs.latest_run(experiments, name) or experiments / name
+
+
 def run_quickstart(config: QuickstartConfig) -> str:
     """Generate, adapt, evaluate (the module docstring); returns the table, the verdict and the commands."""
     out = config.out.resolve()
@@ -226,10 +253,7 @@ def run_quickstart(config: QuickstartConfig) -> str:
     started = time.time()
     bar = tqdm(total=len(STEPS), desc="quickstart", unit="step")
 
-    def advance(label: str) -> None:
-        bar.set_postfix_str(label)
-
-    advance(STEPS[0])
+    bar.set_postfix_str(STEPS[0])
     generate_dataset(
         GenerationRequest(
             pde=config.pde,
@@ -245,30 +269,17 @@ def run_quickstart(config: QuickstartConfig) -> str:
     )
     bar.update(1)
 
-    advance(STEPS[1])
-    # the backbone as it was trained, with its own prediction base
-    trained_base = migrated_base(read_checkpoint(resolve_pretrained(config.backbone))["model"]["config"])
-    zero_shot = na_transformer(
-        preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained=config.backbone, base=trained_base
-    )
-    zero_shot_path = out / "zero_shot.pt"
-    save_checkpoint(zero_shot_path, build_payload(zero_shot))
+    bar.set_postfix_str(STEPS[1])
+    zero_shot_path = zero_shot_checkpoint(config, base, out / "zero_shot.pt")
     bar.update(1)
 
-    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
     trained = {}
-    for step, (model, trainer) in zip(STEPS[2:4], (("na_nslora", "upao"), ("na_lora", "shifted")), strict=True):
-        advance(step)
-        command = harness_command(config, model, trainer, base, experiments)
-        log = out / f"{model}-{trainer}.log"
-        name = f"{config.pde}-{model}-{trainer}-*"
-        code = follow_run(command, env, out, log, experiments, name, config.epochs, step)
-        if code != 0:
-            raise RuntimeError(f"{' '.join(command)} failed; see {log}")
-        trained[(model, trainer)] = runs.latest_run(experiments, name) or experiments / name
+    for step, (model, trainer) in zip(STEPS[2:4], RUNS, strict=True):
+        bar.set_postfix_str(step)
+        trained[(model, trainer)] = train_run(config, model, trainer, base, out, step)
         bar.update(1)
 
-    advance(STEPS[4])
+    bar.set_postfix_str(STEPS[4])
     request = EvaluationRequest(
         base, config.pde, stride=config.stride, rollout_steps=5, out=results, progress=False, match_solver=UPAO_ROW
     )
@@ -281,10 +292,7 @@ def run_quickstart(config: QuickstartConfig) -> str:
     bar.update(1)
     bar.close()
     minutes = (time.time() - started) / 60
-    commands = "\n".join(
-        f"    {' '.join(harness_command(config, m, t, base, experiments))}"
-        for m, t in (("na_nslora", "upao"), ("na_lora", "shifted"))
-    )
+    commands = "\n".join(f"    {' '.join(harness_command(config, m, t, base, experiments))}" for m, t in RUNS)
     return (
         report.table
         + f"\n\n{verdict(report.evaluation.scores, read_metrics(trained[('na_nslora', 'upao')]))}"

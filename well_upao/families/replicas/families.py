@@ -162,7 +162,7 @@ class GrayScottReplica(ReplicaFamily):
         (``redraws``), which the writer stores. The Well keeps such trajectories (its README lists 89 gliders and
         6 spirals trajectories that reach a stationary state)."""
         torch = _torch()
-        from well_upao.families.replicas import gray_scott
+        from well_upao.families.replicas import gray_scott  # the solver loads torch: see the note at the imports
 
         grid = gray_scott.square_grid(shape[0])
         kind, seed = int(initial["kind"]), int(initial["seed"])
@@ -220,7 +220,7 @@ class ShearFlowReplica(ReplicaFamily):
 
     def simulate(self, scalars, initial, shape, times):
         torch = _torch()
-        from well_upao.families.replicas import shear_flow
+        from well_upao.families.replicas import shear_flow  # the solver loads torch: see the note at the imports
 
         grid = shear_flow.shear_grid(*shape)
         state = shear_flow.initial_state(grid, int(initial["n_shear"]), int(initial["n_blobs"]), initial["width"])
@@ -256,7 +256,7 @@ class RayleighBenardReplica(ReplicaFamily):
 
     def simulate(self, scalars, initial, shape, times):
         torch = _torch()
-        from well_upao.families.replicas import rayleigh_benard
+        from well_upao.families.replicas import rayleigh_benard  # the solver loads torch: see the note at the imports
 
         # as many Chebyshev points as stored ones: the same vertical resolution, spectral inside
         grid = rayleigh_benard.ChannelGrid(shape[0], shape[1])
@@ -330,7 +330,7 @@ class ActiveMatterReplica(ReplicaFamily):
         return {"seed": float(rng.integers(0, 2**31 - 1))}
 
     def simulate(self, scalars, initial, shape, times):
-        from well_upao.families.replicas import active_matter
+        from well_upao.families.replicas import active_matter  # the solver loads torch: see the note at the imports
 
         n, _, n_theta = self.check_shape(shape)
         grid = active_matter.KineticGrid(n, n_theta, scalars["L"])

@@ -148,14 +148,3 @@ def test_labelled_checkpoints_label_clashing_run_folders_by_their_paths(tmp_path
     assert runs.labelled_checkpoints([str(one), str(two)]) == [(str(one), one), (str(two), two)]
     with pytest.raises(CheckpointError, match="same label"):
         runs.labelled_checkpoints([f"x={one}", f"x={two}"])
-
-
-def test_a_split_counts_its_trajectories(tmp_path):
-    from well_upao.data.generate import GenerationRequest, generate_dataset, split_trajectories
-    from well_upao.data.source import WellSource
-
-    request = GenerationRequest(pde="tg2d", out=tmp_path, n_traj=7, resolution=8, n_steps=4, traj_per_file=1)
-    generate_dataset(request, progress=False)
-    expected = split_trajectories(7, request.seed, request.valid_fraction)
-    for split in ("train", "valid"):
-        assert WellSource(tmp_path, "tg2d", split).n_trajectories() == len(expected[split]), split

@@ -537,6 +537,10 @@ def stage_objective(results: Results, device: torch.device, sizes: Sizes) -> dic
 
 # --------------------------------------------------------------------------------------------- 5: product
 def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
+    # imported by the stage that needs it, as the other stages do: the env stage reports a broken import chain
+    from well_upao.harness.metrics_file import read_metrics
+    from well_upao.harness.runs import harness_command, run_folders
+
     work = Path(tempfile.mkdtemp(prefix="gpu_check_product_"))
     base, experiments = work / "datasets", work / "experiments"
     env = dict(os.environ, WANDB_MODE="disabled", WELL_BASE_PATH=str(base), HYDRA_FULL_ERROR="1")
@@ -575,31 +579,30 @@ def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
         generate += ["--n-traj", str(sizes.product_traj), "--resolution", str(sizes.product_resolution)]
         generate += ["--n-steps", str(sizes.product_steps), "--time-dtype", "float32"]  # as the Well's files store it
         run("generate", generate, timeout=300)
-        train = [
-            sys.executable,
-            "-m",
-            "the_well.benchmark.train",
-            "model=na_nslora",
-            "trainer=upao",
-            "data=wave2d",
-            f"data.well_base_path={base}",
-            f"experiment_dir={experiments}",
-            "model.pretrained=shipped_extrap2",
-            "model.base=extrap2",
-            "trainer.epochs=1",
-            "data.batch_size=2",
-            "optimizer.lr=0.001",
-            "trainer.nslora_schedule=from_start",
-            "trainer.max_rollout_steps=2",
-            "data.max_rollout_steps=3",
-            "trainer.rollout_val_frequency=1000",
-            "trainer.short_validation_length=2",
-            "trainer.progress=false",
-            "auto_resume=false",
-        ]
+        train = harness_command(
+            [
+                "model=na_nslora",
+                "trainer=upao",
+                "data=wave2d",
+                f"data.well_base_path={base}",
+                f"experiment_dir={experiments}",
+                "model.pretrained=shipped_extrap2",
+                "model.base=extrap2",
+                "trainer.epochs=1",
+                "data.batch_size=2",
+                "optimizer.lr=0.001",
+                "trainer.nslora_schedule=from_start",
+                "trainer.max_rollout_steps=2",
+                "data.max_rollout_steps=3",
+                "trainer.rollout_val_frequency=1000",
+                "trainer.short_validation_length=2",
+                "trainer.progress=false",
+                "auto_resume=false",
+            ]
+        )
         run("train", train, timeout=600)
-        (folder,) = sorted(experiments.glob("*/*"))
-        lines = [json.loads(line) for line in (folder / "artifacts" / "metrics.jsonl").read_text().splitlines()]
+        (folder,) = run_folders(experiments)
+        lines = read_metrics(folder)
         out["run_device"] = lines[0].get("device")
         out["run_device_name"] = lines[0].get("device_name")
         out["epochs_logged"] = [line.get("epoch") for line in lines]

@@ -22,8 +22,8 @@ from well_upao.data.source import WellSource
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.harness.model_factory import na_transformer
-from well_upao.models.assembly import migrated_base, resolve_pretrained
-from well_upao.models.checkpoint import read_checkpoint
+from well_upao.models.assembly import resolve_pretrained
+from well_upao.models.checkpoint import migrated_base, read_checkpoint
 
 
 def labelled(value: str) -> tuple[str, str]:

@@ -11,13 +11,13 @@ With ``--ship`` the final checkpoint is exported (no optimizer state) to that pa
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from readings import portable_paths  # benchmarks/ is on the path of a script run from it
 
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.predictors import BackboneModel
+from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.model_factory import na_transformer
 from well_upao.models.checkpoint import export_backbone, read_checkpoint
 from well_upao.models.na_transformer import NATransformer, count_parameters
@@ -36,7 +36,7 @@ def main() -> None:
 
     checkpoint = args.run / "recent.pt"
     payload = read_checkpoint(checkpoint)
-    history = [json.loads(line) for line in (args.run / "metrics.jsonl").read_text().splitlines()]
+    history = read_metrics(args.run)
     last = history[-1]
     if args.ship:
         size = export_backbone(checkpoint, args.ship)

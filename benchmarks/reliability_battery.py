@@ -8,7 +8,6 @@ writing (0 is the promise). Kills are SIGKILL at a moment the case chooses, then
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -22,9 +21,11 @@ import h5py
 import numpy as np
 import torch
 
+from well_upao.harness.metrics_file import read_metrics
+from well_upao.harness.runs import find_checkpoint, harness_command, latest_run
+
 BIN = Path(sys.executable).parent
 CLI = str(BIN / "well-upao")
-HARNESS = [sys.executable, "-m", "the_well.benchmark.train"]
 ROWS: list[tuple[str, str, str, str]] = []
 
 
@@ -116,7 +117,7 @@ def main() -> None:
         fast.append("trainer.progress=false")
         work = root / "nan_run"
         work.mkdir()
-        result = run([*HARNESS, *fast], work, harness_env)
+        result = run(harness_command(fast), work, harness_env)
         message = next((line for line in result.stderr.splitlines() if "non-finite" in line), last_error_line(result))
         ROWS.append(("harness: training on data with a NaN", f"exit {result.returncode}", message[-160:], "n/a"))
 
@@ -157,20 +158,18 @@ def main() -> None:
         whole, killed = root / "whole", root / "killed"
         whole.mkdir()
         killed.mkdir()
-        run([*HARNESS, *resumable], whole, env)
+        run(harness_command(resumable), whole, env)
 
         def mid_epoch() -> bool:
-            recent = next(iter(killed.glob("experiments/*/*/checkpoints/recent.pt")), None)
-            return recent is not None and resume_point(recent) is not None
+            folder = latest_run(killed / "experiments")
+            recent = None if folder is None else folder / "checkpoints" / "recent.pt"
+            return recent is not None and recent.is_file() and resume_point(recent) is not None
 
-        hit = kill_when([*HARNESS, *resumable], killed, env, mid_epoch)
-        result = run([*HARNESS, *resumable], killed, env)
+        hit = kill_when(harness_command(resumable), killed, env, mid_epoch)
+        result = run(harness_command(resumable), killed, env)
 
         def steps(folder: Path) -> tuple[list[int], int]:
-            lines = [
-                json.loads(x)
-                for x in next(folder.glob("experiments/*/*/artifacts/metrics.jsonl")).read_text().splitlines()
-            ]
+            lines = read_metrics(latest_run(folder / "experiments"))
             epochs = [x for x in lines if "train_loss" in x]
             return [x["epoch"] for x in epochs], epochs[-1]["step"]
 
@@ -178,9 +177,9 @@ def main() -> None:
         logged = f"epochs logged {killed_epochs} (uninterrupted {whole_epochs}); steps {killed_steps} vs {whole_steps}"
         outcome = f"killed mid-epoch: {hit}; rerun exit {result.returncode}"
         ROWS.append(("harness run SIGKILLed mid-epoch, same command again", outcome, logged, "0"))
-        recent = next(killed.glob("experiments/*/*/checkpoints/recent.pt"))
+        recent = find_checkpoint(killed / "experiments", "recent.pt")
         recent.write_bytes(recent.read_bytes()[:1000])
-        result = run([*HARNESS, *resumable, "trainer.epochs=4"], killed, env)
+        result = run(harness_command([*resumable, "trainer.epochs=4"]), killed, env)
         lines = result.stderr.splitlines()
         message = next((line for line in lines if "cannot resume" in line), last_error_line(result))
         ROWS.append(("harness resume from a truncated recent.pt", f"exit {result.returncode}", message[:160], "n/a"))

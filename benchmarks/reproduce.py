@@ -64,8 +64,9 @@ from readings import exit_if_stale, write_keeping_reading
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
 from well_upao.evaluate.leaderboard import MODELS, PAPER_MAIN_TABLE, WELL_VALIDATION
+from well_upao.harness.metrics_file import first_value, read_metrics
+from well_upao.harness.runs import harness_command, latest_run
 from well_upao.models.na_transformer import T_IN
-from well_upao.trainers.records import first_value, read_metrics
 
 #: minutes of CPU instead of 30 GPU epochs: 10x the paper's finetuning lr for our backbone (the baselines keep
 #: their own, higher, rates), and NSLoRA's Newton-Schulz forward from the first step: a row gets one or two
@@ -282,7 +283,7 @@ def run(command: list[str], log: Path, env: dict, jobs: int, threads: int | None
 
 def run_folder(args: argparse.Namespace, dataset: str, stride: int, name: str) -> Path | None:
     """The run folder of a row (``experiments/<tag>/<experiment>/<n>``), ``None`` when it was not trained."""
-    return next((args.out.resolve() / "experiments" / run_tag(dataset, stride, name)).glob("*/*"), None)
+    return latest_run(args.out.resolve() / "experiments" / run_tag(dataset, stride, name))
 
 
 def ensure_dataset(args: argparse.Namespace, dataset: str, base: Path, env: dict) -> None:
@@ -309,24 +310,23 @@ def train_row(
     out = args.out.resolve()
     experiments = out / "experiments"
     tag = run_tag(dataset, stride, name)
-    command = [
-        sys.executable,
-        "-m",
-        "the_well.benchmark.train",
-        *overrides,
-        f"data={dataset}",
-        f"data.min_dt_stride={stride}",
-        f"data.max_dt_stride={stride}",
-        *([] if any(o.startswith("trainer.epochs=") for o in overrides) else ["trainer.epochs=30"]),
-        f"trainer.max_minutes={minutes:.2f}",
-        "trainer.max_rollout_steps=5",
-        "data.max_rollout_steps=5",
-        "trainer.rollout_val_frequency=1000",
-        "trainer.short_validation_length=8",
-        "trainer.progress=false",
-        "auto_resume=false",
-        f"experiment_dir={experiments / tag}",
-    ]
+    command = harness_command(
+        [
+            *overrides,
+            f"data={dataset}",
+            f"data.min_dt_stride={stride}",
+            f"data.max_dt_stride={stride}",
+            *([] if any(o.startswith("trainer.epochs=") for o in overrides) else ["trainer.epochs=30"]),
+            f"trainer.max_minutes={minutes:.2f}",
+            "trainer.max_rollout_steps=5",
+            "data.max_rollout_steps=5",
+            "trainer.rollout_val_frequency=1000",
+            "trainer.short_validation_length=8",
+            "trainer.progress=false",
+            "auto_resume=false",
+            f"experiment_dir={experiments / tag}",
+        ]
+    )
     commands[(dataset, stride, name)] = " ".join(command[1:])
     log = out / f"{tag}.log"
     finished = args.resume and log.with_suffix(".done").exists()
@@ -334,7 +334,7 @@ def train_row(
         shutil.rmtree(experiments / tag, ignore_errors=True)  # a half-trained earlier attempt
         print(f"training {tag} ({minutes:.2f} min)", flush=True)
         run(command, log, env, args.jobs, args.threads)
-    return next((experiments / tag).glob("*/*"), None)
+    return latest_run(experiments / tag)
 
 
 #: the transfer study's models (the paper's cross-target panels) and their harness experiments
@@ -400,7 +400,7 @@ def run_transfer_study(args: argparse.Namespace) -> None:
         for item in overrides:
             if "{best:" in item:
                 head, experiments = item.split("{best:")
-                folder = next(Path(experiments.rstrip("}")).glob("*/*"), None)
+                folder = latest_run(experiments.rstrip("}"))
                 item = head + (str(folder / "checkpoints" / "best.pt") if folder else "<not trained>")
             out_overrides.append(item)
         return out_overrides

@@ -41,7 +41,9 @@ from prior_study import END as PRIOR_END
 from readings import portable_paths
 from study_data import STUDY_REPLICAS, ensure_replica
 
-from well_upao.trainers.records import read_metrics
+from well_upao.data.source import WellSource
+from well_upao.harness.metrics_file import read_metrics
+from well_upao.harness.runs import RunCheckpoint, find_checkpoint, harness_command, latest_run
 
 SCORES = ("residual_ratio", "residual_distance", "departure", "backtest")
 #: frames after the history that each validation trajectory is cut to (`data.max_rollout_steps`): the truth's frames
@@ -62,33 +64,32 @@ def run_name(dataset: str, stride: int, base: str, steps: int, seed: int) -> str
 
 
 def command(args, dataset: str, stride: int, base: str, steps: int, seed: int, experiment: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "the_well.benchmark.train",
-        "model=na_nslora",
-        "trainer=upao",
-        f"data={dataset}",
-        f"model.base={base}",
-        "optimizer.lr=1e-3",
-        "trainer.nslora_schedule=from_start",
-        f"data.min_dt_stride={stride}",
-        f"data.max_dt_stride={stride}",
-        f"trainer.epochs={args.epochs}",
-        f"trainer.epoch_steps={steps}",
-        "trainer.warmup_steps=5",
-        "data.batch_size=4",
-        f"data.shuffle_seed={seed}",
-        f"trainer.max_rollout_steps={TRUTH_FRAMES}",
-        f"data.max_rollout_steps={TRUTH_FRAMES}",
-        "trainer.rollout_val_frequency=1000",
-        f"trainer.short_validation_length={args.validation_batches}",
-        "trainer.vrmse_trajectories=1000",
-        "trainer.patience=0",
-        "trainer.progress=false",
-        "auto_resume=false",
-        f"experiment_dir={experiment}",
-    ]
+    return harness_command(
+        [
+            "model=na_nslora",
+            "trainer=upao",
+            f"data={dataset}",
+            f"model.base={base}",
+            "optimizer.lr=1e-3",
+            "trainer.nslora_schedule=from_start",
+            f"data.min_dt_stride={stride}",
+            f"data.max_dt_stride={stride}",
+            f"trainer.epochs={args.epochs}",
+            f"trainer.epoch_steps={steps}",
+            "trainer.warmup_steps=5",
+            "data.batch_size=4",
+            f"data.shuffle_seed={seed}",
+            f"trainer.max_rollout_steps={TRUTH_FRAMES}",
+            f"data.max_rollout_steps={TRUTH_FRAMES}",
+            "trainer.rollout_val_frequency=1000",
+            f"trainer.short_validation_length={args.validation_batches}",
+            "trainer.vrmse_trajectories=1000",
+            "trainer.patience=0",
+            "trainer.progress=false",
+            "auto_resume=false",
+            f"experiment_dir={experiment}",
+        ]
+    )
 
 
 def ensure_dataset(args, dataset: str) -> Path:
@@ -117,15 +118,7 @@ def ensure_dataset(args, dataset: str) -> Path:
 
 def validation_trajectories(base: Path, dataset: str) -> int:
     """How many trajectories the validation split of ``dataset`` under ``base`` holds (its files' attributes)."""
-    import h5py
-
-    from well_upao.data.source import WellSource
-
-    total = 0
-    for path in WellSource(base, dataset, "valid").files:
-        with h5py.File(path, "r") as file:
-            total += int(file.attrs["n_trajectories"])
-    return total
+    return WellSource(base, dataset, "valid").n_trajectories()
 
 
 def replicas_phrase(args) -> str:
@@ -192,7 +185,7 @@ def load_runs(args) -> list[dict]:
     runs = []
     for done in sorted((args.out / "runs").glob("*/done.json")):
         folder = done.parent
-        run_folder = next((folder / "experiment").glob("*/*"), None)
+        run_folder = latest_run(folder / "experiment")
         if run_folder is None:
             continue
         lines = [line for line in read_metrics(run_folder) if "valid" in line and "valid_paper_VRMSE" in line]
@@ -256,7 +249,7 @@ def included_against_extrap2(runs: list[dict]) -> list[str]:
     """For every ``--include-runs`` run: its selected model (``best.pt``) against ``extrap2`` on the whole validation
     split of its dataset and stride (``well-upao evaluate``'s pipeline, the paper's VRMSE), with its selection and
     the label-free scores evaluate gives both rows: the done-when table of issue 29."""
-    from well_upao.evaluate.pipeline import EvaluationRequest, RunCheckpoint, run_evaluation
+    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 
     external = [r for r in runs if r.get("external")]
     if not external:
@@ -275,7 +268,7 @@ def included_against_extrap2(runs: list[dict]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in sorted(external, key=lambda r: (r["dataset"], r["stride"], not r["guard_on"])):
-        best = RunCheckpoint.read("upao", run["folder"] / "checkpoints" / "best.pt")
+        best = RunCheckpoint.read("upao", find_checkpoint(run["folder"]))
         data = best.payload["train"]["data"]  # the run's data settings, its absolute base path among them
         request = EvaluationRequest(
             Path(data["well_base_path"]), run["dataset"], stride=run["stride"], rollout_steps=0, out=None,

@@ -35,7 +35,8 @@ from readings import exit_if_stale, write_keeping_reading
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
 from well_upao.evaluate.leaderboard import MODELS, WELL_VALIDATION
-from well_upao.trainers.records import read_metrics
+from well_upao.harness.metrics_file import read_metrics
+from well_upao.harness.runs import harness_command, latest_run
 
 #: model (config name) -> the leaderboard's name
 MODEL_NAMES = dict(zip(("fno", "tfno", "unet_classic", "unet_convnext"), MODELS, strict=True))
@@ -49,23 +50,22 @@ def row_tag(dataset: str, model: str, protocol: str) -> str:
 def row_command(args, dataset: str, model: str, protocol: str) -> tuple[list[str], Path]:
     """The harness command of one row and its experiment folder."""
     experiments = args.out.resolve() / "experiments" / row_tag(dataset, model, protocol)
-    command = [
-        sys.executable,
-        "-m",
-        "the_well.benchmark.train",
-        f"experiment={PROTOCOLS[protocol].format(model=model)}",
-        f"data={dataset}",
-        f"trainer.max_minutes={args.minutes:g}",
-        "trainer.max_rollout_steps=5",
-        "data.max_rollout_steps=5",
-        "trainer.rollout_val_frequency=1000",
-        "trainer.validate_start=false",  # the budget counts from the start: no validation of the untrained model
-        f"trainer.short_validation_length={args.validation_batches}",
-        "trainer.progress=false",
-        "auto_resume=false",
-        f"experiment_dir={experiments}",
-        *args.extra,
-    ]
+    command = harness_command(
+        [
+            f"experiment={PROTOCOLS[protocol].format(model=model)}",
+            f"data={dataset}",
+            f"trainer.max_minutes={args.minutes:g}",
+            "trainer.max_rollout_steps=5",
+            "data.max_rollout_steps=5",
+            "trainer.rollout_val_frequency=1000",
+            "trainer.validate_start=false",  # the budget counts from the start: no validation of the untrained model
+            f"trainer.short_validation_length={args.validation_batches}",
+            "trainer.progress=false",
+            "auto_resume=false",
+            f"experiment_dir={experiments}",
+            *args.extra,
+        ]
+    )
     if args.batch_size:
         command.append(f"data.batch_size={args.batch_size}")
     return command, experiments
@@ -259,7 +259,7 @@ def main() -> None:
         for model in args.models:
             for protocol in PROTOCOLS:
                 command, experiments = row_command(args, dataset, model, protocol)
-                run = next(experiments.glob("*/*"), None)
+                run = latest_run(experiments)
                 label = f"{MODEL_NAMES[model]} {protocol}"
                 commands[label] = " ".join(command[1:])
                 if run is not None:

@@ -283,3 +283,24 @@ def test_imports_that_fail_and_a_missing_dataset_say_what_to_do(tmp_path, capsys
     assert "cannot import 'no_such_module_xyz' (--imports)" in capsys.readouterr().err
     assert main(["evaluate"]) == 2
     assert "--data is required when no run" in capsys.readouterr().err
+
+
+def test_help_does_not_import_torch():
+    """``well-upao --help`` (and a command's ``--help``) stays fast: building the parser loads no torch (the CLI's
+    handlers import what they need when they run)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from well_upao.cli import main\n"
+        "for argv in (['--help'], ['evaluate', '--help'], ['generate-replica', '--help']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print('torch loaded:', 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "torch loaded: False"

@@ -75,7 +75,7 @@ def test_the_quickstart_validates_on_three_trajectories():
 
 
 def test_the_verdict_compares_with_extrapolation_and_the_cost_matched_solver():
-    from well_upao.evaluate.run import Scores
+    from well_upao.evaluate.scores import Scores
     from well_upao.quickstart import UPAO_ROW, verdict
 
     def row(name, vrmse, ms=1.0):
@@ -90,7 +90,8 @@ def test_the_verdict_compares_with_extrapolation_and_the_cost_matched_solver():
 def test_the_extrap2_backbone_is_shipped_and_is_the_quickstarts_default():
     """`shipped_extrap2` resolves to a packaged backbone trained with base extrap2 (its correction gain trained away
     from the fresh value 1), which loads into the quickstart's base; the quickstart adapts it by default."""
-    from well_upao.models.assembly import migrated_base, resolve_pretrained
+    from well_upao.models.assembly import resolve_pretrained
+    from well_upao.models.checkpoint import migrated_base
     from well_upao.quickstart import QuickstartConfig
 
     payload = read_checkpoint(resolve_pretrained("shipped_extrap2"))
@@ -104,9 +105,9 @@ def test_the_extrap2_backbone_is_shipped_and_is_the_quickstarts_default():
 def test_the_verdict_states_the_label_free_score_and_the_guard_from_metrics_jsonl(tmp_path):
     """The verdict's label-free facts are those of the run's metrics.jsonl (the selected epoch's scores, the
     guard's refusals and kept_start_reason): changing the file changes the sentence."""
-    from well_upao.evaluate.run import Scores
+    from well_upao.evaluate.scores import Scores
+    from well_upao.harness.metrics_file import read_metrics
     from well_upao.quickstart import UPAO_ROW, progress_text, verdict
-    from well_upao.trainers.records import read_metrics
 
     def row(name, vrmse):
         return Scores(name, "x", {"u": vrmse}, {"u": vrmse}, [], 1e-3)
@@ -170,7 +171,7 @@ def test_the_training_bar_redraws_only_when_the_run_logs_something_new(tmp_path,
         "time.sleep(7)\n"
     )
     command = [sys.executable, str(child)]
-    code = follow_run(command, dict(os.environ), tmp_path, tmp_path / "log", "experiment/*", 2, "t")
+    code = follow_run(command, dict(os.environ), tmp_path, tmp_path / "log", tmp_path, "experiment", 2, "t")
     assert code == 0
     err = capsys.readouterr().err
     assert err.count("criterion 1]") == 1 and err.count("criterion 0.5]") == 1, err

@@ -447,9 +447,10 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
 
 def _run_evaluate(args: argparse.Namespace) -> int:
     from well_upao.data.source import default_base_path
-    from well_upao.evaluate.pipeline import EvaluationRequest, RunCheckpoint, run_evaluation
+    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
     from well_upao.evaluate.protocol import ProtocolError
-    from well_upao.evaluate.run import EvaluationError
+    from well_upao.evaluate.scores import EvaluationError
+    from well_upao.harness.runs import RunCheckpoint, labelled_checkpoints
     from well_upao.models.checkpoint import CheckpointError
 
     # reading a checkpoint imports the modules its run named in data.imports (a user's datasets)
@@ -486,34 +487,6 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     print(report.table)
     print(f"\nwrote {report.json_path} and {len(report.figures)} figures to {args.out}/")
     return 0
-
-
-def labelled_checkpoints(specs: list[str]) -> list[tuple[str | None, Path]]:
-    """``PATH`` or ``LABEL=PATH`` arguments as (label or None, path); an existing path is never split at `=`.
-
-    Rows must have distinct names (they key the table, the JSON and the figure files): two unlabelled run folders
-    with the same ``<experiment>/<n>`` name are labelled by the paths given instead.
-    """
-    from well_upao.evaluate.predictors import checkpoint_file, default_row_name
-
-    parsed = []
-    for spec in specs:
-        label, separator, rest = spec.partition("=")
-        if separator and label and rest and not Path(spec).exists():
-            parsed.append((label, Path(rest)))
-        else:
-            parsed.append((None, Path(spec)))
-    default_names = [default_row_name(checkpoint_file(path)) for _, path in parsed]
-    clashing = {n for n in default_names if default_names.count(n) > 1}
-    out = []
-    for (label, path), default in zip(parsed, default_names, strict=True):
-        if label is None and default in clashing:
-            label = str(path)
-        out.append((label, path))
-    labels = [label for label, _ in out if label is not None]
-    if len(labels) != len(set(labels)):
-        raise CommandError(f"two checkpoints have the same label: {sorted(labels)}")
-    return out
 
 
 # --------------------------------------------------------------------------- leaderboard
@@ -798,14 +771,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --help ends here, before anything imports torch (tests/test_cli.py)
+    # the error classes of the package's modules, imported once a command runs (these modules import torch)
     from well_upao.data.atomic import OutputExistsError
     from well_upao.data.datasets import UserModuleError, import_modules
     from well_upao.data.generate import GenerationError
     from well_upao.data.source import DatasetNotFoundError
     from well_upao.models.checkpoint import CheckpointError
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
 
     def fail(message: str, code: int) -> int:
         print(f"well-upao {args.command}: error: {' '.join(str(message).split())}", file=sys.stderr)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.fsdp import FSDPModule
 
 
 def is_main_process() -> bool:
@@ -19,8 +20,6 @@ def whole_parameters(model: nn.Module) -> Iterator[nn.Module]:
     """Inside the block, every parameter of an FSDP2-sharded ``model`` is whole (all-gathered, in the units'
     compute precision) on every process; outside it they are shards again. A collective: all processes enter
     together. A model that is not sharded is left as it is."""
-    from torch.distributed.fsdp import FSDPModule
-
     units = [module for module in model.modules() if isinstance(module, FSDPModule)]
     for unit in units:
         unit.unshard()

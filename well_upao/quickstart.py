@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,14 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from well_upao.evaluate.run import Scores
+from well_upao.data.generate import GenerationRequest, generate_dataset
+from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+from well_upao.evaluate.scores import Scores
+from well_upao.harness import runs
+from well_upao.harness.metrics_file import read_metrics
+from well_upao.harness.model_factory import na_transformer
+from well_upao.models.assembly import resolve_pretrained
+from well_upao.models.checkpoint import build_payload, migrated_base, read_checkpoint, save_checkpoint
 
 UPAO_ROW = "UPAO + NSLoRA (no labels)"
 STEPS = ("generate data", "zero-shot backbone", "UPAO + NSLoRA (no labels)", "supervised LoRA (labels)", "evaluate")
@@ -127,11 +133,11 @@ def progress_text(lines: list[dict[str, Any]], epochs: int) -> str:
     return text
 
 
-def follow_run(command: list[str], env: dict, cwd: Path, log: Path, pattern: str, epochs: int, label: str) -> int:
-    """Run a training command, its output to ``log``, while a progress bar follows the metrics.jsonl of the run
-    folder matching ``pattern`` under ``cwd``'s experiment folder (epochs and label-free scores)."""
-    from well_upao.trainers.records import read_metrics
-
+def follow_run(
+    command: list[str], env: dict, cwd: Path, log: Path, experiments: Path, name: str, epochs: int, label: str
+) -> int:
+    """Run a training command in ``cwd``, its output to ``log``, while a progress bar follows the metrics.jsonl of
+    the newest run folder ``<experiments>/<name>/<n>`` (``name`` a glob pattern; epochs and label-free scores)."""
     bar = tqdm(total=epochs, desc=label, unit="epoch", leave=False, position=1)
     shown = None
     with open(log, "w") as stream:
@@ -141,9 +147,9 @@ def follow_run(command: list[str], env: dict, cwd: Path, log: Path, pattern: str
                 code = process.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 code = None
-            runs = sorted(Path(cwd).glob(pattern))
-            if runs:
-                lines = read_metrics(runs[-1])
+            run = runs.latest_run(experiments, name)
+            if run is not None:
+                lines = read_metrics(run)
                 epoch = max((int(line.get("epoch", 0)) for line in lines if "valid" in line), default=0)
                 state = (min(epoch, epochs), progress_text(lines, epochs))
                 if state != shown:  # redraw on news only: a log captured to a file grows by a line per redraw
@@ -184,10 +190,7 @@ def verdict(scores: list[Scores], upao_metrics: list[dict[str, Any]] | None = No
 
 def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Path, experiments: Path) -> list[str]:
     """The Well's training command for one of the quickstart's runs (printed with the results)."""
-    command = [
-        sys.executable,
-        "-m",
-        "the_well.benchmark.train",
+    overrides = [
         f"model={model}",
         f"trainer={trainer}",
         f"data={config.pde}",
@@ -209,30 +212,48 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
         "auto_resume=false",
     ]
     if trainer == "upao":
-        command.append("trainer.vrmse_trajectories=3")
+        overrides.append("trainer.vrmse_trajectories=3")
     if model == "na_nslora":
         # a few epochs are too few for the paper's LoRA warm-up to stall and switch (the run would be plain LoRA)
-        command.append("trainer.nslora_schedule=from_start")
-    return command
+        overrides.append("trainer.nslora_schedule=from_start")
+    return runs.harness_command(overrides)
+
+
+#: the quickstart's two harness runs: (model, trainer)
+RUNS = (("na_nslora", "upao"), ("na_lora", "shifted"))
+
+
+def zero_shot_checkpoint(config: QuickstartConfig, base: Path, path: Path) -> Path:
+    """The adapted backbone as it was trained (its own prediction base), for ``config.pde``, saved at ``path``."""
+    trained_base = migrated_base(read_checkpoint(resolve_pretrained(config.backbone))["model"]["config"])
+    zero_shot = na_transformer(
+        preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained=config.backbone, base=trained_base
+    )
+    save_checkpoint(path, build_payload(zero_shot))
+    return path
+
+
+def train_run(config: QuickstartConfig, model: str, trainer: str, base: Path, out: Path, label: str) -> Path:
+    """One harness run of the quickstart under ``out/experiments``, followed by a progress bar; its run folder."""
+    experiments = out / "experiments"
+    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
+    command = harness_command(config, model, trainer, base, experiments)
+    log = out / f"{model}-{trainer}.log"
+    name = f"{config.pde}-{model}-{trainer}-*"
+    code = follow_run(command, env, out, log, experiments, name, config.epochs, label)
+    if code != 0:
+        raise RuntimeError(f"{' '.join(command)} failed; see {log}")
+    return runs.latest_run(experiments, name) or experiments / name
 
 
 def run_quickstart(config: QuickstartConfig) -> str:
-    from well_upao.data.generate import GenerationRequest, generate_dataset
-    from well_upao.evaluate.pipeline import EvaluationRequest, RunCheckpoint, run_evaluation
-    from well_upao.harness.model_factory import na_transformer
-    from well_upao.models.assembly import migrated_base, resolve_pretrained
-    from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
-    from well_upao.trainers.records import read_metrics
-
+    """Generate, adapt, evaluate (the module docstring); returns the table, the verdict and the commands."""
     out = config.out.resolve()
     base, experiments, results = out / "datasets", out / "experiments", out / "results"
     started = time.time()
     bar = tqdm(total=len(STEPS), desc="quickstart", unit="step")
 
-    def advance(label: str) -> None:
-        bar.set_postfix_str(label)
-
-    advance(STEPS[0])
+    bar.set_postfix_str(STEPS[0])
     generate_dataset(
         GenerationRequest(
             pde=config.pde,
@@ -248,48 +269,32 @@ def run_quickstart(config: QuickstartConfig) -> str:
     )
     bar.update(1)
 
-    advance(STEPS[1])
-    # the backbone as it was trained, with its own prediction base
-    trained_base = migrated_base(read_checkpoint(resolve_pretrained(config.backbone))["model"]["config"])
-    zero_shot = na_transformer(
-        preset="tiny", dataset_name=config.pde, well_base_path=str(base), pretrained=config.backbone, base=trained_base
-    )
-    zero_shot_path = out / "zero_shot.pt"
-    save_checkpoint(zero_shot_path, build_payload(zero_shot))
+    bar.set_postfix_str(STEPS[1])
+    zero_shot_path = zero_shot_checkpoint(config, base, out / "zero_shot.pt")
     bar.update(1)
 
-    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
-    runs = {}
-    for step, (model, trainer) in zip(STEPS[2:4], (("na_nslora", "upao"), ("na_lora", "shifted")), strict=True):
-        advance(step)
-        command = harness_command(config, model, trainer, base, experiments)
-        log = out / f"{model}-{trainer}.log"
-        pattern = f"{experiments.name}/{config.pde}-{model}-{trainer}-*/*"
-        code = follow_run(command, env, out, log, pattern, config.epochs, step)
-        if code != 0:
-            raise RuntimeError(f"{' '.join(command)} failed; see {log}")
-        runs[(model, trainer)] = next((experiments).glob(f"{config.pde}-{model}-{trainer}-*/*/checkpoints/best.pt"))
+    trained = {}
+    for step, (model, trainer) in zip(STEPS[2:4], RUNS, strict=True):
+        bar.set_postfix_str(step)
+        trained[(model, trainer)] = train_run(config, model, trainer, base, out, step)
         bar.update(1)
 
-    advance(STEPS[4])
+    bar.set_postfix_str(STEPS[4])
     request = EvaluationRequest(
         base, config.pde, stride=config.stride, out=results, progress=False, match_solver=UPAO_ROW
     )
     rows = [
         (f"zero-shot ({backbone_label(config.backbone)})", zero_shot_path),
-        (UPAO_ROW, runs[("na_nslora", "upao")]),
-        ("supervised LoRA (reference)", runs[("na_lora", "shifted")]),
+        (UPAO_ROW, runs.find_checkpoint(trained[("na_nslora", "upao")])),
+        ("supervised LoRA (reference)", runs.find_checkpoint(trained[("na_lora", "shifted")])),
     ]
-    report = run_evaluation(request, [RunCheckpoint.read(label, path) for label, path in rows])
+    report = run_evaluation(request, [runs.RunCheckpoint.read(label, path) for label, path in rows])
     bar.update(1)
     bar.close()
     minutes = (time.time() - started) / 60
-    commands = "\n".join(
-        f"    {' '.join(harness_command(config, m, t, base, experiments))}"
-        for m, t in (("na_nslora", "upao"), ("na_lora", "shifted"))
-    )
+    commands = "\n".join(f"    {' '.join(harness_command(config, m, t, base, experiments))}" for m, t in RUNS)
     return (
         report.table
-        + f"\n\n{verdict(report.evaluation.scores, read_metrics(runs[('na_nslora', 'upao')].parent.parent))}"
+        + f"\n\n{verdict(report.evaluation.scores, read_metrics(trained[('na_nslora', 'upao')]))}"
         + f"\n\nquickstart finished in {minutes:.1f} min; figures and JSON in {results}/\nharness runs:\n{commands}"
     )

@@ -23,9 +23,14 @@ from dataclasses import dataclass
 import hydra
 import torch
 import torch.distributed as dist
+import wandb
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
+from the_well.benchmark.utils.experiment_utils import configure_experiment
+from torch.nn.parallel import DistributedDataParallel
 
+from well_upao.harness.mixture import MixtureDataModule
+from well_upao.trainers.pretraining import pretraining_trainer
 from well_upao.trainers.sharding import ShardingOptions, checkpoint_layers, shard
 
 logger = logging.getLogger("well_upao.train")
@@ -74,8 +79,6 @@ def wrap(
         return model
     if options.strategy == "fsdp":
         return shard(model, options, info.device)
-    from torch.nn.parallel import DistributedDataParallel
-
     device_ids = [info.local_rank] if torch.cuda.is_available() else None
     return DistributedDataParallel(model, device_ids=device_ids, find_unused_parameters=True)
 
@@ -83,9 +86,6 @@ def wrap(
 def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
     """Pretraining in the one loop: the mixture, the model, AdamW with the trainer's ``lr``, ``betas``,
     ``weight_decay``, wrapped for DDP/FSDP2; resumes from ``trainer.output_dir/recent.pt``."""
-    from well_upao.harness.mixture import MixtureDataModule
-    from well_upao.trainers.pretraining import pretraining_trainer
-
     torch.manual_seed(int(cfg.seed))
     data = MixtureDataModule(
         **OmegaConf.to_container(cfg.data, resolve=True), world_size=info.world_size, rank=info.rank
@@ -108,9 +108,6 @@ def run_pretraining(cfg: DictConfig, info: Distributed) -> None:
 def run_harness(cfg: DictConfig, info: Distributed) -> None:
     """The flow of ``the_well.benchmark.train.train`` with DDP or FSDP2 (``trainer.strategy``). Rank 0 picks the
     run folder (a new one, or the one to resume); the other processes use it."""
-    import wandb
-    from the_well.benchmark.utils.experiment_utils import configure_experiment
-
     if info.enabled:
         chosen = [configure_experiment(copy.deepcopy(cfg), logger)[2] if info.rank == 0 else None]
         dist.broadcast_object_list(chosen, src=0)

@@ -88,7 +88,7 @@ def test_fixed_step_solver_converges_at_fourth_order_and_coarsening_keeps_band_l
 
 
 def test_rows_are_labelled_by_the_weights_their_run_started_from(tmp_path):
-    from well_upao.evaluate.predictors import initial_weights
+    from well_upao.harness.runs import initial_weights
 
     released = tmp_path / "sc-b"
     released.mkdir()

@@ -246,7 +246,7 @@ def test_pde_transformer_pretrains_on_a_slot_mixture_and_its_weights_load_into_t
     import sys
 
     from well_upao.data.generate import GenerationRequest, generate_dataset
-    from well_upao.evaluate.predictors import initial_weights
+    from well_upao.harness.runs import initial_weights
     from well_upao.models.checkpoint import load_state, read_checkpoint
 
     corpus = tmp_path / "corpus"

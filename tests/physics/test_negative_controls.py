@@ -62,7 +62,7 @@ from well_upao.data.datasets import DATASET_SLOTS
 from well_upao.data.generate import trajectory_rng
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.families import pdebench_solvers
-from well_upao.families.replicas import active_matter, gray_scott, rayleigh_benard, shear_flow
+from well_upao.families.replicas import active_matter, gray_scott, parameters, rayleigh_benard, shear_flow
 from well_upao.families.simulated import SIMULATED_FAMILIES
 from well_upao.physics import PDE, Grid, get_pde
 from well_upao.physics.negative_control import ObservedWindow, negative_controls, residual_norms
@@ -200,7 +200,7 @@ def gray_scott_case() -> Case:
     grid = gray_scott.square_grid(32)
     a_frames, b_frames, feeds, kills = [], [], [], []
     for seed, pattern in enumerate(("maze", "gliders")):
-        feed, kill = gray_scott.PATTERNS[pattern]
+        feed, kill = parameters.PATTERNS[pattern]
         a0, b0 = (torch.as_tensor(v) for v in gray_scott.gaussian_cluster_state(np.random.default_rng(seed), grid))
         a, b = gray_scott.simulate_gray_scott(a0, b0, feed, kill, np.array([0.0, 100.0]), grid)
         a, b = gray_scott.simulate_gray_scott(a[-1], b[-1], feed, kill, np.arange(5) * 1.0, grid)
@@ -427,7 +427,7 @@ def uniform_ode_reference(feed: float, kill: float, t_end: float, steps: int = 4
 def test_gray_scott_solver_with_a_wrong_rate_misses_the_uniform_reaction(feed_factor, kill_factor):
     """Spatially uniform fields: the Laplacian vanishes and the replica must follow the reaction ODE (an independent
     RK4 reference) to 1e-7 at its 0.25 s steps; with F or k 10% off it misses by more than 1e-3."""
-    feed, kill = gray_scott.PATTERNS["maze"]
+    feed, kill = parameters.PATTERNS["maze"]
     grid = gray_scott.square_grid(8)
     a, b = gray_scott.simulate_gray_scott(
         torch.full((8, 8), 0.4), torch.full((8, 8), 0.3), feed * feed_factor, kill * kill_factor,

@@ -13,7 +13,7 @@ from pathlib import Path
 import harness_command as harness
 import pytest
 
-from well_upao.trainers.records import read_metrics
+from well_upao.harness.metrics_file import read_metrics
 
 STRIDES = (5, 10)
 
@@ -61,7 +61,8 @@ def burgers(tmp_path_factory) -> Path:
 
 
 def vrmse_against_extrap2(base: Path, stride: int, best: Path) -> tuple[float, float]:
-    from well_upao.evaluate.pipeline import EvaluationRequest, RunCheckpoint, run_evaluation
+    from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+    from well_upao.harness.runs import RunCheckpoint
 
     request = EvaluationRequest(base, "burgers2d", stride=stride, rollout_steps=0, out=None, progress=False)
     request.solver = False

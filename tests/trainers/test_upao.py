@@ -14,11 +14,11 @@ import torch
 from the_well.benchmark.metrics import MSE
 
 from well_upao.harness.datamodule import WellUpaoDataModule
+from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.model_factory import na_transformer
 from well_upao.harness.samples import batch_dt
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.models.lora import adapter_layers
-from well_upao.trainers.records import read_metrics
 from well_upao.trainers.upao import UpaoTrainer
 
 
@@ -186,14 +186,30 @@ def test_lora_to_nslora_switch_after_patience(small_datasets, tmp_path):
     assert trainer.after_validation(3, 1.0, improved=False) == {}  # switches once
 
 
+def trainer_config(*overrides: str):
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="well_upao.configs", version_base=None):
+        return compose(config_name="config", overrides=["trainer=upao", "data=burgers2d", *overrides]).trainer
+
+
 def test_the_schedule_in_the_model_config_is_an_alias_of_the_trainer_setting(small_datasets, tmp_path):
-    """``model.adapter.schedule`` / ``switch_patience`` (earlier commands) reach the trainer; its own settings win."""
+    """``model.adapter.schedule`` / ``switch_patience`` (earlier commands) reach the trainer through its config
+    (``trainer.adapter_schedule`` / ``adapter_switch_patience``), not through the model; its own settings win."""
+    legacy = ("model.adapter.schedule=from_start", "model.adapter.switch_patience=3")
+    config = trainer_config("model=na_nslora", *legacy)
+    carried = {key: config[key] for key in ("adapter_schedule", "adapter_switch_patience")}
+    assert carried == {"adapter_schedule": "from_start", "adapter_switch_patience": 3}
+    assert trainer_config("model=na").adapter_schedule is None  # a model without adapters
     adapter = {"kind": "nslora", "schedule": "from_start", "switch_patience": 3}
-    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": adapter})
+    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": adapter}, **carried)
     assert (trainer.switch.schedule, trainer.switch.patience) == ("from_start", 3)
     assert all(layer.ns_mode for layer in adapter_layers(trainer.bare_model).values())
     assert "schedule" not in trainer.bare_model.config["adapter"]  # not an adapter setting any more
-    trainer = make_trainer(small_datasets, tmp_path, model_kwargs={"adapter": adapter}, nslora_schedule="warmup")
+    assert not hasattr(trainer.bare_model, "schedule_alias")  # nothing rides on the model
+    trainer = make_trainer(
+        small_datasets, tmp_path, model_kwargs={"adapter": adapter}, nslora_schedule="warmup", **carried
+    )
     assert trainer.switch.schedule == "warmup" and not any(
         layer.ns_mode for layer in adapter_layers(trainer.bare_model).values()
     )
@@ -405,7 +421,7 @@ def prefer_trained(trainer) -> None:
 def test_the_guard_keeps_the_start_when_the_scorecard_refuses_every_move(small_datasets, tmp_path):
     """trainer.guard: with a departure limit of 0 (and any start counted as at the floor) every trained candidate is
     refused, so best.pt stays the start and metrics.jsonl says why; the scorecard is logged at every validation."""
-    from well_upao.trainers.records import read_metrics
+    from well_upao.harness.metrics_file import read_metrics
 
     trainer = make_trainer(
         small_datasets,
@@ -437,7 +453,7 @@ def test_the_guard_keeps_the_start_when_the_scorecard_refuses_every_move(small_d
 @pytest.mark.slow
 def test_without_the_guard_the_criterion_alone_selects(small_datasets, tmp_path):
     """Negative control of the test above: the same run with trainer.guard=false takes the trained candidate."""
-    from well_upao.trainers.records import read_metrics
+    from well_upao.harness.metrics_file import read_metrics
 
     trainer = make_trainer(
         small_datasets,

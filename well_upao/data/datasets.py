@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from well_upao.data.slots import N_SLOTS, SLOT_INDEX, SlotError, check_slot_row
+from well_upao.data.slot_inventory import N_SLOTS, SLOT_INDEX, SlotError, check_slot_row
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.families.base import TrajectoryFamily
 from well_upao.families.simulated import SIMULATED_FAMILIES

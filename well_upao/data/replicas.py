@@ -18,6 +18,7 @@ pool with one torch thread each (the solvers' FFTs and solves release the GIL).
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import torch
 import yaml
 from tqdm.auto import tqdm
 
@@ -117,10 +119,6 @@ def plan_trajectories(
 
 def generate_replica(request: ReplicaRequest, progress: bool = True) -> ReplicaSummary:
     """Simulate and write ``request.out / <dataset>`` (see the module docstring)."""
-    import time
-
-    import torch
-
     if request.dataset not in REPLICAS:
         raise GenerationError(f"no replica generator for {request.dataset!r}; choose from {sorted(REPLICAS)}")
     family = REPLICAS[request.dataset]

@@ -249,6 +249,14 @@ class WellSource:
             self._files = found
         return self._files
 
+    def n_trajectories(self) -> int:
+        """How many trajectories the split holds (the ``n_trajectories`` attribute of each of its files)."""
+        total = 0
+        for path in self.files:
+            with h5py.File(path, "r") as file:
+                total += int(file.attrs["n_trajectories"])
+        return total
+
     def stats(self) -> dict:
         """``stats.yaml`` (mean, std, rms and their deltas per field)."""
         with open(self.stats_path) as stream:

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, replace
 
 from well_upao.evaluate.predictors import Context, SolverStep
-from well_upao.evaluate.run import Scores
+from well_upao.evaluate.scores import Scores
 from well_upao.evaluate.solver import supports
 from well_upao.physics.pdes import PDE
 

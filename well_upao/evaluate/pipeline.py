@@ -16,15 +16,8 @@ import torch
 from well_upao.data.source import WellSource
 from well_upao.evaluate.matched_solver import match_solvers, solver_ladder
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
-from well_upao.evaluate.predictors import (
-    Predictor,
-    checkpoint_file,
-    classical_predictors,
-    load_predictor,
-    run_history,
-    transfer_predictors,
-)
-from well_upao.evaluate.run import (
+from well_upao.evaluate.predictors import Predictor, classical_predictors, load_predictor, transfer_predictors
+from well_upao.evaluate.scores import (
     Evaluation,
     EvaluationError,
     evaluate,
@@ -35,7 +28,7 @@ from well_upao.evaluate.run import (
     save,
 )
 from well_upao.evaluate.windows import LONGEST_WINDOW_END
-from well_upao.models.checkpoint import read_checkpoint
+from well_upao.harness.runs import RunCheckpoint
 from well_upao.models.na_transformer import T_IN
 from well_upao.physics.floor import best_row, choose_discretisation, floor_rows
 from well_upao.physics.objective import DEFAULT_DERIVATIVE, DEFAULT_SCHEME
@@ -76,37 +69,6 @@ class EvaluationReport:
     table: str
     json_path: Path | None
     figures: list[Path] = field(default_factory=list)
-
-
-@dataclass
-class RunCheckpoint:
-    """A checkpoint given to ``evaluate`` (a file or a run folder), read once."""
-
-    label: str | None
-    path: Path
-    payload: dict
-
-    @classmethod
-    def read(cls, label: str | None, path: str | Path) -> RunCheckpoint:
-        """Read the checkpoint; this imports the modules the run named in ``data.imports``, so a user's dataset is
-        registered."""
-        file = checkpoint_file(path)
-        return cls(label, file, read_checkpoint(file))
-
-    @property
-    def settings(self) -> dict:
-        """What the checkpoint says about the data it was trained on: ``dataset``, ``base`` (the Well base path),
-        ``stride``, ``history`` (the keys it knows)."""
-        payload = self.payload
-        data = (payload.get("train") or {}).get("data") or {}
-        config = payload["model"].get("config") or {}
-        found = {
-            "dataset": data.get("well_dataset_name") or payload["model"].get("dataset") or config.get("dataset_name"),
-            "base": Path(data["well_base_path"]) if data.get("well_base_path") else None,
-            "stride": data.get("min_dt_stride"),
-            "history": run_history(payload),
-        }
-        return {key: value for key, value in found.items() if value is not None}
 
 
 def evaluate_request(
@@ -215,22 +177,6 @@ def place_models(rows: Sequence[Predictor], device: str) -> None:
             row.notes["device"] = f"{resolved} ({name})"
 
 
-def run_selection(checkpoint: Path) -> dict:
-    """What a run's label-free selection did, from its ``metrics.jsonl`` (``<run>/artifacts``, beside
-    ``<run>/checkpoints/<file>``): ``best_epoch``, ``kept_start``, ``kept_start_reason``, ``guard_rejections``,
-    ``kept_prior`` (best.pt holds the extrapolation its model corrects), ``kept_prior_reason`` and whether the guard
-    was on (empty for a checkpoint outside a run folder)."""
-    from well_upao.harness.metrics_file import first_value, last_value, read_metrics
-
-    lines = read_metrics(checkpoint.parent.parent)
-    if not lines:
-        return {}
-    keys = ("best_epoch", "kept_start", "kept_start_reason", "guard_rejections", "kept_prior", "kept_prior_reason")
-    out = {key: last_value(lines, key) for key in keys}
-    out["guard"] = first_value(lines, "guard")
-    return {k: v for k, v in out.items() if v is not None}
-
-
 def keep_best_assignment(evaluation: Evaluation, first: dict, label: str) -> None:
     """Of the rows ``<label> [source channels ...]`` keep the one with the lowest mean paper VRMSE, named ``label``
     (its channels in ``notes``); the paper reports the best ``C_tgt``-subset for zero-shot transfer."""
@@ -281,7 +227,7 @@ def run_evaluation(
     for checkpoint, row in zip(checkpoints, rows, strict=False):
         score = next((s for s in evaluation.scores if s.name == row.name), None)
         if score is not None:
-            score.selection = run_selection(checkpoint.path)
+            score.selection = checkpoint.selection
     for label, _ in transfers:
         keep_best_assignment(evaluation, first, label)
     if r.match_solver is not None and pde is not None:

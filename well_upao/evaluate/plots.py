@@ -13,8 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from well_upao.data.slots import SLOT_NAMES
-from well_upao.evaluate.run import Evaluation
+from well_upao.data.slot_inventory import SLOT_NAMES
+from well_upao.evaluate.scores import Evaluation
 from well_upao.evaluate.windows import WELL_WINDOWS, window_label
 from well_upao.physics.pdes import PDE
 from well_upao.physics.residual import pde_residuals

@@ -13,15 +13,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 
 import torch
 
-from well_upao.data.slots import SLOT_INDEX, SLOT_NAMES
+from well_upao.data.slot_inventory import SLOT_NAMES
 from well_upao.data.source import WellSource
+from well_upao.evaluate.solver import PDESolver, supports
 from well_upao.harness.normalization import ModelSpace, model_space_for
+from well_upao.harness.runs import checkpoint_file, default_row_name, initial_weights, run_history
+from well_upao.harness.samples import one_frame_prediction
+from well_upao.models.assembly import model_from_payload
+from well_upao.models.checkpoint import CheckpointError, read_checkpoint
 from well_upao.models.kinds import ModelKind, is_sequence_model, model_kind
+from well_upao.models.lora import adapter_layers, merge_adapters
 from well_upao.physics.pdes import PDE
+from well_upao.physics.resample import fourier_resample
 from well_upao.physics.stencils import Grid
 
 
@@ -116,16 +124,12 @@ class SolverStep(Predictor):
         self._solvers: dict = {}
 
     def _solver(self, grid: Grid):
-        from well_upao.evaluate.solver import PDESolver
-
         key = (grid.spacing, grid.periodic)
         if key not in self._solvers:
             self._solvers[key] = PDESolver(self.pde, grid)
         return self._solvers[key]
 
     def _predict(self, window, context):
-        from well_upao.physics.resample import fourier_resample
-
         last = window[:, -1].double()
         slots = {SLOT_NAMES[s]: last[..., i] for i, s in enumerate(context.channel_slots)}
         state = {name: slots[name] for name in self.pde.variables}
@@ -196,41 +200,16 @@ class HarnessModel(Predictor):
 
     @torch.no_grad()
     def _predict(self, window, context):
-        from well_upao.harness.samples import one_frame_prediction
-
         inputs = self.space.to_model(window[:, -self.history :])
         predicted = one_frame_prediction(self.model, self._on_device(inputs), self.formatter).to(inputs.device)
         return self.space.to_physical(predicted)
 
 
 def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:
-    from well_upao.evaluate.solver import supports
-
     predictors: list[Predictor] = [Persistence(), Extrapolation(1), Extrapolation(2)]
     if solver and pde is not None and grid is not None and supports(pde, grid):
         predictors.append(SolverStep(pde))
     return predictors
-
-
-def checkpoint_file(path: str | Path) -> Path:
-    """The checkpoint file behind ``path``: itself, or ``<run>/checkpoints/best.pt`` (or ``<run>/best.pt``)."""
-    from well_upao.models.checkpoint import CheckpointError
-
-    path = Path(path)
-    if not path.is_dir():
-        return path
-    candidates = [path / "checkpoints" / "best.pt", path / "best.pt"]
-    found = next((c for c in candidates if c.is_file()), None)
-    if found is None:
-        raise CheckpointError(f"{path} has no checkpoints/best.pt")
-    return found
-
-
-def default_row_name(checkpoint: Path) -> str:
-    """A checkpoint file's row name: ``<experiment>/<n>`` for a run folder's ``checkpoints/best.pt``, else its stem."""
-    if checkpoint.parent.name == "checkpoints":
-        return f"{checkpoint.parents[2].name}/{checkpoint.parents[1].name}"
-    return checkpoint.stem
 
 
 def load_predictor(
@@ -248,10 +227,6 @@ def load_predictor(
     LoRA / NSLoRA adapters are folded into their linear layers first (``W0 + DeltaW``,
     ``well_upao.models.lora.merge_adapters``): NSLoRA's Newton-Schulz runs once, not at every prediction.
     """
-    from well_upao.models.assembly import model_from_payload
-    from well_upao.models.checkpoint import read_checkpoint
-    from well_upao.models.lora import adapter_layers, merge_adapters
-
     path = checkpoint_file(path)
     payload = payload if payload is not None else read_checkpoint(path)
     model = model_from_payload(payload, path)
@@ -273,32 +248,7 @@ def load_predictor(
     return predictor
 
 
-def run_history(payload: dict) -> int | None:
-    """The history length a checkpoint's run trained with: its data's ``n_steps_input``, else the model's own
-    setting, else (a harness model saved without its run's data) its input width over its output width."""
-    data = (payload.get("train") or {}).get("data") or {}
-    config = payload["model"].get("config") or {}
-    history = data.get("n_steps_input") or config.get("history") or config.get("n_steps_input")
-    harness = payload["model"].get("harness_args") or {}
-    if history is None and harness.get("dim_out") and harness["dim_in"] % harness["dim_out"] == 0:
-        history = harness["dim_in"] // harness["dim_out"]
-    return None if history is None else int(history)
-
-
-def initial_weights(payload: dict) -> str:
-    """What a checkpoint's run started from, for labelling rows: ``random``, ``released <dir>`` (a foundation
-    model's published checkpoint), ``pretrained <file>`` (our backbone, a state dict, or ``trainer.init_from``)."""
-    model = payload["model"]
-    start = (model.get("config") or {}).get("pretrained") or (model.get("hydra") or {}).get("weights")
-    start = start or ((payload.get("train") or {}).get("init_from"))
-    if not start:
-        return "random"
-    return f"released {start}" if Path(str(start)).is_dir() else f"pretrained {Path(str(start)).name}"
-
-
 def _model_predictor(path, payload, model, name, source: WellSource) -> Predictor:
-    from well_upao.models.checkpoint import CheckpointError
-
     config = payload["model"]["config"]
     channels = source.channels
     history = run_history(payload)
@@ -350,11 +300,6 @@ def transfer_predictors(path: str | Path, source: WellSource, name: str) -> list
     ``C_src`` channels (kept in order), named ``<name> [source channels i,j]`` (``keep_best_assignment`` keeps the
     best), each fed the history its run trained with. ``C_src < C_tgt`` has no zero-shot row (the paper's "---");
     a model trained on normalised fields has none either (its normalisation belongs to the other dataset)."""
-    from itertools import combinations
-
-    from well_upao.models.assembly import model_from_payload
-    from well_upao.models.checkpoint import CheckpointError, read_checkpoint
-
     path = checkpoint_file(path)
     payload = read_checkpoint(path)
     model = model_from_payload(payload, path)
@@ -382,7 +327,6 @@ def slot_fields_of(frame: torch.Tensor, channel_slots: list[int]) -> dict[str, t
 
 
 __all__ = [
-    "SLOT_INDEX",
     "Context",
     "Predictor",
     "classical_predictors",

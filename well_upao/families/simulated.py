@@ -20,10 +20,10 @@ from well_upao.families.base import TWO_PI, FieldSpec, TrajectoryFamily, Traject
 
 
 def _torch_and_solvers():
-    """torch and our solvers, imported on first use."""
+    """torch and our solvers, imported on first use (the module docstring says why)."""
     import torch
 
-    from well_upao.families import pdebench_solvers
+    from well_upao.families import pdebench_solvers  # imports torch: loaded with it, on first use
 
     return torch, pdebench_solvers
 

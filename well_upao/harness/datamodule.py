@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
+import yaml
 from the_well.data import WellDataModule, WellDataset
 from torch.utils.data import DataLoader, Sampler
 
@@ -55,8 +56,6 @@ class WellUpaoDataset(WellDataset):
         self.core_field_names = [n for n in self.core_field_names if n in self.kept_fields]
         self.core_constant_field_names = [n for n in self.core_constant_field_names if n in self.kept_fields]
         if self.use_normalization and normalization_type:  # the normalisation over the kept fields only
-            import yaml
-
             with self.fs.open(self.normalization_path, mode="r") as f:
                 stats = yaml.safe_load(f)
             self.norm = self.normalization_type(stats, self.core_field_names, self.core_constant_field_names)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from well_upao.data.slots import N_SLOTS
+from well_upao.data.slot_inventory import N_SLOTS
 from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.models.na_transformer import T_IN
 

@@ -6,9 +6,10 @@ channels, read from its files and mapped to the 18 slots by its registry entry. 
 description to :func:`well_upao.models.assembly.assemble` (layers, pretrained backbone, adapters).
 
 The LoRA -> NSLoRA schedule is a training setting (``trainer.nslora_schedule``, ``trainer.switch_patience``).
-``model.adapter.schedule`` / ``model.adapter.switch_patience``, which earlier commands set, still work: they are
-taken off the adapter settings and passed on as ``model.schedule_alias``, which the trainer uses (with one
-warning) when its own settings are left unset.
+``model.adapter.schedule`` / ``model.adapter.switch_patience``, which earlier commands set, still work: the trainer
+config carries them over (``trainer.adapter_schedule`` / ``adapter_switch_patience``, interpolated from the model's
+config; the trainer uses them, with one warning, where its own settings are unset) and :func:`assemble` takes them
+off the adapter settings (``migrate_config``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from well_upao.data.source import WellSource
 from well_upao.models import na_transformer as backbone
-from well_upao.models.assembly import assemble, migrate_config
+from well_upao.models.assembly import assemble
 
 
 def na_transformer(
@@ -38,7 +39,7 @@ def na_transformer(
         if well_base_path is None:
             raise ValueError("dataset_name needs well_base_path to read the dataset's channels")
         channel_slots = WellSource(well_base_path, dataset_name, fields=fields or None).channel_slots
-    description, schedule_alias = migrate_config(
+    return assemble(
         {
             **architecture,
             "channel_slots": channel_slots,
@@ -47,9 +48,6 @@ def na_transformer(
             "adapter": dict(adapter) if adapter else None,
         }
     )
-    model = assemble(description)
-    model.schedule_alias = schedule_alias
-    return model
 
 
 #: The Hydra target of ``model=na``, ``na_lora``, ``na_nslora``. The Well names run folders after the last part of
@@ -79,6 +77,7 @@ def pde_transformer(
 ):
     """``model=pde_transformer``: PDE-Transformer (separate channels, extra ``well-upao[fm]``) for the harness's
     sizes; each channel's type is its slot of our table unless ``channel_types`` (a released checkpoint's ids)."""
+    # the foundation models need the optional extra well-upao[fm]: imported when one is built
     from well_upao.models.foundation import PDETransformerOneStep
 
     del spatial_resolution, dim_in  # the model reads any grid that is a multiple of its patch hierarchy
@@ -99,7 +98,7 @@ def poseidon(
 ):
     """``model=poseidon``: Poseidon's scOT (extra ``well-upao[fm]``) on the last input frame and the constant
     fields (``dim_in - history * dim_out`` of them)."""
-    from well_upao.models.foundation import PoseidonOneStep
+    from well_upao.models.foundation import PoseidonOneStep  # the optional extra, as above
 
     return PoseidonOneStep(
         history=history,
@@ -123,7 +122,7 @@ def pde_transformer_mixture(
     """PDE-Transformer for pretraining on a slot mixture (``--config-name pretrain_pde_transformer``): channel
     types are the slots every batch brings, so no dataset is named (the pretraining config sets ``dataset_name``,
     ``fields`` and ``well_base_path`` to null for every model; ``formatter`` is the mixture's own)."""
-    from well_upao.models.foundation import PDETransformerSlots
+    from well_upao.models.foundation import PDETransformerSlots  # the optional extra, as above
 
     if dataset_name is not None or fields is not None:
         raise ValueError("a mixture's PDE-Transformer reads the slots of each batch: leave dataset_name/fields null")

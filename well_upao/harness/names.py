@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from the_well.data import utils as well_utils
+
 from well_upao.data.datasets import dataset_names
 
 
 def register_dataset_names(names: Iterable[str]) -> None:
     """Append ``names`` to the Well's list of accepted dataset names (once each)."""
-    from the_well.data import utils as well_utils
-
     for name in names:
         if name not in well_utils.WELL_DATASETS:
             well_utils.WELL_DATASETS.append(name)

@@ -16,7 +16,7 @@ from einops import rearrange
 from the_well.data.datasets import BoundaryCondition
 
 from well_upao.axes import UniformAxis, uniform_step, window_steps
-from well_upao.data.slots import N_SLOTS
+from well_upao.data.slot_inventory import N_SLOTS
 from well_upao.physics.stencils import Grid
 
 PERIODIC = BoundaryCondition.PERIODIC.value

@@ -79,7 +79,7 @@ def skip_when_undrawable(plot_fn):
         except ValueError as error:
             if UNDRAWABLE not in str(error):
                 raise
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot as plt  # plotting only: matplotlib loads when a plot is drawn
 
             plt.close("all")  # the figure left open by the failed plot
             logger.warning("validation plot %s skipped: %s", plot_fn.__name__, error)

@@ -10,9 +10,9 @@ A backbone is described by one flat config (what the model factory receives and 
 :func:`assemble` builds the layers, loads the backbone, attaches the adapters and records all of it in
 ``model.config``; :func:`build_model` / :func:`load_model` do the same from a checkpoint file.
 
-Configs written before the LoRA -> NSLoRA schedule became a training setting carry ``adapter.schedule`` and
-``adapter.switch_patience`` (they are checkpoint files of earlier versions, or ``model.adapter.*`` overrides of
-old commands): :func:`migrate_config` takes them out, and the model factory hands them to the trainer.
+Configs of earlier versions (the shipped backbone, checkpoints with ``adapter.schedule``, old ``model.adapter.*``
+overrides) are brought to today's form by ``well_upao.models.checkpoint`` (``migrate_config``, ``migrated_base``),
+the one home of checkpoint migration.
 """
 
 from __future__ import annotations
@@ -22,22 +22,32 @@ import json
 import logging
 import os
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from torch import nn
 
-from well_upao.models.checkpoint import CheckpointError, build_payload, load_state, read_checkpoint, save_checkpoint
+from well_upao.models.checkpoint import (
+    CheckpointError,
+    build_payload,
+    load_state,
+    migrate_config,
+    migrated_base,
+    read_checkpoint,
+    save_checkpoint,
+)
 from well_upao.models.lora import adapter_layers, attach_adapters, merge_adapters
-from well_upao.models.na_transformer import NATransformer, resolve_base
+from well_upao.models.na_transformer import NATransformer
 
 logger = logging.getLogger(__name__)
 
 #: config keys that are not NATransformer's constructor arguments
 ASSEMBLY_KEYS = ("pretrained", "adapter", "dataset_name")
-#: adapter keys of earlier configs that are now training settings (see the module docstring)
-LEGACY_SCHEDULE_KEYS = ("schedule", "switch_patience")
 #: configuration keys that fix the backbone's parameter shapes
 ARCHITECTURE_KEYS = (
     "hidden",
@@ -55,25 +65,9 @@ ARCHITECTURE_KEYS = (
 REZEROED_TENSORS = ("correction_gain",)
 
 
-def migrated_base(config: Mapping[str, Any]) -> str:
-    """The prediction base a stored config describes (configs before ``base`` existed: ``residual_in_time``)."""
-    return resolve_base(config.get("base"), config.get("residual_in_time"))
-
-
-def migrate_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(config without legacy keys, the legacy schedule settings it carried)``."""
-    config = dict(config)
-    adapter = dict(config.get("adapter") or {})
-    legacy = {key: adapter.pop(key) for key in LEGACY_SCHEDULE_KEYS if adapter.get(key) is not None}
-    for key in LEGACY_SCHEDULE_KEYS:
-        adapter.pop(key, None)
-    config["adapter"] = adapter or None
-    return config, legacy
-
-
 def assemble(config: Mapping[str, Any]) -> NATransformer:
     """A backbone from its flat description (see the module docstring)."""
-    config, _ = migrate_config(config)
+    config = migrate_config(config)
     architecture = {key: value for key, value in config.items() if key not in ASSEMBLY_KEYS}
     model = NATransformer(**architecture)
     model.config.update(pretrained=None, adapter=None, dataset_name=config.get("dataset_name"))
@@ -91,8 +85,6 @@ def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
     checkpoint does not hold every weight itself. A harness model without its own config (e.g. the Well's FNO) is
     instantiated from its Hydra node and the harness arguments stored beside it."""
     if not payload["model"]["config"] and payload["model"].get("hydra"):
-        from hydra.utils import instantiate
-
         return instantiate(payload["model"]["hydra"], **payload["model"].get("harness_args", {}), **overrides)
     module_name, _, class_name = payload["model"]["target"].rpartition(".")
     cls = getattr(importlib.import_module(module_name), class_name)
@@ -113,9 +105,6 @@ def resolved_model_node(run_config) -> dict[str, Any]:
     against the whole run configuration and a relative ``well_base_path`` made absolute, so the checkpoint rebuilds
     the model alone from any directory; left as written where one cannot be resolved outside the run (a
     ``${hydra:...}`` resolver)."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
     try:
         node = OmegaConf.to_container(run_config.model, resolve=True)
     except OmegaConfBaseException:
@@ -190,8 +179,6 @@ SHIPPED_BACKBONE = SHIPPED_BACKBONES["shipped"]
 
 def shipped_backbone_path(name: str = "shipped") -> Path:
     """Path of a shipped pretrained tiny backbone inside the installed package."""
-    from importlib import resources
-
     path = Path(str(resources.files("well_upao.weights") / SHIPPED_BACKBONES[name]))
     if not path.is_file():
         raise CheckpointError(f"the shipped backbone {path} is missing from this installation")

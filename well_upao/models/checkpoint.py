@@ -11,11 +11,19 @@
 Tensors shared between ``state_dict`` and ``model_state_dict`` are stored once by ``torch.save``. Files are
 written to a temporary name and renamed when complete. DDP/FSDP ``module.`` prefixes never reach the file.
 Rebuilding a model from a file (``load_model``) is :mod:`well_upao.models.assembly`.
+
+Migration (the one place): configs written by earlier versions are read in today's form. The shipped ``shipped``
+backbone says ``residual_in_time`` instead of a prediction ``base`` (:func:`migrated_base`, :func:`legacy_base`,
+which the model's constructor reads the flag with too); adapter configs of
+earlier versions (the v0 adapter fixture, old ``model.adapter.*`` overrides) carry ``schedule`` /
+``switch_patience``, now training settings (``trainer.nslora_schedule`` / ``switch_patience``), which
+:func:`migrate_config` takes off.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +31,38 @@ import torch
 from torch import nn
 
 from well_upao.data.datasets import import_modules
-from well_upao.data.slots import slot_table_hash
+from well_upao.data.slot_inventory import slot_table_hash
+from well_upao.models.lora import adapter_layers, backbone_sha256
 
 FORMAT = "well-upao"
 VERSION = 1
 
 
+#: adapter keys of earlier configs that are now training settings (see the module docstring)
+LEGACY_SCHEDULE_KEYS = ("schedule", "switch_patience")
+
+
 class CheckpointError(ValueError):
     """A checkpoint that is not ours, is damaged, or does not fit the model."""
+
+
+def legacy_base(residual_in_time: bool | None) -> str | None:
+    """The prediction base that the earlier flag ``residual_in_time`` meant (true: ``last``, false: ``none``)."""
+    return None if residual_in_time is None else ("last" if residual_in_time else "none")
+
+
+def migrated_base(config: Mapping[str, Any]) -> str:
+    """The prediction base a stored config describes: its ``base``; configs written before ``base`` existed say
+    ``residual_in_time`` (:func:`legacy_base`), and neither means ``last``."""
+    return config.get("base") or legacy_base(config.get("residual_in_time")) or "last"
+
+
+def migrate_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A model config without the adapter keys of earlier versions (:data:`LEGACY_SCHEDULE_KEYS`)."""
+    config = dict(config)
+    adapter = {k: v for k, v in (config.get("adapter") or {}).items() if k not in LEGACY_SCHEDULE_KEYS}
+    config["adapter"] = adapter or None
+    return config
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -108,8 +140,6 @@ def build_payload(
 def adapter_section(model: nn.Module, state: dict) -> tuple[dict | None, dict, bool]:
     """``(adapters, state_dict, complete)`` for a model; with adapters on a pretrained backbone the file keeps
     only what training changes (adapters, encoders, decoders) plus the backbone's hash and path."""
-    from well_upao.models.lora import adapter_layers, backbone_sha256
-
     if not adapter_layers(model):
         return None, state, True
     spec = model.config.get("adapter") or {"kind": "lora"}
@@ -134,8 +164,6 @@ def load_state(model: nn.Module, payload: dict[str, Any], path: str | Path = "ch
     state = clean_state_dict(payload["state_dict"])
     adapters = payload.get("adapters")
     if adapters is not None:
-        from well_upao.models.lora import backbone_sha256
-
         own = backbone_sha256(model)
         if payload.get("state_dict_complete", True):
             # the frozen weights are in the file: load them first, then compare with the recorded hash

@@ -33,6 +33,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from well_upao.models.checkpoint import FORMAT, check_payload, clean_state_dict
 from well_upao.models.kinds import ModelKind
 
 #: added to every channel's standard deviation over the history (constant channels stay finite)
@@ -266,8 +267,6 @@ def predict_next_frame(
 def weights_file_state(path: str | Path) -> dict[str, torch.Tensor]:
     """The state dict in ``path``: a plain ``torch.save``d state dict or a well-upao checkpoint (e.g. the
     ``best.pt`` of a ``pretrain_pde_transformer`` run, whose weights carry the same names)."""
-    from well_upao.models.checkpoint import FORMAT, check_payload, clean_state_dict
-
     loaded = torch.load(path, map_location="cpu", weights_only=False)
     if isinstance(loaded, dict) and loaded.get("format") == FORMAT:
         return clean_state_dict(check_payload(loaded, path)["state_dict"])

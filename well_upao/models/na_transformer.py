@@ -47,7 +47,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from well_upao.data.slots import N_SLOTS, SlotError
+from well_upao.data.slot_inventory import N_SLOTS, SlotError
+from well_upao.models.checkpoint import legacy_base
 from well_upao.models.kinds import ModelKind
 from well_upao.models.layers import NeighborhoodAttention, PatchDecoder, PatchEncoder, SwiGLU
 
@@ -71,7 +72,7 @@ BASES: dict[str, int | None] = {"none": None, "last": 0, "extrap1": 1, "extrap2"
 
 def resolve_base(base: str | None, residual_in_time: bool | None) -> str:
     """The prediction base from ``base`` and the earlier flag ``residual_in_time`` (True = ``last``)."""
-    legacy = None if residual_in_time is None else ("last" if residual_in_time else "none")
+    legacy = legacy_base(residual_in_time)
     if base is None:
         return legacy or "last"
     if base not in BASES:

@@ -154,7 +154,7 @@ def _natten_available(q: torch.Tensor, n_axes: int) -> bool:
     if not q.is_cuda or n_axes > 3:
         return False
     try:
-        import natten  # noqa: F401
+        import natten  # noqa: F401  (NATTEN is optional: probed, never required)
     except ImportError:
         return False
     return True
@@ -191,7 +191,7 @@ def neighborhood_attention(
     check_window(grid, kernel, dilation)
     use_natten = backend == "natten" or (backend == "auto" and _natten_available(query, n_axes))
     if use_natten:
-        from natten import functional as natten_functional
+        from natten import functional as natten_functional  # optional NATTEN, present (probed above)
 
         function = {1: natten_functional.na1d, 2: natten_functional.na2d, 3: natten_functional.na3d}[n_axes]
         return function(query, key, value, kernel_size=kernel, dilation=dilation, is_causal=causal)

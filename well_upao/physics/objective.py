@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from well_upao.data.slots import N_SLOTS, SLOT_INDEX
+from well_upao.data.slot_inventory import N_SLOTS, SLOT_INDEX
 from well_upao.physics.pdes import PDE
 from well_upao.physics.residual import SCHEMES, pde_residuals, residuals_and_scales, slot_fields
 from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior_mean_square

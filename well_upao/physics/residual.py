@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from well_upao.data.slots import SLOT_INDEX
+from well_upao.data.slot_inventory import SLOT_INDEX
 from well_upao.physics.pdes import PDE, Fields
 from well_upao.physics.stencils import Stencils
 

@@ -31,8 +31,9 @@ import torch.distributed as dist
 import wandb
 from tqdm.auto import tqdm
 
-from well_upao.data.slots import N_SLOTS
+from well_upao.data.slot_inventory import N_SLOTS
 from well_upao.distributed import is_main_process
+from well_upao.harness import metrics_file
 from well_upao.harness.well_trainer import WellTrainer
 from well_upao.models.checkpoint import (
     build_payload,
@@ -172,7 +173,10 @@ class Trainer(WellTrainer):
     untrained model is the first candidate of the selection, :meth:`validate_untrained`), ``checkpoint_steps`` /
     ``checkpoint_minutes`` (also save ``recent.pt`` inside epochs, every that many steps / minutes: rerunning
     resumes mid-epoch), ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for
-    ``switch_patience`` validations, then NS; ``from_start``) for models with NSLoRA adapters. Every epoch's logs
+    ``switch_patience`` validations, then NS; ``from_start``) for models with NSLoRA adapters;
+    ``adapter_schedule`` / ``adapter_switch_patience``: the model config's earlier names of those two
+    (``model.adapter.schedule`` / ``switch_patience``, which the trainer config carries over), used where they are
+    unset. Every epoch's logs
     are also appended to ``<artifact folder>/metrics.jsonl`` (``trainers/records.py``).
     """
 
@@ -198,6 +202,8 @@ class Trainer(WellTrainer):
         progress: bool = True,
         nslora_schedule: str | None = None,
         switch_patience: int | None = None,
+        adapter_schedule: str | None = None,
+        adapter_switch_patience: int | None = None,
         init_from: str | None = None,
         validate_start: bool = False,
         **kwargs,
@@ -241,8 +247,9 @@ class Trainer(WellTrainer):
             meta = self.dset_metadata
             history = self.datamodule.train_dataset.n_steps_input
             initialize_from(self.bare_model, init_from, meta.n_fields, meta.n_constant_fields, history)
+        legacy = {"schedule": adapter_schedule, "switch_patience": adapter_switch_patience}
         schedule, switch_patience = resolve_nslora_schedule(
-            nslora_schedule, switch_patience, getattr(self.bare_model, "schedule_alias", None)
+            nslora_schedule, switch_patience, {k: v for k, v in legacy.items() if v is not None}
         )
         self.switch = AdapterSwitch(self.bare_model, schedule, switch_patience)
         if self.lr_scheduler is not None:
@@ -446,7 +453,7 @@ class Trainer(WellTrainer):
             return
         self.started = time.time()
         self.budget.start()
-        records.forget_unfinished_epochs(self.artifact_folder, self.starting_epoch)
+        metrics_file.forget_unfinished_epochs(self.artifact_folder, self.starting_epoch)
         train_loader = self.datamodule.train_dataloader()
         val_loss = self.last_val_loss = self.starting_val_loss
         epoch = self.starting_epoch
@@ -585,6 +592,6 @@ class Trainer(WellTrainer):
         if not self._facts_written:
             values = self.protocol_facts() | self.loss.run_facts() | self.device_facts() | values
             self._facts_written = True
-        clean = records.append_metrics(self.artifact_folder, values)
+        clean = metrics_file.append_metrics(self.artifact_folder, values)
         if is_main_process() and wandb.run is not None:
             wandb.log(clean, step=values["epoch"])

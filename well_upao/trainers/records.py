@@ -15,7 +15,8 @@ Facts that reports and later commands need are fields of those lines, never log 
   discretisation an ``auto`` UPAO run chose, its floors (``upao_floors``), the PDE constants it used and whether
   its guard is on (``guard``).
 
-:func:`read_metrics` reads them back (``well_upao.harness.metrics_file``, below ``evaluate``, which reads them too).
+The lines are written and read back by ``well_upao.harness.metrics_file`` (``append_metrics``, ``read_metrics``),
+below ``evaluate``, which reads them too; a run's folder and checkpoint are found by ``well_upao.harness.runs``.
 """
 
 from __future__ import annotations
@@ -23,17 +24,8 @@ from __future__ import annotations
 import os
 
 import torch
+from omegaconf import OmegaConf
 
-from well_upao.harness.metrics_file import (  # noqa: F401 (one home, re-exported for the trainers)
-    METRICS_FILE,
-    append_metrics,
-    first_value,
-    forget_unfinished_epochs,
-    last_value,
-    metrics_path,
-    read_metrics,
-    validation_lines,
-)
 from well_upao.harness.mixture import MixtureDataModule
 from well_upao.models.assembly import RUN_CONFIG, resolved_model_node
 
@@ -58,8 +50,6 @@ def model_description(model: torch.nn.Module, datamodule, formatter_name: str, c
     }
     config_file = os.path.join(os.path.dirname(checkpoint_folder), RUN_CONFIG)
     if not getattr(model, "config", None) and os.path.isfile(config_file):
-        from omegaconf import OmegaConf
-
         run_config = OmegaConf.load(config_file)
         if run_config.get("model") is not None:
             description["hydra"] = resolved_model_node(run_config)

@@ -44,6 +44,7 @@ from torch.distributed.checkpoint.state_dict import (
 
 from well_upao.distributed import is_main_process
 from well_upao.models.checkpoint import CheckpointError, clean_state_dict, save_checkpoint
+from well_upao.models.lora import backbone_sha256
 from well_upao.trainers.sharding import is_sharded
 
 logger = logging.getLogger(__name__)
@@ -156,8 +157,6 @@ def load_whole_state(model: nn.Module, payload: dict, path: str | Path) -> None:
     complete = payload.get("state_dict_complete", True)
     adapters = payload.get("adapters")
     if adapters is not None and not complete:
-        from well_upao.models.lora import backbone_sha256
-
         own = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
         if backbone_sha256(model, own) != adapters["backbone_sha256"]:
             raise CheckpointError(

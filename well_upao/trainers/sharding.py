@@ -34,7 +34,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.utils.checkpoint import checkpoint
 
 from well_upao.models.checkpoint import unwrap
@@ -127,10 +130,6 @@ def route_forward_sequence(model: nn.Module) -> None:
 def shard(model: nn.Module, options: ShardingOptions, device: torch.device) -> nn.Module:
     """``model`` fully sharded over the default process group (in place: the same object, now an FSDP module),
     starting from rank 0's weights."""
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
     complex_parameters = [name for name, p in model.named_parameters() if p.is_complex()]
     if complex_parameters:
         raise ValueError(
@@ -167,8 +166,6 @@ def prepare_in_process(model: nn.Module, options: ShardingOptions) -> None:
     """What the options ask of a model the trainer receives: activation checkpointing (once; ``python -m
     well_upao.train`` applies it before sharding), and a note when a sharding strategy cannot apply (one
     process, e.g. ``python -m the_well.benchmark.train``)."""
-    import torch.distributed as dist
-
     if options.activation_checkpointing:
         checkpoint_layers(unwrap(model))
     if options.strategy == "fsdp" and not (dist.is_initialized() and dist.get_world_size() > 1):
@@ -177,6 +174,4 @@ def prepare_in_process(model: nn.Module, options: ShardingOptions) -> None:
 
 def is_sharded(model: nn.Module) -> bool:
     """Whether ``model`` is an FSDP2 module (its parameters are ``DTensor`` shards)."""
-    from torch.distributed.fsdp import FSDPModule
-
     return isinstance(model, FSDPModule)

@@ -64,13 +64,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from well_upao.families.replicas.parameters import LENGTH
+
 #: the Well's constants and parameter sets (README and generating script)
 D_T = 0.05
 D_R = 0.05
 BETA = 0.8
-LENGTH = 10.0
-ALPHAS = (-1.0, -2.0, -3.0, -4.0, -5.0)
-ZETAS = (1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0, 17.0)
 #: the script's simulation step at 256^2 x 256 (the README's 3.90625e-4: 640 steps per 0.25 frame)
 WELL_STEP = 3.90625e-4
 #: the initial condition's terms, their amplitude and highest wavenumber

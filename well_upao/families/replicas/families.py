@@ -18,6 +18,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from well_upao.families.base import FieldSpec
+from well_upao.families.replicas.parameters import (
+    ALPHAS,
+    DELTA_B0,
+    LENGTH,
+    N_BLOBS,
+    N_SHEAR,
+    NOISE_SEEDS,
+    PATTERNS,
+    PRANDTL,
+    RAYLEIGH,
+    REYNOLDS,
+    SCHMIDT,
+    WIDTHS,
+    ZETAS,
+)
+
+# The solver modules (gray_scott, shear_flow, rayleigh_benard, active_matter) and torch are imported inside
+# ``simulate``, not here: this registry is read by the dataset registry and the CLI's parser (`well-upao --help`),
+# which must not load torch; a replica's solver is loaded when it simulates.
 
 #: bumped when a replica's numbers would change for the same seed and settings (2: Gray-Scott's initial conditions
 #: follow the Well's generator; 3: ``dimensions/time`` stored in float32, as the Well stores it)
@@ -106,7 +125,7 @@ def prandtl_tag(value: float) -> str:
 
 
 def _torch():
-    import torch
+    import torch  # torch only where a replica simulates (see the note at the imports)
 
     return torch
 
@@ -123,13 +142,9 @@ class GrayScottReplica(ReplicaFamily):
     method = "Fourier pseudo-spectral, ETDRK4 with 1 s steps (the Well's method)"
 
     def parameter_sets(self, full):
-        from well_upao.families.replicas.gray_scott import PATTERNS
-
         return [{"F": f, "k": k} for f, k in PATTERNS.values()]
 
     def file_stem(self, scalars):
-        from well_upao.families.replicas.gray_scott import PATTERNS
-
         pattern = next(name for name, fk in PATTERNS.items() if fk == (scalars["F"], scalars["k"]))
         return f"{self.name}_{pattern}_F_{scalars['F']:g}_k_{scalars['k']:g}"
 
@@ -147,7 +162,7 @@ class GrayScottReplica(ReplicaFamily):
         (``redraws``), which the writer stores. The Well keeps such trajectories (its README lists 89 gliders and
         6 spirals trajectories that reach a stationary state)."""
         torch = _torch()
-        from well_upao.families.replicas import gray_scott
+        from well_upao.families.replicas import gray_scott  # the solver loads torch: see the note at the imports
 
         grid = gray_scott.square_grid(shape[0])
         kind, seed = int(initial["kind"]), int(initial["seed"])
@@ -186,8 +201,6 @@ class ShearFlowReplica(ReplicaFamily):
     method = "Fourier pseudo-spectral vorticity form, 2/3 de-aliasing, ETDRK4 at CFL 0.5"
 
     def parameter_sets(self, full):
-        from well_upao.families.replicas.shear_flow import REYNOLDS, SCHMIDT
-
         reynolds = REYNOLDS if full else (1e4, 5e4)
         schmidt = SCHMIDT if full else (0.1, 1.0, 10.0)
         return [{"Reynolds": r, "Schmidt": s} for r in reynolds for s in schmidt]
@@ -199,8 +212,6 @@ class ShearFlowReplica(ReplicaFamily):
         return (np.arange(shape[0]) * (1.0 / shape[0]), -1 + np.arange(shape[1]) * (2.0 / shape[1]))
 
     def initial_condition(self, rng):
-        from well_upao.families.replicas.shear_flow import N_BLOBS, N_SHEAR, WIDTHS
-
         return {
             "n_shear": float(rng.choice(N_SHEAR)),
             "n_blobs": float(rng.choice(N_BLOBS)),
@@ -209,7 +220,7 @@ class ShearFlowReplica(ReplicaFamily):
 
     def simulate(self, scalars, initial, shape, times):
         torch = _torch()
-        from well_upao.families.replicas import shear_flow
+        from well_upao.families.replicas import shear_flow  # the solver loads torch: see the note at the imports
 
         grid = shear_flow.shear_grid(*shape)
         state = shear_flow.initial_state(grid, int(initial["n_shear"]), int(initial["n_blobs"]), initial["width"])
@@ -230,8 +241,6 @@ class RayleighBenardReplica(ReplicaFamily):
     method = "Fourier x Chebyshev collocation (n_z + 1 points inside), SBDF2, stream function + mean flow"
 
     def parameter_sets(self, full):
-        from well_upao.families.replicas.rayleigh_benard import PRANDTL, RAYLEIGH
-
         rayleigh = RAYLEIGH if full else (1e6,)  # Ra = 1e7 blows up on the CPU grid in most trajectories
         prandtl = PRANDTL if full else (1.0, 10.0)
         return [{"Rayleigh": r, "Prandtl": p} for r in rayleigh for p in prandtl]
@@ -243,13 +252,11 @@ class RayleighBenardReplica(ReplicaFamily):
         return (np.arange(shape[0]) * (4.0 / shape[0]), np.linspace(0.0, 1.0, shape[1]))
 
     def initial_condition(self, rng):
-        from well_upao.families.replicas.rayleigh_benard import DELTA_B0, NOISE_SEEDS
-
         return {"delta_b0": float(rng.choice(DELTA_B0)), "noise_seed": float(rng.choice(NOISE_SEEDS))}
 
     def simulate(self, scalars, initial, shape, times):
         torch = _torch()
-        from well_upao.families.replicas import rayleigh_benard
+        from well_upao.families.replicas import rayleigh_benard  # the solver loads torch: see the note at the imports
 
         # as many Chebyshev points as stored ones: the same vertical resolution, spectral inside
         grid = rayleigh_benard.ChannelGrid(shape[0], shape[1])
@@ -306,8 +313,6 @@ class ActiveMatterReplica(ReplicaFamily):
         return shape
 
     def parameter_sets(self, full):
-        from well_upao.families.replicas.active_matter import ALPHAS, LENGTH, ZETAS
-
         zetas = ZETAS if full else (1.0,)
         alphas = ALPHAS if full else (-1.0, -3.0, -5.0)
         return [{"L": LENGTH, "zeta": z, "alpha": a} for z in zetas for a in alphas]
@@ -319,15 +324,13 @@ class ActiveMatterReplica(ReplicaFamily):
         )
 
     def axes(self, shape):
-        from well_upao.families.replicas.active_matter import LENGTH
-
         return tuple(np.arange(n) * (LENGTH / n) for n in shape[:2])
 
     def initial_condition(self, rng):
         return {"seed": float(rng.integers(0, 2**31 - 1))}
 
     def simulate(self, scalars, initial, shape, times):
-        from well_upao.families.replicas import active_matter
+        from well_upao.families.replicas import active_matter  # the solver loads torch: see the note at the imports
 
         n, _, n_theta = self.check_shape(shape)
         grid = active_matter.KineticGrid(n, n_theta, scalars["L"])

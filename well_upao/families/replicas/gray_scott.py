@@ -22,15 +22,6 @@ from well_upao.families.replicas.etdrk4 import ETDRK4, PeriodicGrid, steps_betwe
 
 #: the Well's diffusivities (documented; `well-upao residual-floor --fit` estimates them from frames)
 DELTA_A, DELTA_B = 2e-5, 1e-5
-#: the Well's six parameter sets: name -> (F, k)
-PATTERNS: dict[str, tuple[float, float]] = {
-    "gliders": (0.014, 0.054),
-    "bubbles": (0.098, 0.057),
-    "maze": (0.029, 0.057),
-    "worms": (0.058, 0.065),
-    "spirals": (0.018, 0.051),
-    "spots": (0.03, 0.062),
-}
 
 
 def square_grid(resolution: int) -> PeriodicGrid:

@@ -36,11 +36,6 @@ import torch
 
 from well_upao.families.replicas import chebyshev
 
-#: the Well's parameter sets and initial-condition knobs
-RAYLEIGH = (1e6, 1e7, 1e8, 1e9, 1e10)
-PRANDTL = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
-DELTA_B0 = (0.2, 0.4, 0.6, 0.8, 1.0)
-NOISE_SEEDS = tuple(range(40, 50))
 CFL = 0.4
 #: cap of the step (free-fall time units): the buoyancy frequency is at most about 1, treated explicitly
 MAX_STEP = 0.05

@@ -35,12 +35,6 @@ import torch
 
 from well_upao.families.replicas.etdrk4 import ETDRK4, PeriodicGrid, steps_between_frames
 
-#: the Well's parameter sets and initial-condition knobs
-REYNOLDS = (1e4, 5e4, 1e5, 5e5)
-SCHMIDT = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
-N_SHEAR = (2, 4)
-N_BLOBS = (2, 3, 4, 5)
-WIDTHS = (0.25, 0.5, 1.0, 2.0, 4.0)
 #: CFL number of the advective step (ETDRK4's explicit stability limit on the imaginary axis is about 2.8)
 CFL = 0.5
 

@@ -32,6 +32,7 @@ from well_upao.evaluate.predictors import Context, Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.evaluate.windows import LONGEST_WINDOW_END, WELL_WINDOWS, frames_needed, window_label, window_means
 from well_upao.evaluate.windows import rollout_starts as spread_starts
+from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import grid_of, into_slots, named_scalars
 from well_upao.models.na_transformer import T_IN
@@ -112,8 +113,6 @@ class Evaluation:
 
 def open_split(source: WellSource, history: int, stride: int):
     """The source's split as whole trajectories (The Well's full-trajectory mode), with its field selection."""
-    from well_upao.harness.datamodule import WellUpaoDataset
-
     try:
         _ = source.files
     except FileNotFoundError as error:

@@ -72,5 +72,7 @@ def model_space_for(source: WellSource, settings: Mapping[str, Any] | None) -> M
     if name not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization_type {name!r}; known: {sorted(NORMALIZATIONS)}")
     kept = source.kept_fields
-    core = [n for names in source.layout.field_names for n in names if kept is None or n in kept]
-    return ModelSpace(NORMALIZATIONS[name](source.stats(), core, []))
+    layout = source.layout
+    core = [n for names in layout.field_names for n in names if kept is None or n in kept]
+    constant = [n for names in layout.constant_field_names for n in names if kept is None or n in kept]
+    return ModelSpace(NORMALIZATIONS[name](source.stats(), core, constant))

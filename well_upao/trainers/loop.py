@@ -93,6 +93,10 @@ class TrainingLoss:
         ``None``; the UPAO loss's guard (``trainers/upao.py``) overrides this."""
         return None
 
+    def guard_unchecked(self, logs: dict[str, Any]) -> str | None:
+        """What the guard could not check on a candidate (its validation ``logs``) and why, or ``None``."""
+        return None
+
     def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None:
         """Why the model's prior (its prediction base, the correction switched off) should be kept instead of the
         selected candidate (whose validation logs are ``best_logs``; ``logs``: the latest validation's, which
@@ -227,6 +231,8 @@ class Trainer(WellTrainer):
         self.kept_start_reason: str | None = None
         #: how many candidates the loss's guard refused (:meth:`TrainingLoss.guard_check`)
         self.guard_rejections = 0
+        #: the last thing the guard said it could not check (:meth:`TrainingLoss.guard_unchecked`), logged once
+        self._guard_unchecked_said: str | None = None
         #: why best.pt holds the model's prior (its prediction base, correction off) instead of the selected
         #: candidate (:meth:`TrainingLoss.prior_check`), and the selected candidate's validation scores
         self.kept_prior_reason: str | None = None
@@ -485,7 +491,12 @@ class Trainer(WellTrainer):
                     if self.best_epoch == 0:
                         self.kept_start_reason = f"guard: {guard_reason}"
                     logger.info(f"epoch {epoch}: the guard refused the candidate ({guard_reason})")
+                unchecked = self.loss.guard_unchecked(val_logs)
+                if unchecked and unchecked != self._guard_unchecked_said:  # each new gap once in the log
+                    logger.info(f"epoch {epoch}: the guard could not check everything: {unchecked}")
+                self._guard_unchecked_said = unchecked or self._guard_unchecked_said
                 logs |= {"guard_rejected": bool(guard_reason), "guard_reason": guard_reason}
+                logs |= {"guard_unchecked": unchecked}
                 if improved:
                     self.best_val_loss, self.best_epoch = val_loss, epoch
                     self.epochs_without_improvement = 0

@@ -102,7 +102,6 @@ def test_a_spherical_grid_is_refused_by_name(wall2d):
     [
         (lambda g: g["mask"].__setitem__(5, True), r"/boundary_conditions/x_wall: 'mask' marks 1 points inside"),
         (lambda g: g.create_dataset("values", data=np.ones(2)), r"/boundary_conditions/x_wall: dataset 'values'"),
-        (lambda g: g["mask"].__setitem__(slice(None), False), r"/boundary_conditions/x_wall: 'mask' marks no edge"),
         (lambda g: g.attrs.__setitem__("time_varying", True), r"x_wall: attribute time_varying = true"),
     ],
 )
@@ -141,3 +140,36 @@ def test_each_edge_takes_the_type_of_the_group_whose_mask_marks_it(wall2d):
     layout = WellSource(wall2d.parent, wall2d.name).layout
     assert layout.edges == (("WALL", "WALL"), ("WALL", "OPEN")) and layout.periodic == (False, False)
     assert validate_dataset(wall2d, check_values=False) == []
+
+
+def test_a_mask_marking_nothing_applies_nowhere_as_in_the_wells_reader(wall2d, caplog):
+    """The Well's reader sets an edge's type only where a mask marks it; a group marking nothing is read so (with a
+    warning naming it), and its edges are OPEN."""
+    edit(wall2d, lambda f: f["boundary_conditions"]["x_wall"]["mask"].__setitem__(slice(None), False))
+    layout = WellSource(wall2d.parent, wall2d.name).layout
+    assert layout.edges == (("OPEN", "OPEN"), ("WALL", "WALL"))
+    assert "/boundary_conditions/x_wall: 'mask' marks no edge" in caplog.text
+
+
+def test_the_wells_own_example_file_is_read(tmp_path):
+    """``the_well.utils.dummy_data.write_dummy_data`` (the Well's example of its format): a constant field, a ``(T,)``
+    time-varying scalar, scalar ``associated_dims`` and PERIODIC groups whose masks mark nothing (it writes
+    ``mask[0] = mask[-1]`` of a zero mask): read as its own ``WellDataset`` reads it."""
+    from the_well.data import WellDataset
+    from the_well.utils.dummy_data import write_dummy_data
+
+    from well_upao.data.source import read_layout
+    from well_upao.harness.names import register_dataset_names
+
+    for split in ("train", "valid", "test"):
+        (tmp_path / "dummy" / "data" / split).mkdir(parents=True)
+        write_dummy_data(str(tmp_path / "dummy" / "data" / split / "dummy.hdf5"))
+    layout = read_layout(tmp_path / "dummy" / "data" / "train" / "dummy.hdf5")
+    assert layout.channels == ("field_x", "field_y") and layout.constant_field_names == (("constant_field",), (), ())
+    assert layout.scalar_names == ("a", "b") and layout.varying_scalar_names == ("time_varying_scalar",)
+    assert layout.edges == (("OPEN", "OPEN"), ("OPEN", "OPEN")) and layout.periodic == (False, False)
+    assert layout.n_steps == 10 and abs(layout.time_axis.step - 1 / 9) < 1e-7
+    register_dataset_names(["dummy"])
+    well = WellDataset(well_base_path=str(tmp_path), well_dataset_name="dummy", well_split_name="train")
+    assert well[0]["boundary_conditions"].tolist() == [[1, 1], [1, 1]]  # OPEN: the Well reads them so too
+    assert [n for names in well.metadata.field_names.values() for n in names] == list(layout.channels)

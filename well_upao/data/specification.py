@@ -14,14 +14,16 @@ Implemented here, for :mod:`well_upao.data.source` (the readers) and :mod:`well_
 * ``/boundary_conditions/<group>`` (:func:`boundary_edges`): its ``mask`` (shape: the grid along the group's
   ``associated_dims``) must mark whole edges of the domain along those axes and nothing inside; a ``PERIODIC``
   group marks both edges of each of its axes; two groups may not mark the same edge. A mask that marks interior
-  points, part of an edge or nothing, a time- or sample-varying mask, and a non-empty ``values`` dataset (boundary
-  values are not read) are refused. Edges no group marks are ``OPEN``, as in the Well's reader.
+  points or part of an edge, a time- or sample-varying mask, and a non-empty ``values`` dataset (boundary values
+  are not read) are refused. Edges no group marks are ``OPEN``, as in the Well's reader; a group whose mask marks
+  nothing applies nowhere, as there (a warning; ``validate`` reports a PERIODIC one as a problem).
 
 Every refusal is a :class:`SpecificationError` naming the file, the group and the attribute.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +31,8 @@ import h5py
 import numpy as np
 
 from well_upao.data.well_format import FIELD_GROUPS
+
+logger = logging.getLogger(__name__)
 
 SUPPORTED_GRID_TYPES = ("cartesian",)
 #: what an edge no boundary group marks is, as the Well's reader (``_padding_bcs``) takes it
@@ -223,8 +227,12 @@ def boundary_edges(f: h5py.File, path: str, spatial: Sequence[str], resolution: 
             raise SpecificationError(
                 f"{where}: 'mask' marks part of an edge (attribute bc_type = {bc_type}); only whole edges are read"
             )
-        if not marked_sides:
-            raise SpecificationError(f"{where}: 'mask' marks no edge of the domain (attribute bc_type = {bc_type})")
+        if not marked_sides:  # the Well's reader applies such a group nowhere (its own example file has two)
+            logger.warning(
+                f"{where}: 'mask' marks no edge of the domain (attribute bc_type = {bc_type}): the group applies "
+                f"nowhere, as in the Well's reader; its edges are read from the other groups, else as {UNMARKED_EDGE}"
+            )
+            continue
         if bc_type == "PERIODIC":
             for dim in dims:
                 if {side for d, side in marked_sides if d == dim} != {0, 1}:

@@ -173,3 +173,21 @@ def test_the_wells_own_example_file_is_read(tmp_path):
     well = WellDataset(well_base_path=str(tmp_path), well_dataset_name="dummy", well_split_name="train")
     assert well[0]["boundary_conditions"].tolist() == [[1, 1], [1, 1]]  # OPEN: the Well reads them so too
     assert [n for names in well.metadata.field_names.values() for n in names] == list(layout.channels)
+
+
+def test_a_pde_parameter_stored_as_a_time_varying_scalar_is_refused_by_name(wall2d):
+    """``kappa`` stored per frame (``(B, T)``, ``time_varying = true``): the residual floor refuses it, naming the
+    attribute, instead of a missing-parameter error; stored per trajectory (the fixture) it is read."""
+    from well_upao.physics.floor import floor_rows
+
+    assert floor_rows(WellSource(wall2d.parent, wall2d.name).observed(max_trajectories=1), 1)  # negative control
+
+    def kappa_per_frame(f):
+        del f["scalars"]["kappa"]
+        kappa = f["scalars"].create_dataset("kappa", data=np.full((2, SPEC_FRAMES), 0.05, dtype=np.float32))
+        kappa.attrs.update(sample_varying=True, time_varying=True)
+
+    edit(wall2d, kappa_per_frame)
+    observed = WellSource(wall2d.parent, wall2d.name).observed(max_trajectories=1)
+    with pytest.raises(ValueError, match="parameter 'kappa', which /scalars/kappa stores with attribute time_varying"):
+        floor_rows(observed, 1)

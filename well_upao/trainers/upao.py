@@ -41,7 +41,12 @@ from well_upao.harness.samples import (
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
 from well_upao.models.na_transformer import BASES
-from well_upao.physics.floor import choose_discretisation, fit_discretised, floor_rows
+from well_upao.physics.floor import (
+    choose_discretisation,
+    fit_discretised,
+    floor_rows,
+    refuse_time_varying_parameters,
+)
 from well_upao.physics.objective import (
     DEFAULT_DERIVATIVE,
     DEFAULT_SCHEME,
@@ -166,6 +171,8 @@ class UpaoLoss(TrainingLoss):
             for key, value in self.requested.items()
         }
         pde = pde_for_dataset(self.pde_name or source.name)
+        constants = self.pde_constants if isinstance(self.pde_constants, Mapping) else {}
+        refuse_time_varying_parameters(pde, source.layout.varying_scalar_names, source.name, constants)
         stride = int(trainer.datamodule.settings["min_dt_stride"])
         if self.pde_constants == "fitted":  # constants and any `auto` discretisation chosen together
             self.pde_constants = self.fit_constants(source, stride, pde)

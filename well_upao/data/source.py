@@ -9,8 +9,10 @@ data on disk:
 * its decoded :class:`Layout`, read once from the first file: spatial axes, resolution, spacing, periodicity
   (per axis, from ``/boundary_conditions``), the stored frames' time axis (``dt`` and ``dx`` from
   ``well_upao.axes``: float64 fits of the whole float32 axes), field names per tensor order and the
-  flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, then t2), the
-  ``/scalars`` names, and our replica attribute (provenance);
+  flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, then t2) of the
+  time-varying fields, the constant fields apart (the Well's ``constant_field_names``), the constant and the
+  time-varying ``/scalars`` names, each edge's boundary type (``well_upao.data.specification``: what is not read
+  is refused there by name), and our replica attribute (provenance);
 * its registry entry (``well_upao.data.datasets``): slot row, field selection (the paper's, e.g. active matter
   without its tensor fields), the UPAO defaults;
 * observed frames keyed by slot name (:meth:`WellSource.observed`), what residual floors and fitted constants

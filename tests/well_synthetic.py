@@ -108,3 +108,122 @@ def store_as_specified(dataset: Path, t0: float = 100.0, boundary: str = "OPEN")
                 if str(group.attrs["bc_type"]).upper() != "PERIODIC":
                     group.attrs["bc_type"] = boundary
     return dataset
+
+
+# ---------------------------------------------------------------------------- written to the specification
+#: the conformance fixtures' sizes per dimension (1D 32 cells, 2D 16 x 16, 3D 8 x 8 x 8)
+SPEC_SHAPES = {1: (32,), 2: (16, 16), 3: (8, 8, 8)}
+SPEC_T0, SPEC_DT, SPEC_FRAMES, SPEC_KAPPA = 100.0, 0.1, 12, 0.05
+SPEC_BOUNDARIES = ("PERIODIC", "WALL", "OPEN")
+
+
+def spec_dataset_name(dims: int, boundary: str) -> str:
+    """The registered name of a conformance fixture (``tests/spec_conformance_dataset.py``)."""
+    return f"spec{dims}d_{boundary.lower()}"
+
+
+def spec_temperature(axes: list[np.ndarray], elapsed: np.ndarray, kappa: float, phase: float) -> np.ndarray:
+    """``T = exp(-kappa |k|^2 t) prod_i sin(k_i x_i + phase)`` with ``k_i = 1``: an exact solution of
+    ``d_t T = kappa lap T`` on periodic axes of length 2 pi, ``(T, *space)`` float64."""
+    grids = np.meshgrid(*axes, indexing="ij")
+    shape = np.prod([np.sin(g + phase) for g in grids], axis=0)
+    return np.exp(-kappa * len(axes) * elapsed)[(slice(None),) + (None,) * len(axes)] * shape[None]
+
+
+def write_spec_dataset(
+    base: Path,
+    dims: int,
+    boundary: str,
+    n_traj: int = 2,
+    sample_varying_time: bool = False,
+    name: str | None = None,
+) -> Path:
+    """A dataset written to the Well's file specification (its documentation's "Data format"), not by our writer:
+
+    * ``dimensions/time`` float32 from ``t0 = 100`` every 0.1 (12 frames; its float32 steps are not exactly equal),
+      ``(n_traj, T)`` with ``sample_varying = true`` when ``sample_varying_time`` (each trajectory starting 5 later);
+      float32 coordinates (``[0, 2 pi)`` on periodic axes, ``[0, pi]`` with both ends otherwise);
+    * float32 fields with ``dim_varying``, ``sample_varying``, ``time_varying``: ``t0_fields/temperature`` (an exact
+      solution of ``d_t T = kappa lap T`` on periodic axes), ``t1_fields/velocity`` (time-varying), the constant
+      field ``t0_fields/obstacle`` (``time_varying = false``, ``sample_varying = false``), an empty ``t2_fields``;
+    * ``/scalars``: ``kappa`` per trajectory (``sample_varying``), the time-varying scalars ``forcing`` ``(B, T)``
+      and ``clock`` ``(T,)`` (``time_varying = true``);
+    * ``/boundary_conditions/<axis>_<type>`` per axis with ``bc_type = boundary``, ``associated_dims``,
+      ``associated_fields``, a boolean ``mask`` marking both ends of the axis;
+    * ``stats.yaml`` over every field (constant ones too).
+    """
+    name = name or spec_dataset_name(dims, boundary)
+    shape = SPEC_SHAPES[dims]
+    axis_names = ["x", "y", "z"][:dims]
+    periodic = boundary == "PERIODIC"
+    axes = [np.linspace(0, 2 * np.pi, n, endpoint=False) if periodic else np.linspace(0, np.pi, n) for n in shape]
+    elapsed = np.arange(SPEC_FRAMES) * SPEC_DT
+    stats: dict = {k: {} for k in ("mean", "std", "rms", "mean_delta", "std_delta", "rms_delta")}
+    for key in stats:
+        stats[key] |= {"temperature": 1.0, "obstacle": 1.0, "velocity": [1.0] * dims}
+    for split_index, split in enumerate(("train", "valid", "test")):
+        directory = base / name / "data" / split
+        directory.mkdir(parents=True)
+        rng = np.random.default_rng(split_index)
+        phases = rng.uniform(0, 2 * np.pi, n_traj)
+        with h5py.File(directory / f"{name}_{split}.hdf5", "w") as f:
+            f.attrs.update(
+                dataset_name=name,
+                grid_type="cartesian",
+                n_spatial_dims=dims,
+                n_trajectories=n_traj,
+                simulation_parameters=["kappa"],
+                kappa=SPEC_KAPPA,
+            )
+            group = f.create_group("dimensions")
+            group.attrs["spatial_dims"] = axis_names
+            if sample_varying_time:
+                starts = SPEC_T0 + 5.0 * np.arange(n_traj)[:, None]
+                time = group.create_dataset("time", data=(starts + elapsed[None]).astype(np.float32))
+            else:
+                time = group.create_dataset("time", data=(SPEC_T0 + elapsed).astype(np.float32))
+            time.attrs.update(sample_varying=sample_varying_time, time_varying=True)
+            for axis, values in zip(axis_names, axes, strict=True):
+                group.create_dataset(axis, data=values.astype(np.float32)).attrs.update(
+                    sample_varying=False, time_varying=False
+                )
+            group = f.create_group("boundary_conditions")
+            for axis, n in zip(axis_names, shape, strict=True):
+                bc = group.create_group(f"{axis}_{boundary.lower()}")
+                bc.attrs.update(
+                    bc_type=boundary, associated_dims=[axis], associated_fields=[], sample_varying=False,
+                    time_varying=False,
+                )  # fmt: skip
+                mask = np.zeros(n, dtype=bool)
+                mask[[0, -1]] = True
+                bc.create_dataset("mask", data=mask)
+            group = f.create_group("scalars")
+            group.attrs["field_names"] = ["kappa", "forcing", "clock"]
+            kappa = group.create_dataset("kappa", data=np.full(n_traj, SPEC_KAPPA, dtype=np.float32))
+            kappa.attrs.update(sample_varying=True, time_varying=False)
+            forcing = np.sin(elapsed[None] + phases[:, None]).astype(np.float32)
+            group.create_dataset("forcing", data=forcing).attrs.update(sample_varying=True, time_varying=True)
+            clock = group.create_dataset("clock", data=(SPEC_T0 + elapsed).astype(np.float32))
+            clock.attrs.update(sample_varying=False, time_varying=True)
+            temperature = np.stack([spec_temperature(axes, elapsed, SPEC_KAPPA, p) for p in phases])
+            grids = np.meshgrid(*axes, indexing="ij")
+            velocity = np.stack(
+                [
+                    np.stack([np.cos(g[None] + 0.3 * elapsed[(slice(None),) + (None,) * dims] + p) for g in grids], -1)
+                    for p in phases
+                ]
+            )
+            obstacle = np.exp(-sum((g - np.pi / 2) ** 2 for g in grids))
+            fields = {
+                "t0_fields": {"temperature": (temperature, True, True), "obstacle": (obstacle, False, False)},
+                "t1_fields": {"velocity": (velocity, True, True)},
+                "t2_fields": {},
+            }
+            for group_name, entries in fields.items():
+                group = f.create_group(group_name)
+                group.attrs["field_names"] = list(entries)
+                for field, (data, time_varying, sample_varying) in entries.items():
+                    ds = group.create_dataset(field, data=data.astype(np.float32))
+                    ds.attrs.update(dim_varying=[True] * dims, sample_varying=sample_varying, time_varying=time_varying)
+    (base / name / "stats.yaml").write_text(yaml.safe_dump(stats))
+    return base / name

@@ -778,6 +778,7 @@ def main(argv: list[str] | None = None) -> int:
     from well_upao.data.datasets import UserModuleError, import_modules
     from well_upao.data.generate import GenerationError
     from well_upao.data.source import DatasetNotFoundError
+    from well_upao.data.specification import SpecificationError
     from well_upao.models.checkpoint import CheckpointError
 
     def fail(message: str, code: int) -> int:
@@ -794,6 +795,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         bad_input = (CommandError, GenerationError, OutputExistsError, UserModuleError, CheckpointError)
+        bad_input += (SpecificationError,)
         if isinstance(error, (*bad_input, DatasetNotFoundError)):
             return fail(str(error), EXIT_BAD_INPUT)
         if isinstance(error, OSError) and error.strerror:

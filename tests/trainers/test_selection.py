@@ -16,6 +16,9 @@ class Judge:
     def guard_check(self, logs):
         return "worse than the start" if logs["epoch"] in self.refuse else None
 
+    def guard_unchecked(self, logs):
+        return None
+
     def prior_check(self, best_logs, logs):
         if self.prior_backtest is None or best_logs["valid_score_backtest"] <= self.prior_backtest:
             return None

@@ -9,8 +9,10 @@ data on disk:
 * its decoded :class:`Layout`, read once from the first file: spatial axes, resolution, spacing, periodicity
   (per axis, from ``/boundary_conditions``), the stored frames' time axis (``dt`` and ``dx`` from
   ``well_upao.axes``: float64 fits of the whole float32 axes), field names per tensor order and the
-  flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, then t2), the
-  ``/scalars`` names, and our replica attribute (provenance);
+  flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, then t2) of the
+  time-varying fields, the constant fields apart (the Well's ``constant_field_names``), the constant and the
+  time-varying ``/scalars`` names, each edge's boundary type (``well_upao.data.specification``: what is not read
+  is refused there by name), and our replica attribute (provenance);
 * its registry entry (``well_upao.data.datasets``): slot row, field selection (the paper's, e.g. active matter
   without its tensor fields), the UPAO defaults;
 * observed frames keyed by slot name (:meth:`WellSource.observed`), what residual floors and fitted constants
@@ -41,6 +43,17 @@ import yaml
 
 from well_upao.axes import UnevenAxisError, UniformAxis, fit_uniform
 from well_upao.data.datasets import DATASETS, DatasetSpec, selected_fields, slot_indices
+from well_upao.data.specification import (
+    SpecificationError,
+    boundary_edges,
+    check_grid_type,
+    field_entries,
+    read_constant_scalar,
+    read_field,
+    read_varying_scalar,
+    scalar_entries,
+    scalar_shape_problem,
+)
 from well_upao.data.well_format import FIELD_GROUPS
 
 logger = logging.getLogger(__name__)
@@ -68,19 +81,22 @@ def split_files(directory: str | Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.suffix in HDF5_SUFFIXES and p.is_file())
 
 
-def channels_by_field(file: h5py.File) -> dict[str, list[str]]:
-    """Each field's flattened channel names in the Well's order (t0, then t1 components, then t2)."""
+def channels_by_field(file: h5py.File, time_varying: bool = True) -> dict[str, list[str]]:
+    """Each field's flattened channel names in the Well's order (t0, then t1 components, then t2): the time-varying
+    fields (the channels), or with ``time_varying=False`` the constant ones (the Well's ``constant_field_names``)."""
     spatial = [str(d) for d in file["dimensions"].attrs["spatial_dims"]]
     out: dict[str, list[str]] = {}
-    for order, group in enumerate(FIELD_GROUPS):
-        suffixes = ["".join(p) for p in itertools.product(spatial, repeat=order)]
-        for name in file[group].attrs["field_names"]:
-            out[str(name)] = [f"{name}_{s}" if s else str(name) for s in suffixes]
+    for entry in field_entries(file):
+        if entry.time_varying != time_varying:
+            continue
+        suffixes = ["".join(p) for p in itertools.product(spatial, repeat=entry.order)]
+        out[entry.name] = [f"{entry.name}_{s}" if s else entry.name for s in suffixes]
     return out
 
 
 def flattened_channel_names(file: h5py.File) -> list[str]:
-    """Channel names in the Well's order (t0, then t1 components, then t2), like ``WellMetadata``."""
+    """Channel names in the Well's order (t0, then t1 components, then t2), like ``WellMetadata.field_names``:
+    time-varying fields only (constant fields are the Well's ``constant_field_names``, not channels)."""
     return [name for names in channels_by_field(file).values() for name in names]
 
 
@@ -94,10 +110,10 @@ class Layout:
     spacing: tuple[float, ...]  # float64 steps of the coordinate axes (``well_upao.axes``)
     periodic: tuple[bool, ...]
     boundary_types: tuple[tuple[str, ...], ...]  # per axis, the bc_type of every group touching it
-    n_steps: int  # stored frames per trajectory
-    field_names: tuple[tuple[str, ...], ...]  # per tensor order 0, 1, 2
-    channels: tuple[str, ...]  # flattened, every field
-    scalar_names: tuple[str, ...]
+    n_steps: int  # stored frames per trajectory (the last axis of ``dimensions/time``, sample-varying or not)
+    field_names: tuple[tuple[str, ...], ...]  # time-varying fields per tensor order 0, 1, 2
+    channels: tuple[str, ...]  # flattened, every time-varying field (the Well's ``field_names``)
+    scalar_names: tuple[str, ...]  # constant ``/scalars`` (the Well's ``constant_scalar_names``): PDE parameters
     replica: Mapping[str, Any] | None = None
     #: ``dimensions/time`` as stored (``(T,)``, or ``(n_traj, T)`` when sample-varying), its dtype and file
     times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
@@ -105,6 +121,12 @@ class Layout:
     path: str = ""
     #: why a coordinate axis has no step (not equally spaced; its entry of ``spacing`` is nan), else ``None``
     spacing_problem: str | None = None
+    #: constant fields (``time_varying`` false) per tensor order: the Well's ``constant_field_names``, not channels
+    constant_field_names: tuple[tuple[str, ...], ...] = ((), (), ())
+    #: time-varying ``/scalars`` (the Well's ``scalar_names``), served per frame, never PDE parameters
+    varying_scalar_names: tuple[str, ...] = ()
+    #: per spatial axis, the boundary type of its low and high edge, from the groups' masks
+    edges: tuple[tuple[str, str], ...] = ()
 
     @property
     def n_spatial_dims(self) -> int:
@@ -138,10 +160,13 @@ class Layout:
 
 
 def read_layout(path: str | Path) -> Layout:
-    """Decode the layout of one Well file. Axes that are not equally spaced at their stored precision are refused
-    when a step is asked for, not here: coordinates by :meth:`Layout.require_spacing` (``spacing`` holds nan), time
-    by :attr:`Layout.time_axis`."""
+    """Decode the layout of one Well file. What the package does not read is refused here with its file, group and
+    attribute (``well_upao.data.specification.SpecificationError``: a grid_type other than cartesian, boundary masks
+    marking more than whole edges, boundary values, a scalar whose shape disagrees with its attributes). Axes that
+    are not equally spaced at their stored precision are refused when a step is asked for, not here: coordinates by
+    :meth:`Layout.require_spacing` (``spacing`` holds nan), time by :attr:`Layout.time_axis`."""
     with h5py.File(path, "r") as f:
+        check_grid_type(f, str(path))
         spatial = tuple(str(d) for d in f["dimensions"].attrs["spatial_dims"])
         coords = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
         spacing, problems = [], []
@@ -152,6 +177,8 @@ def read_layout(path: str | Path) -> Layout:
             except UnevenAxisError as error:
                 spacing.append(float("nan"))
                 problems.append(str(error))
+        resolution = tuple(int(c.shape[-1]) for c in coords)
+        edges = boundary_edges(f, str(path), spatial, resolution)
         bc_types = []
         for axis in spatial:
             bc_types.append(
@@ -163,22 +190,41 @@ def read_layout(path: str | Path) -> Layout:
             )
         stored_time = f["dimensions"]["time"]
         times = np.asarray(stored_time, dtype=np.float64)
+        n_steps = int(times.shape[-1]) if times.ndim else 1
+        n_traj = int(f.attrs["n_trajectories"])
+        scalars = scalar_entries(f)
+        for entry in scalars:
+            problem = scalar_shape_problem(entry, n_traj, n_steps)
+            if problem:
+                raise SpecificationError(f"{path}: {problem}")
+        fields = field_entries(f)
+        constant = [e.name for e in fields if not e.time_varying]
+        if constant:
+            logger.info(
+                f"{path}: constant fields {constant} (time_varying = false) are the Well's constant_field_names: "
+                "served as its constant_fields, not as channels; physics residuals do not read them"
+            )
         replica = f.attrs.get(REPLICA_ATTRIBUTE)
         return Layout(
             dataset_name=str(f.attrs["dataset_name"]),
             spatial_dims=spatial,
-            resolution=tuple(int(c.shape[-1]) for c in coords),
+            resolution=resolution,
             spacing=tuple(spacing),
             spacing_problem="; ".join(problems) or None,
-            periodic=tuple(bool(t) and all(x == "PERIODIC" for x in t) for t in bc_types),
+            periodic=tuple(low == high == "PERIODIC" for low, high in edges),
             boundary_types=tuple(bc_types),
-            n_steps=int(times.shape[-1]) if times.ndim else 1,
+            edges=edges,
+            n_steps=n_steps,
             times=times,
             time_dtype=str(stored_time.dtype),
             path=str(path),
-            field_names=tuple(tuple(str(n) for n in f[g].attrs["field_names"]) for g in FIELD_GROUPS),
+            field_names=tuple(tuple(e.name for e in fields if e.order == o and e.time_varying) for o in range(3)),
+            constant_field_names=tuple(
+                tuple(e.name for e in fields if e.order == o and not e.time_varying) for o in range(3)
+            ),
             channels=tuple(flattened_channel_names(f)),
-            scalar_names=tuple(str(n) for n in f["scalars"].attrs["field_names"]) if "scalars" in f else (),
+            scalar_names=tuple(e.name for e in scalars if not e.time_varying),
+            varying_scalar_names=tuple(e.name for e in scalars if e.time_varying),
             replica=None if replica is None else json.loads(str(replica)),
         )
 
@@ -186,9 +232,10 @@ def read_layout(path: str | Path) -> Layout:
 @dataclass
 class ObservedFrames:
     """Frames of some trajectories as slot fields ``(n_traj, T, *space)`` (float64) and what a residual needs:
-    the named ``/scalars`` per trajectory, the grid (spacing, periodicity), the frames' times and their step
-    (``step``: from the file's whole time axis, ``well_upao.axes``; ``None``: fitted to ``times``, stored as
-    ``time_dtype``)."""
+    the named constant ``/scalars`` per trajectory, the grid (spacing, periodicity), the frames' times (trajectory
+    0's when time is sample-varying: every trajectory has the same step) and their step (``step``: from the file's
+    whole time axis, ``well_upao.axes``; ``None``: fitted to ``times``, stored as ``time_dtype``);
+    ``varying_scalars``: the time-varying ``/scalars`` at the frames, ``(n_traj, T)``."""
 
     dataset: str
     fields: dict[str, torch.Tensor]
@@ -198,6 +245,7 @@ class ObservedFrames:
     times: np.ndarray
     step: float | None = None
     time_dtype: str = "float64"
+    varying_scalars: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass
@@ -335,7 +383,8 @@ class WellSource:
                 break
         fields = {k: torch.cat([p.fields[k] for p in parts]) for k in parts[0].fields}
         scalars = {k: torch.cat([p.scalars[k] for p in parts]) for k in parts[0].scalars}
-        return dataclasses.replace(parts[0], fields=fields, scalars=scalars)
+        varying = {k: torch.cat([p.varying_scalars[k] for p in parts]) for k in parts[0].varying_scalars}
+        return dataclasses.replace(parts[0], fields=fields, scalars=scalars, varying_scalars=varying)
 
     def read_frames(self, path: Path, indices: Sequence[int], max_trajectories: int | None = None) -> ObservedFrames:
         """Time ``indices`` (increasing) of the first ``max_trajectories`` (default all) trajectories of one of the
@@ -349,26 +398,38 @@ class WellSource:
             n_traj = int(f.attrs["n_trajectories"])
             n_traj = n_traj if max_trajectories is None else min(n_traj, max_trajectories)
             fields: dict[str, torch.Tensor] = {}
-            for order, group in enumerate(FIELD_GROUPS[:2]):
-                for name in f[group].attrs["field_names"]:
-                    data = np.asarray(f[group][str(name)][:n_traj, indices], dtype=np.float64)
-                    data = torch.as_tensor(data)
-                    if order == 0:
-                        if str(name) in slots:
-                            fields[slots[str(name)]] = data
-                        continue
-                    for i, axis in enumerate(layout.spatial_dims):
-                        if f"{name}_{axis}" in slots:
-                            fields[slots[f"{name}_{axis}"]] = data[..., i]
-            scalars = {}
-            for name in layout.scalar_names:
-                value = np.asarray(f["scalars"][name], dtype=np.float64).reshape(-1)
-                value = value[:n_traj] if value.size > 1 else np.broadcast_to(value, (n_traj,))
-                scalars[name] = torch.as_tensor(np.array(value, dtype=np.float64))
+            for entry in field_entries(f):
+                if entry.order > 1 or not entry.time_varying:  # tensor fields and constant fields have no slot
+                    continue
+                group = f[FIELD_GROUPS[entry.order]]
+                data = torch.as_tensor(read_field(group[entry.name], entry, n_traj, indices, layout.resolution))
+                if entry.order == 0:
+                    if entry.name in slots:
+                        fields[slots[entry.name]] = data
+                    continue
+                for i, axis in enumerate(layout.spatial_dims):
+                    if f"{entry.name}_{axis}" in slots:
+                        fields[slots[f"{entry.name}_{axis}"]] = data[..., i]
+            scalars, varying = {}, {}
+            for entry in scalar_entries(f):
+                if entry.time_varying:
+                    varying[entry.name] = torch.as_tensor(
+                        read_varying_scalar(f["scalars"][entry.name], entry, n_traj, indices)
+                    )
+                else:
+                    scalars[entry.name] = torch.as_tensor(read_constant_scalar(f["scalars"][entry.name], entry, n_traj))
             times = np.asarray(f["dimensions"]["time"], dtype=np.float64)
             times = times.reshape(-1, times.shape[-1])[0][indices]
         strides = np.diff(indices)
         step = float(strides[0]) * layout.time_axis.step if strides.size and (strides == strides[0]).all() else None
         return ObservedFrames(
-            self.name, fields, scalars, layout.require_spacing(), layout.periodic, times, step, layout.time_dtype
+            self.name,
+            fields,
+            scalars,
+            layout.require_spacing(),
+            layout.periodic,
+            times,
+            step,
+            layout.time_dtype,
+            varying,
         )

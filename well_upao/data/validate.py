@@ -19,6 +19,13 @@ import yaml
 from well_upao.data.data_checks import check_file
 from well_upao.data.datasets import DATASET_SLOTS, selected_fields
 from well_upao.data.source import SPLITS, channels_by_field, split_files
+from well_upao.data.specification import (
+    SpecificationError,
+    boundary_edges,
+    check_grid_type,
+    scalar_entries,
+    scalar_shape_problem,
+)
 from well_upao.data.well_format import BC_TYPES, EXACT_GROUP, FIELD_GROUPS, read_trajectory_parameters
 
 ROOT_ATTRS = ("dataset_name", "grid_type", "n_spatial_dims", "n_trajectories", "simulation_parameters")
@@ -71,6 +78,10 @@ def validate_file(
 
         n_traj = int(f.attrs["n_trajectories"])
         n_dims = int(f.attrs["n_spatial_dims"])
+        try:
+            check_grid_type(f, path.name)
+        except SpecificationError as error:
+            problems.append(str(error))
         spatial = [str(d) for d in f["dimensions"].attrs.get("spatial_dims", [])]
         if len(spatial) != n_dims:
             bad(f"/dimensions spatial_dims {spatial} does not match n_spatial_dims={n_dims}")
@@ -84,9 +95,25 @@ def validate_file(
                     bad(f"/dimensions/{name} lacks attribute {attr!r}")
         times = np.asarray(f["dimensions"]["time"])
         n_steps = times.shape[-1]
-        if times.ndim == 1 and n_steps > 1 and not np.all(np.diff(times) > 0):
+        time_sample_varying = bool(f["dimensions"]["time"].attrs.get("sample_varying", False))
+        expected_time = (n_traj, n_steps) if time_sample_varying else (n_steps,)
+        if times.shape != expected_time:
+            bad(
+                f"/dimensions/time has shape {times.shape} but its attribute sample_varying = {time_sample_varying} "
+                f"gives {expected_time} (n_trajectories = {n_traj})"
+            )
+        elif n_steps > 1 and not np.all(np.diff(times, axis=-1) > 0):
             bad("/dimensions/time is not strictly increasing")
+        for d in spatial:
+            coordinate = f["dimensions"][d]
+            varying = bool(coordinate.attrs.get("sample_varying", False))
+            if coordinate.ndim != 1 + varying or (varying and coordinate.shape[0] != n_traj):
+                bad(f"/dimensions/{d} has shape {coordinate.shape} but its attribute sample_varying = {varying}")
         shape = tuple(f["dimensions"][d].shape[-1] for d in spatial)
+        try:
+            boundary_edges(f, path.name, spatial, shape)
+        except SpecificationError as error:
+            problems.append(str(error))
 
         for bc_name, bc in f["boundary_conditions"].items():
             bc_type = bc.attrs.get("bc_type")
@@ -110,14 +137,16 @@ def validate_file(
             if name not in scalars:
                 bad(f"/scalars lists {name!r} but has no such dataset")
                 continue
-            ds = scalars[name]
             for attr in ("sample_varying", "time_varying"):
-                if attr not in ds.attrs:
+                if attr not in scalars[name].attrs:
                     bad(f"/scalars/{name} lacks attribute {attr!r}")
-            if ds.attrs.get("sample_varying") and not ds.attrs.get("time_varying") and ds.shape != (n_traj,):
-                bad(f"/scalars/{name} has shape {ds.shape}, expected ({n_traj},)")
-            if np.asarray(ds).ndim > 1 + bool(ds.attrs.get("time_varying")):
-                bad(f"/scalars/{name} is array-valued; mode tables belong outside /scalars")
+        for entry in scalar_entries(f):
+            if len(entry.shape) > entry.sample_varying + entry.time_varying and len(entry.shape) > 1:
+                bad(f"/scalars/{entry.name} is array-valued; mode tables belong outside /scalars")
+                continue
+            problem = scalar_shape_problem(entry, n_traj, n_steps)
+            if problem:
+                bad(problem)
         for name in f.attrs["simulation_parameters"]:
             if str(name) not in scalar_names:
                 bad(f"simulation parameter {name!r} is not a /scalars dataset")

@@ -21,6 +21,7 @@ from well_upao.evaluate.scores import (
     Evaluation,
     EvaluationError,
     evaluate,
+    explain_unscored,
     file_time_axis,
     markdown_table,
     open_split,
@@ -79,9 +80,11 @@ def evaluate_request(
     keep_first: bool = True,
     opened=None,
     scoring=None,
+    unscored: str | None = None,
 ):
     """``evaluate`` the predictors on the request's split, stride and rollout length, with ``history`` frames
-    before each target (``scoring``: ``(pde, derivative, scheme)`` of the label-free scorecard)."""
+    before each target (``scoring``: ``(pde, derivative, scheme)`` of the label-free scorecard; ``unscored``: why
+    there is none)."""
     r = request
     return evaluate(
         predictors,
@@ -95,6 +98,7 @@ def evaluate_request(
         opened=opened,
         scoring=scoring,
         rollout_starts=r.rollout_starts,
+        unscored=unscored,
     )
 
 
@@ -135,6 +139,19 @@ def residual_floor_summary(source: WellSource, stride: int, pde: PDE) -> dict:
     if default is not None:
         summary["default"] = entry(default) | ({"chosen_by": "auto"} if "auto" in (derivative, scheme) else {})
     return summary
+
+
+#: the reason every label-free cell gives when the evaluated frames have no residual floor (its note, under the
+#: table and in the JSON's ``residual_floor``, says why)
+UNSCORED_NO_FLOOR = "no residual floor of these frames: see the note under the table"
+
+
+def no_pde(dataset: str) -> str:
+    """The floor's note for a dataset without a PDE (nothing to compute a residual with)."""
+    return (
+        f"no PDE is registered for dataset {dataset!r} (register its DatasetSpec with a pde, in a module named by "
+        "--imports)"
+    )
 
 
 def scoring_discretisation(source: WellSource, pde: PDE, floor: dict) -> tuple[PDE, str, str]:
@@ -221,9 +238,12 @@ def run_evaluation(
     names = list(opened.metadata.constant_scalar_names)
     context = sample_context(opened[0], names, source.channel_slots, file_time_axis(source))
     predictors = classical_predictors(pde, context.grid, solver=r.solver) + rows
-    floor = residual_floor_summary(source, r.stride, pde) if pde is not None else {}
-    scoring = scoring_discretisation(source, pde, floor) if pde is not None and "note" not in floor else None
-    evaluation, first = evaluate_request(r, source, predictors, history, opened=opened, scoring=scoring)
+    floor = residual_floor_summary(source, r.stride, pde) if pde is not None else {"note": no_pde(r.dataset)}
+    scoring = scoring_discretisation(source, pde, floor) if "note" not in floor else None
+    unscored = None if scoring is not None else UNSCORED_NO_FLOOR
+    evaluation, first = evaluate_request(
+        r, source, predictors, history, opened=opened, scoring=scoring, unscored=unscored
+    )
     for checkpoint, row in zip(checkpoints, rows, strict=False):
         score = next((s for s in evaluation.scores if s.name == row.name), None)
         if score is not None:
@@ -232,8 +252,8 @@ def run_evaluation(
         keep_best_assignment(evaluation, first, label)
     if r.match_solver is not None and pde is not None:
         add_matched_solvers(evaluation, r, source, pde, context, opened)
-    if pde is not None:
-        evaluation.residual_floor = floor
+    evaluation.residual_floor = floor
+    explain_unscored(evaluation, unscored)
     table = markdown_table(evaluation)
     if r.out is None:
         return EvaluationReport(evaluation, table, None)

@@ -41,6 +41,8 @@ class Context:
     grid: Grid
     scalars: dict[str, torch.Tensor]
     channel_slots: list[int]
+    #: the sample's constant fields ``(*space, C_const)`` (the Well's ``constant_fields``), ``None`` without
+    constant_fields: torch.Tensor | None = None
 
 
 @dataclass
@@ -197,12 +199,18 @@ class HarnessModel(Predictor):
         super().__init__(name, "model", history=history)
         self.model, self.formatter = model.eval(), formatter
         self.space = space or ModelSpace()
+        #: constant fields ``(*space, C_const)`` for calls without a context that carries them
+        self.constant_fields: torch.Tensor | None = None
 
     @torch.no_grad()
     def _predict(self, window, context):
         inputs = self.space.to_model(window[:, -self.history :])
-        predicted = one_frame_prediction(self.model, self._on_device(inputs), self.formatter).to(inputs.device)
-        return self.space.to_physical(predicted)
+        constants = context.constant_fields if context is not None else None
+        constants = constants if constants is not None else self.constant_fields
+        if constants is not None:  # the model's input holds them after the frames (the Well's formatters)
+            constants = self._on_device(self.space.constants_to_model(constants.expand(len(window), *constants.shape)))
+        predicted = one_frame_prediction(self.model, self._on_device(inputs), self.formatter, constants)
+        return self.space.to_physical(predicted.to(inputs.device))
 
 
 def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:

@@ -19,6 +19,7 @@ Results are averaged over trajectories. Classical baselines are always part of t
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,12 @@ from well_upao.physics.stencils import Stencils
 
 #: the scorecard's columns in evaluation tables, in order
 LABEL_FREE = ("residual_ratio", "departure_extrap2", "backtest")
+#: why a score of :data:`LABEL_FREE` can be missing from a scored row (:func:`missing_scores`)
+NO_EXTRAP2 = "history < 3 frames: no extrap2 of the window"
+NO_BACKTEST = "no shorter window to backtest (history 1, or the row reads the whole history)"
+NOT_FINITE = "not finite"
+NO_WINDOW = "history 1: the scorecard needs at least 2 observed frames"
+NOT_SCORED = "not scored"
 
 
 class EvaluationError(ValueError):
@@ -61,6 +68,8 @@ class Scores:
     #: the label-free scorecard (``floor``, ``residual_ratio``, ``departure_extrap2``, ``backtest``), means over
     #: every target frame; empty when not computed
     label_free: dict = field(default_factory=dict)
+    #: why a label-free score of this row was not computed (``{name: reason}``; the table prints "n/a (reason)")
+    label_free_reasons: dict = field(default_factory=dict)
     #: for a run's row: what its selection did (``kept_start``, ``kept_start_reason``, ``guard_rejections``, from
     #: its ``metrics.jsonl``)
     selection: dict = field(default_factory=dict)
@@ -145,12 +154,13 @@ def sample_context(
     sample: dict, scalar_names: list[str], channel_slots: list[int], time_axis: UniformAxis | None = None
 ) -> Context:
     """The physics of one whole-trajectory sample: its dt (``well_upao.axes.window_steps``: a whole number
-    of the file's step ``time_axis`` when given), grid, named scalars and slots."""
+    of the file's step ``time_axis`` when given), grid, named scalars, slots and constant fields."""
     times = torch.cat([sample["input_time_grid"], sample["output_time_grid"]])
     scalars = sample.get("constant_scalars", torch.zeros(0))[None].double()
     named = named_scalars(scalars, scalar_names)
     grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
-    return Context(window_steps(times, time_axis).float(), grid, named, channel_slots)
+    constants = sample.get("constant_fields")
+    return Context(window_steps(times, time_axis).float(), grid, named, channel_slots, constants)
 
 
 @torch.no_grad()
@@ -166,16 +176,20 @@ def evaluate(
     opened=None,
     scoring: tuple[PDE, str, str] | None = None,
     rollout_starts: int = 3,
+    unscored: str | None = None,
 ) -> tuple[Evaluation, dict]:
     """Scores of every predictor on ``source``'s split; also returns the first trajectory's frames and predictions
     (for figures). Every row is scored on the same target frames (those after the first ``history``); a predictor
     that reads fewer frames (its own ``history``) gets the last ones of each window. ``opened``: the split opened
     already (:func:`open_split`), to open it once. ``scoring``: ``(pde, derivative, scheme)`` to compute every
-    row's label-free scorecard (:func:`label_free_scores`). ``rollout_starts``: rollouts per trajectory, from windows
-    spread over it (``well_upao.evaluate.windows.rollout_starts``)."""
+    row's label-free scorecard (:func:`label_free_scores`); without it, ``unscored`` says why (every row's
+    ``label_free_reasons``, :func:`missing_scores`). ``rollout_starts``: rollouts per trajectory, from windows spread
+    over it (``well_upao.evaluate.windows.rollout_starts``)."""
     longer = [p.name for p in predictors if p.history is not None and p.history > history]
     if longer:
         raise EvaluationError(f"rows {longer} read more than the evaluated history of {history} frames (--history)")
+    if scoring is not None and history < 2:
+        scoring, unscored = None, NO_WINDOW
     dataset = source.name
     data = opened if opened is not None else open_split(source, history, stride)
     meta = data.metadata
@@ -244,12 +258,38 @@ def evaluate(
                 rollout_counts=rolled_counts[: len(roll)],
             )
         )
+        scores[-1].label_free_reasons = missing_scores(scores[-1].label_free, unscored if scoring is None else None)
     evaluation = Evaluation(
         dataset, source.split, stride, dt, history, rollout_steps, count, channels, "windows", scores
     )
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(rolled_counts), rollout_starts
     return evaluation, first
+
+
+def missing_scores(label_free: dict, unscored: str | None = None) -> dict[str, str]:
+    """``{name: reason}`` for each score of :data:`LABEL_FREE` a row lacks: all of them with ``unscored`` (why the
+    scorecard was not computed) or :data:`NOT_SCORED`, when ``label_free`` is empty; else the departure without a
+    window long enough for extrap2, a ``nan`` backtest (no shorter window) and any other value that is not
+    finite."""
+    if not label_free:
+        return {name: unscored or NOT_SCORED for name in LABEL_FREE}
+    reasons = {}
+    for name in LABEL_FREE:
+        value = label_free.get(name)
+        if value is None:
+            reasons[name] = NO_EXTRAP2 if name == "departure_extrap2" else NOT_SCORED
+        elif not math.isfinite(value):
+            reasons[name] = NO_BACKTEST if name == "backtest" and math.isnan(value) else NOT_FINITE
+    return reasons
+
+
+def explain_unscored(evaluation: Evaluation, reason: str | None) -> None:
+    """Give every row that lacks a label-free score its reason (rows added after :func:`evaluate`, e.g. matched
+    solvers, are not scored: ``reason`` or :data:`NOT_SCORED`)."""
+    for score in evaluation.scores:
+        for name, why in missing_scores(score.label_free, reason).items():
+            score.label_free_reasons.setdefault(name, why)
 
 
 def label_free_scores(
@@ -337,7 +377,7 @@ def markdown_table(evaluation: Evaluation) -> str:
             + "".join(f"| {s.one_step_vrmse_paper[c]:.4g} " for c in e.channels)
             + windows
             + f"| {rollout_value} | {s.seconds_per_prediction * 1e3:.2f} "
-            + "".join(f"| {_number(s.label_free.get(k))} " for k in LABEL_FREE)
+            + "".join(f"| {_score_cell(s, k)} " for k in LABEL_FREE)
             + f"| {selection_text(s.selection)} |"
         )
     return header + "\n" + "\n".join(rows) + rollout_text(e) + floor_text(e.residual_floor) + scorecard_text(e)
@@ -369,6 +409,15 @@ def rollout_text(evaluation: Evaluation) -> str:
 
 def _number(value: float | None) -> str:
     return "n/a" if value is None or value != value else f"{value:.3g}"
+
+
+def _score_cell(score: Scores, name: str) -> str:
+    """A label-free score, or ``n/a (reason)`` (the row's ``label_free_reasons``, else :func:`missing_scores`)."""
+    value = score.label_free.get(name)
+    if value is not None and math.isfinite(value):
+        return f"{value:.3g}"
+    reason = score.label_free_reasons.get(name) or missing_scores(score.label_free).get(name, NOT_FINITE)
+    return f"n/a ({reason})"
 
 
 def selection_text(selection: dict) -> str:

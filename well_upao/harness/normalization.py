@@ -45,10 +45,15 @@ class ModelSpace:
         """Model units -> physical."""
         return fields if self.norm is None else self._apply(self.norm.denormalize_flattened, fields)
 
+    def constants_to_model(self, constants: torch.Tensor) -> torch.Tensor:
+        """Physical -> model units of constant fields ``(..., C_const)`` (the Well's ``constant_fields``, which its
+        trainer normalises the same way before a one-frame model reads them)."""
+        return constants if self.norm is None else self._apply(self.norm.normalize_flattened, constants, "constant")
+
     @staticmethod
-    def _apply(transform, fields: torch.Tensor) -> torch.Tensor:
+    def _apply(transform, fields: torch.Tensor, kind: str = "variable") -> torch.Tensor:
         # the Well keeps its statistics on the CPU in float32; match the fields' device and dtype
-        return transform(fields.float().cpu(), "variable").to(fields.device, fields.dtype)
+        return transform(fields.float().cpu(), kind).to(fields.device, fields.dtype)
 
     def describe(self) -> str:
         return type(self.norm).__name__ if self.norm is not None else "none"
@@ -72,5 +77,7 @@ def model_space_for(source: WellSource, settings: Mapping[str, Any] | None) -> M
     if name not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization_type {name!r}; known: {sorted(NORMALIZATIONS)}")
     kept = source.kept_fields
-    core = [n for names in source.layout.field_names for n in names if kept is None or n in kept]
-    return ModelSpace(NORMALIZATIONS[name](source.stats(), core, []))
+    layout = source.layout
+    core = [n for names in layout.field_names for n in names if kept is None or n in kept]
+    constant = [n for names in layout.constant_field_names for n in names if kept is None or n in kept]
+    return ModelSpace(NORMALIZATIONS[name](source.stats(), core, constant))

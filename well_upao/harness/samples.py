@@ -70,11 +70,20 @@ def slots_mask(channel_slots: Sequence[int], device=None) -> torch.Tensor:
     return mask
 
 
-def one_frame_prediction(model: torch.nn.Module, history: torch.Tensor, formatter: str) -> torch.Tensor:
+def one_frame_prediction(
+    model: torch.nn.Module, history: torch.Tensor, formatter: str, constants: torch.Tensor | None = None
+) -> torch.Tensor:
     """The next frame ``(B, *space, C)`` from a one-frame harness model (the Well's FNO, TFNO, U-Nets) given the
-    history ``(B, T, *space, C)``: the Well's layout for ``formatter`` (channels-first ``(B, T*C, *space)`` in and
-    ``(B, C, *space)`` out; channels-last ``(B, *space, T*C)`` in and ``(B, *space, C)`` out)."""
+    history ``(B, T, *space, C)``: the Well's layout for ``formatter`` (channels-first ``(B, T*C [+ C_const],
+    *space)`` in and ``(B, C, *space)`` out; channels-last ``(B, *space, T*C [+ C_const])`` in and
+    ``(B, *space, C)`` out). ``constants``: the sample's constant fields ``(B, *space, C_const)`` (the Well's
+    ``constant_fields``, in the model's units), appended after the frames as the Well's formatters do."""
     if formatter == "channels_first_default":
-        out = model(rearrange(history, "b t ... c -> b (t c) ..."))
-        return rearrange(out, "b c ... -> b ... c")
-    return model(rearrange(history, "b t ... c -> b ... (t c)"))
+        inputs = rearrange(history, "b t ... c -> b (t c) ...")
+        if constants is not None:
+            inputs = torch.cat([inputs, rearrange(constants.to(inputs), "b ... c -> b c ...")], dim=1)
+        return rearrange(model(inputs), "b c ... -> b ... c")
+    inputs = rearrange(history, "b t ... c -> b ... (t c)")
+    if constants is not None:
+        inputs = torch.cat([inputs, constants.to(inputs)], dim=-1)
+    return model(inputs)

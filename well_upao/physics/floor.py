@@ -33,12 +33,32 @@ def derivatives_for(periodic: Sequence[bool]) -> tuple[str, ...]:
     return ("fd", "fd4", "spectral") if any(periodic) else ("fd",)
 
 
+def refuse_time_varying_parameters(pde: PDE, varying: Iterable[str], where: str, overrides: Iterable[str] = ()) -> None:
+    """Refuse (``ValueError`` naming the attribute) a PDE parameter the files store as a time-varying ``/scalars``
+    entry (``varying``): parameters are read per trajectory, constant in time; ``overrides``: parameters set
+    otherwise (constants of the PDE or of the run)."""
+    given = set(pde.constants) | set(overrides)
+    for name in pde.parameters:
+        if name in given:
+            continue
+        candidates = (name, *pde.aliases.get(name, ()))
+        stored = next((c for c in candidates if c in set(varying)), None)
+        if stored is not None:
+            raise ValueError(
+                f"{where}: PDE {pde.name!r} needs parameter {name!r}, which /scalars/{stored} stores with attribute "
+                "time_varying = true; PDE parameters are read as constants per trajectory: store it with "
+                "time_varying = false, or set it with trainer.pde_constants"
+            )
+
+
 def relative_residuals(
     observed: ObservedFrames, derivative: str = "fd", scheme: str = "crank_nicolson", pde: PDE | None = None
 ) -> dict[str, float]:
     """``rho_k`` (see the module docstring) over the observed frames: consecutive pairs for the two-frame schemes,
-    triples (the middle frame's spatial terms) for ``central``."""
+    triples (the middle frame's spatial terms) for ``central``. A parameter stored as a time-varying scalar is
+    refused (:func:`refuse_time_varying_parameters`)."""
     pde = pde or pde_for_dataset(observed.dataset)
+    refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset)
     return _relative(observed, pde, pde.resolve_parameters(observed.scalars), derivative, scheme)
 
 
@@ -120,6 +140,7 @@ def fit_constants(
     by Gauss-Newton with a forward-difference Jacobian (one step is exact when the residual is linear in
     ``theta``, as it is for diffusivities, viscosities and reaction rates), starting from the documented values."""
     pde = pde or pde_for_dataset(observed.dataset)
+    refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset, names)
     base = pde.resolve_parameters(observed.scalars)
     unknown = [n for n in names if n not in base]
     if unknown:

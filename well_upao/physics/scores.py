@@ -207,3 +207,22 @@ def guard_decision(start: Scorecard, candidate: Scorecard, settings: GuardSettin
             f"({candidate.backtest:.3g} vs {start.backtest:.3g} of its step)"
         )
     return "; ".join(reasons) or None
+
+
+def guard_unchecked(start: Scorecard | None, candidate: Scorecard) -> list[str]:
+    """What :func:`guard_decision` could not check, one line per rule with the scores it lacked (an empty list when
+    both rules were checked): a rule whose scores are ``nan`` never triggers, so a guard that found nothing wrong
+    says here what it did not look at."""
+    if start is None:
+        return ["floor and backtest rules: no scorecard of the start (the start was not validated)"]
+    needs = {
+        "floor": (("start", "residual_ratio"), ("candidate", "departure"), ("start", "backtest")),
+        "backtest": (("candidate", "backtest"), ("start", "backtest")),
+    }
+    cards = {"start": start, "candidate": candidate}
+    out = []
+    for rule, scores in needs.items():
+        lacking = [f"{who}'s {name}" for who, name in scores if not math.isfinite(getattr(cards[who], name))]
+        if lacking:
+            out.append(f"{rule} rule not checked: {', '.join(lacking)} n/a")
+    return out

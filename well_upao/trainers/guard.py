@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from well_upao.physics.scores import GuardSettings, Scorecard, guard_decision
+from well_upao.physics.scores import GuardSettings, Scorecard, guard_decision, guard_unchecked
 
 
 @dataclass
@@ -30,16 +30,25 @@ class Guard:
     settings: GuardSettings = field(default_factory=GuardSettings)
     start_card: Scorecard | None = None
 
+    def reference(self, logs: Mapping[str, Any]) -> Scorecard | None:
+        """The start's card the guard compares with: the one measured on the candidate's batches, else
+        :attr:`start_card`."""
+        start = Scorecard.from_logs(logs, prefix="valid_score_start_")
+        return self.start_card if math.isnan(start.residual_ratio) else start
+
     def check(self, logs: Mapping[str, Any]) -> str | None:
         """Why a candidate (its validation ``logs``) is worse than the start by the scorecard, or ``None``."""
-        if not self.enabled:
-            return None
-        start = Scorecard.from_logs(logs, prefix="valid_score_start_")
-        if math.isnan(start.residual_ratio):
-            start = self.start_card
+        start = self.reference(logs) if self.enabled else None
         if start is None:
             return None
         return guard_decision(start, Scorecard.from_logs(logs), self.settings)
+
+    def unchecked(self, logs: Mapping[str, Any]) -> str | None:
+        """What the guard could not check on a candidate and why (:func:`well_upao.physics.scores.guard_unchecked`),
+        or ``None`` (everything checked, or the guard is off: ``guard`` in the run's facts)."""
+        if not self.enabled:
+            return None
+        return "; ".join(guard_unchecked(self.reference(logs), Scorecard.from_logs(logs))) or None
 
     def worse_than_prior(self, candidate: float, prior: float) -> bool:
         return candidate > (1 + self.settings.backtest_tolerance) * prior

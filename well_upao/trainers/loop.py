@@ -96,6 +96,10 @@ class TrainingLoss:
         ``None``; the UPAO loss's guard (``trainers/upao.py``) overrides this."""
         return None
 
+    def guard_unchecked(self, logs: dict[str, Any]) -> str | None:
+        """What the guard could not check on a candidate (its validation ``logs``) and why, or ``None``."""
+        return None
+
     def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None:
         """Why the model's prior (its prediction base, the correction switched off) should be kept instead of the
         selected candidate (whose validation logs are ``best_logs``; ``logs``: the latest validation's, which
@@ -474,6 +478,7 @@ class Trainer(WellTrainer):
                 decision = self.selection.consider(epoch, val_loss, val_logs, self.loss)
                 self.place_best(epoch, val_loss, decision)
                 logs |= {"guard_rejected": bool(decision.guard_reason), "guard_reason": decision.guard_reason}
+                logs |= {"guard_unchecked": decision.guard_unchecked}
                 logs |= val_logs | {"valid": val_loss, "best_valid": self.best_val_loss} | self.selection.facts()
                 logs |= self.after_validation(epoch, val_loss, decision.improved)
                 logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")

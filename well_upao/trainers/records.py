@@ -8,12 +8,14 @@ Facts that reports and later commands need are fields of those lines, never log 
   ``best.pt``; 0 is the model as training started) and ``kept_start`` (``best.pt`` is still the starting model),
   ``kept_start_reason`` (why the selection kept it, when something other than the criterion decided: ``guard: ...``),
   ``guard_rejected`` / ``guard_reason`` (the loss's guard refused this epoch's candidate, and why),
-  ``guard_rejections`` (how many so far); a UPAO run's label-free scorecard ``valid_score_<name>`` and the starting
-  model's on the same batches ``valid_score_start_<name>`` (``well_upao.physics.scores``);
+  ``guard_rejections`` (how many so far), ``guard_unchecked`` (the guard rules it could not check and the scores
+  they lacked, else ``None``); a UPAO run's label-free scorecard ``valid_score_<name>`` and the starting
+  model's on the same batches ``valid_score_start_<name>`` (``well_upao.physics.scores``), with
+  ``valid_unavailable_scores`` (each score it could not compute and why, else ``None``);
 * the NSLoRA switch's line: ``nslora_switch_epoch`` and ``||DeltaW||`` on both sides;
 * the first line a process writes: the loss's facts (``trainers.loop.TrainingLoss.run_facts``), e.g. the
-  discretisation an ``auto`` UPAO run chose, its floors (``upao_floors``), the PDE constants it used and whether
-  its guard is on (``guard``).
+  discretisation an ``auto`` UPAO run chose, its floors (``upao_floors``; when empty, ``upao_floors_reason``), the
+  PDE constants it used and whether its guard is on (``guard``).
 
 The lines are written and read back by ``well_upao.harness.metrics_file`` (``append_metrics``, ``read_metrics``),
 below ``evaluate``, which reads them too; a run's folder and checkpoint are found by ``well_upao.harness.runs``.

@@ -19,7 +19,7 @@ selection keys of every ``metrics.jsonl`` validation line (:meth:`Selection.fact
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
@@ -30,19 +30,22 @@ class Judge(Protocol):
 
     def guard_check(self, logs: dict[str, Any]) -> str | None: ...
 
+    def guard_unchecked(self, logs: dict[str, Any]) -> str | None: ...
+
     def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None: ...
 
 
 @dataclass(frozen=True)
 class Decision:
     """The outcome of one validation: whether the candidate was selected, why the guard refused it (or
-    ``None``), and what ``best.pt`` must now hold: ``"candidate"`` (the model as it is), ``"prior"`` (its
-    correction switched off) or ``None`` (keep the file)."""
+    ``None``), what ``best.pt`` must now hold: ``"candidate"`` (the model as it is), ``"prior"`` (its
+    correction switched off) or ``None`` (keep the file), and what the guard could not check on it (or ``None``)."""
 
     improved: bool
     guard_reason: str | None
     save: str | None
     prior_reason: str | None
+    guard_unchecked: str | None = None
 
 
 @dataclass
@@ -64,6 +67,8 @@ class Selection:
     best_scores: dict[str, float] = field(default_factory=dict)
     #: validations since the last improvement (early stopping; the adapter switch restarts it)
     without_improvement: int = 0
+    #: the last thing the guard said it could not check (logged once per new gap; not part of the state)
+    unchecked_said: str | None = field(default=None, compare=False)
 
     def start(self, value: float, logs: dict[str, Any], judge: Judge) -> Decision:
         """The model as training started: the first candidate, selected whatever its value."""
@@ -80,12 +85,16 @@ class Selection:
             if self.best_epoch == 0:
                 self.kept_start_reason = f"guard: {guard_reason}"
             logger.info(f"epoch {epoch}: the guard refused the candidate ({guard_reason})")
+        unchecked = judge.guard_unchecked(logs)
+        if unchecked and unchecked != self.unchecked_said:  # each new gap once in the log
+            logger.info(f"epoch {epoch}: the guard could not check everything: {unchecked}")
+        self.unchecked_said = unchecked or self.unchecked_said
         if improved:
             self.best_value, self.best_epoch = value, epoch
             self.without_improvement = 0
         else:
             self.without_improvement += 1
-        return self._place(epoch, logs, judge, improved, guard_reason)
+        return replace(self._place(epoch, logs, judge, improved, guard_reason), guard_unchecked=unchecked)
 
     def _place(self, epoch: int, logs: dict[str, Any], judge: Judge, improved: bool, guard_reason) -> Decision:
         """What best.pt holds after this validation: the selected candidate, unless the prior check prefers the

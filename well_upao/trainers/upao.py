@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,7 +41,12 @@ from well_upao.harness.samples import (
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
 from well_upao.models.na_transformer import BASES
-from well_upao.physics.floor import choose_discretisation, fit_discretised, floor_rows
+from well_upao.physics.floor import (
+    choose_discretisation,
+    fit_discretised,
+    floor_rows,
+    refuse_time_varying_parameters,
+)
 from well_upao.physics.objective import (
     DEFAULT_DERIVATIVE,
     DEFAULT_SCHEME,
@@ -49,7 +55,7 @@ from well_upao.physics.objective import (
     band_values,
 )
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.physics.scores import GuardSettings, Scorecard, mean_card, scorecard
+from well_upao.physics.scores import SCORE_NAMES, GuardSettings, Scorecard, mean_card, scorecard
 from well_upao.physics.stencils import Grid, Stencils
 from well_upao.trainers.guard import Guard
 from well_upao.trainers.loop import Trainer, TrainingLoss, correction_off
@@ -133,6 +139,10 @@ class UpaoLoss(TrainingLoss):
         self.vrmse_trajectories = int(vrmse_trajectories)
         #: residual floors of the training frames per ``derivative/scheme`` (filled when a setting is ``auto``)
         self.floors: dict[str, float] = {}
+        #: why :attr:`floors` is empty (``upao_floors_reason`` in the run's facts)
+        self.floors_reason = "derivative and time_scheme are fixed (not auto): no floor table was needed to choose"
+        #: the last reason :meth:`unavailable_scores` logged (each new one is logged once)
+        self._unavailable_said: str | None = None
         #: the training files' time axis (``bind``): batches' dt are whole numbers of its step
         self.time_axis: UniformAxis | None = None
         #: the label-free judge of the selection: the guard (``trainer.guard``) and the prior rule
@@ -154,6 +164,8 @@ class UpaoLoss(TrainingLoss):
             for key, value in self.requested.items()
         }
         pde = pde_for_dataset(self.pde_name or source.name)
+        constants = self.pde_constants if isinstance(self.pde_constants, Mapping) else {}
+        refuse_time_varying_parameters(pde, source.layout.varying_scalar_names, source.name, constants)
         stride = int(trainer.datamodule.settings["min_dt_stride"])
         if self.pde_constants == "fitted":  # constants and any `auto` discretisation chosen together
             self.pde_constants = self.fit_constants(source, stride, pde)
@@ -253,7 +265,10 @@ class UpaoLoss(TrainingLoss):
         next_band = into_slots(self.space.to_physical(next_band) if normalized else next_band, self.channel_slots)
         history = into_slots(physical, self.channel_slots)
         if self.one_frame:  # the frame after the last input only: its residual against that input
-            predicted = one_frame_prediction(model, model_inputs, trainer.formatter_name)
+            constants = batch.get("constant_fields")  # the Well's formatters append them to the frames
+            if constants is not None:
+                constants = constants.to(device) if normalized else self.space.constants_to_model(constants.to(device))
+            predicted = one_frame_prediction(model, model_inputs, trainer.formatter_name, constants)
             prediction = into_slots(self.space.to_physical(predicted), self.channel_slots)
             prediction, window, inputs = prediction[:, None], history, history[:, -1:]
         else:
@@ -335,11 +350,40 @@ class UpaoLoss(TrainingLoss):
         if self.trainer.global_step == 0 and self.judge.start_card is None:
             self.judge.start_card = card
         logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
+        logs["unavailable_scores"] = self.unavailable_scores(card, reference is not None)
         if start_scores:
             logs |= mean_card(start_scores).logs(prefix="score_start_")
         if prior_scores:
             logs |= mean_card(prior_scores).logs(prefix="score_prior_")
         return logs
+
+    def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
+        """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
+        once per distinct reason), ``None`` when every score was computed."""
+        known = {}
+        if not has_reference:
+            known["departure"] = (
+                "no starting model to compare with (a sharded model, or a run resumed without "
+                f"checkpoints/{START_WEIGHTS})"
+            )
+        if self.one_frame:
+            known["backtest"] = "a one-frame model predicts no observed frame of the history"
+        elif self.history < 2:
+            known["backtest"] = "a history of 1 frame has no earlier frame to predict the last one from"
+        reasons = []
+        for name in SCORE_NAMES:
+            if math.isfinite(getattr(card, name)):
+                continue
+            reasons.append(f"{name}: {known.get(name, 'not finite on the validation batches')}")
+        text = "; ".join(reasons) or None
+        if text and text != self._unavailable_said:
+            logger.info(f"UPAO validation: label-free scores not computed: {text}")
+        self._unavailable_said = text or self._unavailable_said
+        return text
+
+    def guard_unchecked(self, logs: Mapping[str, Any]) -> str | None:
+        """What the guard could not check on a candidate and why (``trainers/guard.py``), or ``None``."""
+        return self.judge.unchecked(logs)
 
     # ------------------------------------------------------------------ the prior as a candidate
     def prior_order(self) -> int | None:
@@ -435,6 +479,8 @@ class UpaoLoss(TrainingLoss):
         per_channel, prior_per_channel = [], []
         for index in range(count):
             sample = dataset[index]
+            if self.one_frame:  # a one-frame model reads the sample's constant fields after its frames
+                predictor.constant_fields = sample.get("constant_fields")
             trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
             prediction = one_step_all(predictor, trajectory, self.history, None)
             per_channel.append(vrmse_paper(prediction, trajectory[self.history :]))
@@ -459,12 +505,15 @@ class UpaoLoss(TrainingLoss):
         """The discretisation, PDE and constants this run uses, for the first ``metrics.jsonl`` line: ``pde``,
         ``pde_constants``, ``upao_<setting>`` (``auto`` replaced by its choice) and ``upao_floors``."""
         info = self.checkpoint_info()
-        return {
+        facts = {
             "pde": info["pde"],
             "pde_constants": info["pde_constants"],
             "upao_floors": info["floors"],
             "guard": self.judge.enabled,
-        } | {f"upao_{key}": value for key, value in info["upao"].items()}
+        }
+        if not info["floors"]:
+            facts["upao_floors_reason"] = self.floors_reason
+        return facts | {f"upao_{key}": value for key, value in info["upao"].items()}
 
     def checkpoint_info(self) -> dict[str, Any]:
         """The run's UPAO settings as resolved (``auto`` replaced by its choice), the PDE's constants it used

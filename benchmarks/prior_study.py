@@ -220,7 +220,7 @@ def section(args, runs: list[dict]) -> list[str]:
     lines += [
         "",
         "| backbone | runs | prior kept | oracle keeps it | rule matched the oracle | worst kept / extrap2 "
-        "| median kept / extrap2 | worst without the prior / extrap2 | starts worse than extrap2 |",
+        "| median kept / extrap2 | worst without the prior / extrap2 | starts > 1.1x extrap2 |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for backbone in [*args.backbones, "all"]:
@@ -233,7 +233,7 @@ def section(args, runs: list[dict]) -> list[str]:
             f"| {backbone} | {len(group)} | {sum(r['kept_prior'] for r in group)} "
             f"| {sum(r['oracle_keeps_prior'] for r in group)} | {sum(r['matched'] for r in group)} of {len(group)} "
             f"| {fmt(max(kept))} | {fmt(sorted(kept)[len(kept) // 2])} | {fmt(max(without))} "
-            f"| {sum(r['start'] > r['prior'] for r in group)} |"
+            f"| {sum(r['start'] > 1.1 * r['prior'] for r in group)} |"
         )
     return [*lines, "", END]
 

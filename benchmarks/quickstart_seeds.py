@@ -71,7 +71,8 @@ def seed_table(seed: dict) -> list[str]:
         f"### Seed {seed['seed']}",
         "",
         f"{e['n_trajectories']} validation trajectories, stride {e['stride']}, history {e['history']}; rollout: "
-        f"{e['rollout_steps_run']} steps run (windows the split cannot hold: -); "
+        f"{e['rollout_steps_run']} steps run (the Well's windows 6:12 and 13:30 need {e['history'] + 12} and "
+        f"{e['history'] + 30} frames at this stride: - where the trajectories are shorter); "
         f"{seed['done']['wall_seconds'] / 60:.1f} minutes, {seed['done']['cpu_seconds'] / 60:.1f} CPU-minutes.",
         "",
         "| row | paper VRMSE | the Well's VRMSE | "
@@ -114,7 +115,8 @@ def summary(seeds: list[dict]) -> list[str]:
     lines = [
         "### Over the seeds",
         "",
-        f"Mean paper VRMSE over {len(seeds)} seeds (each on its own generated data and training order), and "
+        f"Mean paper VRMSE over {len(seeds)} seed{'s' * (len(seeds) != 1)} (each on its own generated data and "
+        "training order), and "
         "UPAO + NSLoRA against extrap2 per seed:",
         "",
         "| row | mean over seeds | " + " | ".join(f"seed {s['seed']}" for s in seeds) + " |",
@@ -134,7 +136,7 @@ def summary(seeds: list[dict]) -> list[str]:
 def section(args, seeds: list[dict]) -> str:
     lines = [
         BEGIN,
-        f"## {time.strftime('%Y-%m-%d')}: {len(seeds)} seeds at the current defaults",
+        f"## {time.strftime('%Y-%m-%d')}: {len(seeds)} seed{'s' * (len(seeds) != 1)} at the current defaults",
         "",
         f"Command: `python benchmarks/quickstart_seeds.py {' '.join(args.argv)}` (each seed: `well-upao quickstart "
         "--seed S --out OUT/seedS`, the README's main job with its defaults; seeds run one after another, on 2 CPU "

@@ -62,3 +62,33 @@ def test_the_best_network_row_and_the_cells_come_from_the_report_tables(tmp_path
     assert wave.network == "NA UPAO + LoRA" and wave.cells["network"].one_step == 0.1753
     assert wave.cells["extrap2"].one_step == 0.02954 and wave.cells["extrap2"].rollout == 0.6876
     assert "the solver is the lowest of the four (4.212e-07)" in what_you_get.sentence(wave)
+
+
+def test_the_quickstart_row_reads_the_seeds_at_the_current_defaults_when_the_report_has_them(tmp_path, monkeypatch):
+    """A seeds section (``benchmarks/quickstart_seeds.py``'s markers) replaces the older three-seed table: means over
+    its seeds, and the rollout at the last step its tables name (2 here), averaged by hand: (0.1 + 0.3) / 2."""
+    root = copy_of_the_repository(tmp_path, monkeypatch)
+    report = root / "reports" / "quickstart.md"
+    seed_table = (
+        "### Seed {seed}\n\n3 validation trajectories, stride 5, history 8.\n\n"
+        "| row | paper VRMSE | rollout step 2 |\n|---|---|---|\n"
+        "| solver | 1e-06 | {solver} |\n| UPAO + NSLoRA (no labels) | 0.16 | {upao} |\n"
+        "| extrap2 | 0.23 | 0.15 |\n| persistence | 2 | 0.6 |\n\n"
+    )
+    section = (
+        f"{what_you_get.QUICKSTART_SEEDS[0]}\n## 2026-11-26: 2 seeds at the current defaults\n\n"
+        + seed_table.format(seed=42, solver="2e-07", upao="0.1")
+        + seed_table.format(seed=43, solver="4e-07", upao="0.3")
+        + "### Over the seeds\n\n| row | mean over seeds | seed 42 | seed 43 |\n|---|---|---|---|\n"
+        "| solver | 1e-06 | 1e-06 | 1e-06 |\n| UPAO + NSLoRA (no labels) | 0.17 | 0.16 | 0.18 |\n"
+        "| extrap2 | 0.23 | 0.23 | 0.23 |\n| persistence | 2 | 2 | 2 |\n\n"
+        f"{what_you_get.QUICKSTART_SEEDS[1]}\n"
+    )
+    text = report.read_text()
+    report.write_text(text.replace("\n## ", "\n" + section + "\n## ", 1))
+    row = what_you_get.quickstart_row()
+    assert (row.seeds, row.trajectories, row.rollout_steps) == (2, 3, 2)
+    assert row.standing == "2026-11-26, current defaults" and row.network == "UPAO + NSLoRA (no labels)"
+    assert row.cells["network"].one_step == 0.17 and abs(row.cells["network"].rollout - 0.2) < 1e-12
+    assert abs(row.cells["solver"].rollout - 3e-07) < 1e-15
+    assert "Over the 2-step rollout" in what_you_get.sentence(row)

@@ -157,7 +157,7 @@ def test_no_report_names_an_absolute_path_of_the_machine_that_made_it(tmp_path):
 
 
 OLDER = [r for r in REPORTS if r.stem in ("regimes", "reproduction", "ablations", "transfer_exact", "upao_auto")]
-OLDER += [r for r in REPORTS if r.stem in ("upao_normalization", "quickstart")]
+OLDER += [r for r in REPORTS if r.stem in ("upao_normalization",)]
 
 
 @pytest.mark.parametrize("report", OLDER, ids=[r.name for r in OLDER])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import harness_command as harness
+import pytest
 import torch
 
 from well_upao.models.assembly import load_model
@@ -47,6 +48,7 @@ def test_harness_reports_a_missing_dataset(tmp_path):
     assert "well-upao generate-exact --pde tg2d" in result.stderr
 
 
+@pytest.mark.slow  # ~18 s; tests/trainers/test_well_parity.py trains FNO through the harness in the default suite
 def test_neural_operator_baseline_trains_through_the_harness_and_is_evaluated(small_datasets, tmp_path):
     """experiment=fno: the Well's FNO with the paper's hyper-parameters and our supervised protocol."""
     result = harness.run_harness(
@@ -89,6 +91,7 @@ def test_neural_operator_baseline_trains_through_the_harness_and_is_evaluated(sm
     )
 
 
+@pytest.mark.slow  # ~16 s (the default suite measured 10m20s on 2026-11-26)
 def test_one_frame_models_of_the_well_train_under_the_default_trainer(small_datasets, tmp_path):
     """`python -m the_well.benchmark.train model=fno data=...`, as The Well's users type it: our default trainer
     trains it with the supervised loss and channels-first inputs, and says so."""

@@ -215,6 +215,7 @@ def test_the_schedule_in_the_model_config_is_an_alias_of_the_trainer_setting(sma
     )
 
 
+@pytest.mark.slow  # ~25 s; the CI runs the quickstart (UPAO + NSLoRA through the harness) before the suite
 def test_harness_runs_nslora_with_upao_and_reports_the_adapters(small_datasets, tmp_path):
     result = harness.run_harness(
         tmp_path,

@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("outputs/prior_study"))
     parser.add_argument("--report", type=Path, default=Path("reports/trust.md"))
-    parser.add_argument("--datasets", nargs="+", default=sorted({d for d, _ in EXACT_CASES}))
+    parser.add_argument("--datasets", nargs="*", default=sorted({d for d, _ in EXACT_CASES}))
     parser.add_argument("--replicas", nargs="*", default=list(STUDY_REPLICAS), choices=list(STUDY_REPLICAS))
     parser.add_argument("--replica-strides", nargs="+", type=int, default=[1, 4])
     parser.add_argument("--backbones", nargs="+", default=list(BACKBONES), choices=list(BACKBONES))

@@ -23,9 +23,9 @@ from well_upao.trainers.upao import UpaoTrainer
 
 
 def make_trainer(base, tmp_path, dataset="burgers2d", model_kwargs=None, data_kwargs=None, **kwargs) -> UpaoTrainer:
-    data_kwargs = {"n_steps_input": 8, **(data_kwargs or {})}
+    data_kwargs = {"n_steps_input": 8, "n_steps_output": 1, **(data_kwargs or {})}
     datamodule = WellUpaoDataModule(
-        str(base), dataset, batch_size=2, n_steps_output=1, data_workers=0, max_rollout_steps=3, **data_kwargs
+        str(base), dataset, batch_size=2, data_workers=0, max_rollout_steps=3, **data_kwargs
     )
     torch.manual_seed(0)
     model = kwargs.pop("model", None) or na_transformer(

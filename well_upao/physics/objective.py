@@ -58,6 +58,7 @@ class UpaoTerms:
     boundary: torch.Tensor  # L_BC, mean over samples and frames
     residual: torch.Tensor  # L_PDE, mean over samples and frames
     lambda_bc: torch.Tensor  # effective weight per sample
+    per_frame: torch.Tensor | None = None  # lambda_BC L_BC + L_PDE per sample and predicted frame (B, T)
     s2: dict[str, torch.Tensor] = field(default_factory=dict)  # per sub-equation, per sample
     residual_mse: dict[str, torch.Tensor] = field(default_factory=dict)  # un-normalised, mean
 
@@ -114,6 +115,9 @@ class UpaoObjective:
     ) -> UpaoTerms:
         """``prediction``/``inputs``: ``(B, T, *space, 18)`` physical; ``next_band``: ``(B, n_band, 18)``;
         ``dt``: ``(B,)``; ``scalars``: the sample's named parameters ``(B,)``; ``mask``: ``(18,)`` active slots.
+        ``next_band`` may also be ``(B, K, n_band, 18)``, the bands of the ``K`` frames after the history (a
+        rollout, ``trainers/rollout.py``): they are the band references of the last ``K`` predicted frames, the
+        observed inputs those of the frames before.
         ``window``: the observed history ``s_k`` is computed on (default ``inputs``; a one-frame model predicts only
         the frame after the last input, so it passes ``inputs = history[:, -1:]`` and ``window = history``)."""
         dims = grid.dims
@@ -122,12 +126,13 @@ class UpaoObjective:
         params = self.pde.resolve_parameters(scalars, self.constants)
         channel_mask = mask.to(prediction.dtype).view(*([1] * 3), N_SLOTS)
 
-        # boundary band: references are the observed later inputs and the next frame's band
+        # boundary band: references are the observed later inputs and the bands of the frames after the history
         predicted_band = band_values(prediction.flatten(0, 1), dims, self.band_width).unflatten(0, (batch, steps))
-        reference_band = next_band[:, None]
-        if steps > 1:
-            observed = band_values(inputs[:, 1:].flatten(0, 1), dims, self.band_width).unflatten(0, (batch, steps - 1))
-            reference_band = torch.cat([observed, reference_band], 1)
+        reference_band = next_band[:, None] if next_band.dim() == 3 else next_band
+        observed_steps = steps - reference_band.shape[1]
+        if observed_steps > 0:
+            observed = band_values(inputs[:, 1 : 1 + observed_steps].flatten(0, 1), dims, self.band_width)
+            reference_band = torch.cat([observed.unflatten(0, (batch, observed_steps)), reference_band], 1)
         band_error = ((predicted_band - reference_band) ** 2 * channel_mask).sum(-1).mean(-1)  # (B, T)
         l_bc = torch.sqrt(band_error + 1e-30)
 
@@ -142,9 +147,10 @@ class UpaoObjective:
             lambda_bc = self.lambda_bc / torch.stack(list(s2.values())).min(0).values
         else:
             lambda_bc = torch.full((batch,), float(self.lambda_bc), device=inputs.device, dtype=inputs.dtype)
-        total = (lambda_bc[:, None] * l_bc + l_pde).mean()
+        per_frame = lambda_bc[:, None] * l_bc + l_pde
         return UpaoTerms(
-            total=total,
+            total=per_frame.mean(),
+            per_frame=per_frame,
             boundary=l_bc.mean(),
             residual=l_pde.mean(),
             lambda_bc=lambda_bc,

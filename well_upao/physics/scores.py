@@ -162,6 +162,53 @@ def scorecard(
     return out
 
 
+def rollout_scorecard(
+    pde: PDE,
+    window: torch.Tensor,
+    rollout: torch.Tensor,
+    dt: torch.Tensor,
+    params: Mapping,
+    ops: Stencils,
+    scheme: str,
+    dims: int,
+    reference: torch.Tensor | None = None,
+    backtest: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """The scorecard of a ``K``-step rollout ``p_1 .. p_K`` (``rollout`` ``(B, K, *space, 18)``) from the observed
+    ``window`` ``u_0 .. u_{T-1}``, in the units of :func:`scorecard` (which it equals for ``K = 1``):
+
+    * ``residual_ratio = mean_k rho(p_{k-1} -> p_k) / rho_obs`` with ``p_0 = u_{T-1}`` (the central scheme reads
+      the frame before each pair from the rollout too); ``residual_ratio_step<k>``: each step's ratio;
+    * ``departure = mean_v ||p_K - r_K|| / ||r_K - r_{K-1}||`` with ``reference`` ``r_1 .. r_K`` the reference's
+      rollout of the same window and ``r_0 = u_{T-1}``: how far the last frame moved from the reference's, in units
+      of the reference's last step;
+    * ``backtest = mean_v ||q - u_{T-1}|| / ||u_{T-1} - u_{T-2}||`` with ``backtest`` ``q`` the last frame of a
+      ``K``-step rollout that ends on the observed ``u_{T-1}`` (started from ``u_0 .. u_{T-1-K}``)."""
+    fields = slot_fields(window.double(), pde.variables)
+    frames = slot_fields(torch.cat([window, rollout], 1).double(), pde.variables)
+    steps, observed = rollout.shape[1], window.shape[1]
+    floor = observed_floor(pde, fields, dt, params, ops, scheme, dims)
+    out: dict[str, torch.Tensor] = {"floor": floor}
+    ratios = []
+    for k in range(steps):
+        before = _frames(frames, 0, observed + k)
+        new = {name: v[:, observed + k] for name, v in frames.items()}
+        ratios.append(prediction_residual(pde, before, new, dt, params, ops, scheme, dims) / floor.clamp_min(1e-300))
+        out[f"residual_ratio_step{k + 1}"] = ratios[-1]
+    out["residual_ratio"] = torch.stack(ratios).mean(0)
+    last = {k: v[:, -1] for k, v in fields.items()}
+    final = {k: v[:, -1] for k, v in frames.items()}
+    if reference is not None:
+        ref = slot_fields(reference.double(), pde.variables)
+        ref_last = {k: v[:, -1] for k, v in ref.items()}
+        ref_before = last if steps == 1 else {k: v[:, -2] for k, v in ref.items()}
+        out["departure"] = relative_change(final, ref_last, ref_before)
+    if backtest is not None and observed >= 2:
+        guess = slot_fields(backtest.double(), pde.variables)
+        out["backtest"] = relative_change(guess, last, {k: v[:, -2] for k, v in fields.items()})
+    return out
+
+
 def mean_card(per_sample: Mapping[str, list[torch.Tensor]]) -> Scorecard:
     """The card of per-sample scores collected over batches (mean over all samples; absent scores ``nan``)."""
     values = {k: float(torch.cat(v).mean()) for k, v in per_sample.items() if v}

@@ -46,6 +46,7 @@ from well_upao.models.checkpoint import (
 from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers import records, sharded_checkpoint
 from well_upao.trainers.diagnosis import describe_non_finite
+from well_upao.trainers.rollout import RolloutSettings
 from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_scheduler, step_scheduler
 from well_upao.trainers.selection import Decision, Selection
 from well_upao.trainers.sharding import ShardingOptions, is_sharded, prepare_in_process
@@ -180,7 +181,9 @@ class Trainer(WellTrainer):
     ``switch_patience`` validations, then NS; ``from_start``) for models with NSLoRA adapters;
     ``adapter_schedule`` / ``adapter_switch_patience``: the model config's earlier names of those two
     (``model.adapter.schedule`` / ``switch_patience``, which the trainer config carries over), used where they are
-    unset. Every epoch's logs
+    unset; ``rollout_steps`` / ``rollout_pushforward`` / ``rollout_noise`` / ``rollout_noise_scale`` /
+    ``rollout_step_weight``: the rollout each loss trains over (``trainers/rollout.py``; 1 step: one step ahead).
+    Every epoch's logs
     are also appended to ``<artifact folder>/metrics.jsonl`` (``trainers/records.py``).
     """
 
@@ -210,11 +213,20 @@ class Trainer(WellTrainer):
         adapter_switch_patience: int | None = None,
         init_from: str | None = None,
         validate_start: bool = False,
+        rollout_steps: int = 1,
+        rollout_pushforward: bool = False,
+        rollout_noise: float = 0.0,
+        rollout_noise_scale: str = "change",
+        rollout_step_weight: float = 1.0,
         **kwargs,
     ):
         if epoch_steps is not None and int(epoch_steps) < 1:
             raise ValueError(f"trainer.epoch_steps must be a positive number of batches, got {epoch_steps}")
         self.epoch_steps = None if epoch_steps is None else int(epoch_steps)
+        #: the steps each training loss rolls the model out over (``trainers/rollout.py``)
+        self.rollout = RolloutSettings.of(
+            rollout_steps, rollout_pushforward, rollout_noise, rollout_noise_scale, rollout_step_weight
+        )
         self.cadence = CheckpointCadence.of(checkpoint_steps, checkpoint_minutes)
         self.budget = Budget.of(max_minutes, max_steps)
         #: where an interrupted epoch stopped (from recent.pt): epoch, batches done, the epoch's running sums
@@ -246,6 +258,8 @@ class Trainer(WellTrainer):
         resuming = bool(kwargs.get("checkpoint_path"))
         sharding = ShardingOptions.pop_from(kwargs)  # trainer.strategy / mixed_precision / activation_checkpointing
         super().__init__(*args, **kwargs)
+        if not self.rollout.one_step:
+            self.rollout.check_frames(self.datamodule.train_dataset.n_steps_output)
         prepare_in_process(self.model, sharding)
         if init_from and not resuming:
             meta = self.dset_metadata
@@ -408,6 +422,8 @@ class Trainer(WellTrainer):
         else:
             settings |= {"warmup_steps": self.warmup_steps, "lr_min": self.lr_min}
         settings |= {"grad_clip": self.grad_clip, "epochs": self.max_epoch, "patience": self.selection.patience}
+        if not self.rollout.one_step:  # one-step runs keep the settings they always recorded
+            settings |= {f"rollout_{k}": v for k, v in vars(self.rollout).items()}
         settings |= self.loss.protocol_settings()
         return {"protocol": self.protocol, "protocol_settings": settings}
 

@@ -6,8 +6,10 @@ For a window of ``T`` input frames and the frame after it, the model predicts ``
     L_pre = 1 / (T |Omega| c) * sum_{tau, x, active channels} (u^_{tau+1} - u_{tau+1})^2
 
 (the paper's eq. for L_pre, averaged over the ``c`` active channels), which supervises every history length
-``1..T`` at once thanks to the causal temporal attention. Batches come in the dataset's channels (mapped to the
-18 slots with the model's slot map) or already in slots with their ``slot_mask`` (a pretraining mixture).
+``1..T`` at once thanks to the causal temporal attention. With ``trainer.rollout_steps=K > 1`` the later steps of
+the model's own rollout are supervised too, each on its true frame (:meth:`ShiftedLoss.rollout_loss`). Batches
+come in the dataset's channels (mapped to the 18 slots with the model's slot map) or already in slots with their
+``slot_mask`` (a pretraining mixture).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers.loop import Trainer, TrainingLoss
+from well_upao.trainers.rollout import fed_back_frame, feed_back, noise_scale, weighted_steps
 from well_upao.trainers.supervised import SupervisedLoss
 
 logger = logging.getLogger(__name__)
@@ -43,7 +46,25 @@ class ShiftedLoss(TrainingLoss):
         history = batch["input_fields"].shape[1]
         prediction = trainer.model(frames[:, :history], mask, sequence=True)  # through DDP's forward when wrapped
         loss = masked_mse(prediction, frames[:, 1 : history + 1], mask)
-        return loss, {"mse_shifted": loss.item()}
+        if trainer.rollout.one_step:
+            return loss, {"mse_shifted": loss.item()}
+        return self.rollout_loss(frames, history, mask, prediction, loss)
+
+    def rollout_loss(self, frames, history: int, mask, prediction, first: torch.Tensor):
+        """``trainer.rollout_steps=K > 1`` (``trainers/rollout.py``): step 1 is the shifted loss above, each later
+        step ``k`` the masked MSE of the frame predicted from the window slid by ``k - 1`` frames (the previous
+        predictions fed back, restricted to the active slots) against the true frame ``T + k``; the loss is the
+        steps' weighted mean."""
+        trainer, settings = self.trainer, self.trainer.rollout
+        scale = noise_scale(frames[:, :history], settings.noise_scale) if settings.noise else None
+        window, steps = frames[:, :history], [first]
+        for k in range(1, settings.steps):
+            fed = fed_back_frame(prediction[:, -1] * mask, settings, scale, train=True) * mask
+            window = feed_back(window, fed)
+            prediction = trainer.model(window, mask, sequence=True)
+            steps.append(masked_mse(prediction[:, -1:], frames[:, history + k : history + k + 1], mask))
+        loss = weighted_steps(steps, settings)
+        return loss, {"mse_shifted": first.item(), "mse_rollout_last": steps[-1].item(), "rollout_loss": loss.item()}
 
 
 class NextFrameSlotLoss(TrainingLoss):

@@ -55,10 +55,18 @@ from well_upao.physics.objective import (
     band_values,
 )
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.physics.scores import SCORE_NAMES, GuardSettings, Scorecard, mean_card, scorecard
+from well_upao.physics.scores import (
+    SCORE_NAMES,
+    GuardSettings,
+    Scorecard,
+    mean_card,
+    rollout_scorecard,
+    scorecard,
+)
 from well_upao.physics.stencils import Grid, Stencils
 from well_upao.trainers.guard import Guard
 from well_upao.trainers.loop import Trainer, TrainingLoss, correction_off
+from well_upao.trainers.rollout import fed_back_frame, feed_back, noise_scale, weighted_steps
 from well_upao.trainers.sharding import is_sharded
 
 logger = logging.getLogger(__name__)
@@ -189,6 +197,8 @@ class UpaoLoss(TrainingLoss):
         self.objective.check_slots(self.channel_slots)
         self.scalar_names = list(trainer.dset_metadata.constant_scalar_names)
         self.history = trainer.datamodule.train_dataset.n_steps_input
+        #: the rollout the objective, the validation loss and the scorecard follow (``trainers/rollout.py``)
+        self.rollout = trainer.rollout
         self.space = trainer_model_space(trainer)
         resumed = getattr(trainer, "resumed_train", None) or {}
         if resumed.get("guard_start"):
@@ -200,6 +210,7 @@ class UpaoLoss(TrainingLoss):
         logger.info(
             f"UPAO on {source.name}: PDE {pde.name} ({len(pde.equations)} sub-equations), "
             f"{s['normalization']}, lambda_BC={s['lambda_bc']:g}, {s['time_scheme']}, {s['derivative']} derivatives; "
+            f"{self.rollout.describe()}; "
             f"selection by "
             f"{'validation VRMSE (paper protocol)' if self.paper_protocol else 'validation UPAO loss (label-free)'}"
             + (f"; the model works in normalised units ({self.space.describe()})" if self.space.normalized else "")
@@ -244,10 +255,13 @@ class UpaoLoss(TrainingLoss):
         return fitted.values
 
     # ------------------------------------------------------------------ the objective on a batch
-    def prepared(self, batch: Mapping[str, torch.Tensor], normalized: bool = True, model=None) -> PreparedBatch:
+    def prepared(
+        self, batch: Mapping[str, torch.Tensor], normalized: bool = True, model=None, train: bool = False
+    ) -> PreparedBatch:
         """The model's predictions on a batch and what the objective reads beside them, in physical units: the
-        history, the next frame's *band* only, and the sample's metadata. ``model``: another model to predict with
-        (the guard's starting model); the band is then not gathered.
+        history, the *bands* only of the frames after it, and the sample's metadata. ``model``: another model to
+        predict with (the guard's starting model). With ``trainer.rollout_steps=K > 1`` the model is rolled out
+        ``K`` steps (:meth:`rolled_out`); ``train``: the rollout's training options apply (noise on fed-back frames).
 
         ``normalized``: whether the batch comes normalised (a training batch of a run with
         ``data.use_normalization=true``; validation batches are raw, as the Well serves them). The model is fed
@@ -256,18 +270,27 @@ class UpaoLoss(TrainingLoss):
         model = trainer.model if model is None else model
         device = trainer.device
         dims = trainer.dset_metadata.n_spatial_dims
+        steps = self.rollout.steps
         given = batch["input_fields"].to(device)
         physical, model_inputs = (
             (self.space.to_physical(given), given) if normalized else (given, self.space.to_model(given))
         )
-        # the only access to the target frame: gather its boundary band by index
-        next_band = band_values(batch["output_fields"][:, 0].to(device), dims, self.objective.band_width)
-        next_band = into_slots(self.space.to_physical(next_band) if normalized else next_band, self.channel_slots)
+        # the only access to the frames after the history: gather their boundary band by index
+        after = batch["output_fields"][:, :steps].to(device)
+        bands = band_values(after.flatten(0, 1), dims, self.objective.band_width).unflatten(0, after.shape[:2])
+        bands = into_slots(self.space.to_physical(bands) if normalized else bands, self.channel_slots)
+        next_band = bands[:, 0] if steps == 1 else bands
         history = into_slots(physical, self.channel_slots)
-        if self.one_frame:  # the frame after the last input only: its residual against that input
-            constants = batch.get("constant_fields")  # the Well's formatters append them to the frames
-            if constants is not None:
-                constants = constants.to(device) if normalized else self.space.constants_to_model(constants.to(device))
+        constants = batch.get("constant_fields")  # the Well's formatters append them to the frames
+        if self.one_frame and constants is not None:
+            constants = constants.to(device) if normalized else self.space.constants_to_model(constants.to(device))
+        if steps > 1:
+            prediction, fed = self.rolled_out(model, model_inputs, constants, train)
+            prediction = into_slots(self.space.to_physical(prediction), self.channel_slots)
+            fed = into_slots(self.space.to_physical(fed), self.channel_slots)
+            inputs = torch.cat([history[:, -1:] if self.one_frame else history, fed], 1)
+            window = history
+        elif self.one_frame:  # the frame after the last input only: its residual against that input
             predicted = one_frame_prediction(model, model_inputs, trainer.formatter_name, constants)
             prediction = into_slots(self.space.to_physical(predicted), self.channel_slots)
             prediction, window, inputs = prediction[:, None], history, history[:, -1:]
@@ -287,13 +310,43 @@ class UpaoLoss(TrainingLoss):
             grid=batch_grid(batch),
         )
 
+    def rolled_out(
+        self, model, history: torch.Tensor, constants: torch.Tensor | None, train: bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """A ``K``-step rollout from ``history`` ``(B, T, *space, C)`` in the model's units and dataset channels
+        (``trainers/rollout.py``): ``(predicted, fed)``. A backbone's ``predicted`` is its ``T`` shifted predictions
+        of the true window followed by the new frame of each later step, ``(B, T + K - 1, ...)``; a one-frame
+        model's is its ``K`` frames. ``fed``: the ``K - 1`` frames fed back (detached under pushforward, noisy in
+        training), the earlier frame of each later step's residual pair."""
+        settings, slots = self.rollout, self.channel_slots
+        scale = noise_scale(history, settings.noise_scale) if train and settings.noise else None
+        if self.one_frame:
+            formatter = self.trainer.formatter_name
+            frames, fed, window = [one_frame_prediction(model, history, formatter, constants)], [], history
+            for _ in range(settings.steps - 1):
+                fed.append(fed_back_frame(frames[-1], settings, scale, train))
+                window = feed_back(window, fed[-1])
+                frames.append(one_frame_prediction(model, window, formatter, constants))
+            return torch.stack(frames, 1), torch.stack(fed, 1)
+        window = into_slots(history, slots)
+        shifted = model(window, sequence=True)[..., slots]
+        frames, fed = [shifted], []
+        for _ in range(settings.steps - 1):
+            fed.append(fed_back_frame(frames[-1][:, -1], settings, scale, train))
+            window = feed_back(window, into_slots(fed[-1], slots))
+            frames.append(model(window, sequence=True)[:, -1:][..., slots])
+        return torch.cat(frames, 1), torch.stack(fed, 1)
+
     def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
-        """UPAO loss of a batch (:meth:`prepared`: reads the history, the next frame's *band* only, and the
-        sample's metadata)."""
-        return self.terms_of(self.prepared(batch, normalized))
+        """UPAO loss of a training batch (:meth:`prepared`: reads the history, the *bands* only of the frames after
+        it, and the sample's metadata)."""
+        return self.terms_of(self.prepared(batch, normalized, train=True))
 
     def terms_of(self, p: PreparedBatch) -> UpaoTerms:
-        return self.objective(
+        """The objective on a prepared batch; over a rollout, ``total`` weights its steps
+        (:func:`well_upao.trainers.rollout.weighted_steps`): step 1 holds every term of the true window (a backbone's
+        shifted predictions), each later step its new frame's."""
+        terms = self.objective(
             p.prediction,
             p.inputs,
             p.next_band,
@@ -303,6 +356,12 @@ class UpaoLoss(TrainingLoss):
             slots_mask(self.channel_slots, self.trainer.device),
             window=p.window,
         )
+        if not self.rollout.one_step:
+            first = p.prediction.shape[1] - (self.rollout.steps - 1)
+            per_frame = terms.per_frame
+            step_terms = [per_frame[:, :first]] + [per_frame[:, k : k + 1] for k in range(first, per_frame.shape[1])]
+            terms.total = weighted_steps(step_terms, self.rollout)
+        return terms
 
     def __call__(self, batch):
         terms = self.upao_terms(batch)
@@ -336,20 +395,24 @@ class UpaoLoss(TrainingLoss):
             totals["L_BC"] += terms.boundary.item()
             totals["L_PDE"] += terms.residual.item()
             start = None if reference is None else self.prepared(batch, normalized=False, model=reference)
-            for name, value in self.batch_scores(prepared, start).items():
+            backtest = self.rollout_backtest(batch)
+            for name, value in self.batch_scores(prepared, start, backtest).items():
                 scores.setdefault(name, []).append(value.cpu())
             if start is not None:
-                for name, value in self.batch_scores(start, None).items():
+                start_backtest = self.rollout_backtest(batch, reference)
+                for name, value in self.batch_scores(start, None, start_backtest).items():
                     start_scores.setdefault(name, []).append(value.cpu())
             prior = self.prior_batch(batch)
             if prior is not None:
-                for name, value in self.batch_scores(prior, start).items():
+                prior_prepared, prior_backtest = prior
+                for name, value in self.batch_scores(prior_prepared, start, prior_backtest).items():
                     prior_scores.setdefault(name, []).append(value.cpu())
             count += 1
         card = mean_card(scores)
         if self.trainer.global_step == 0 and self.judge.start_card is None:
             self.judge.start_card = card
         logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
+        logs |= {f"score_{k}": float(torch.cat(v).mean()) for k, v in scores.items() if k.startswith("residual_ratio_")}
         logs["unavailable_scores"] = self.unavailable_scores(card, reference is not None)
         if start_scores:
             logs |= mean_card(start_scores).logs(prefix="score_start_")
@@ -368,6 +431,12 @@ class UpaoLoss(TrainingLoss):
             )
         if self.one_frame:
             known["backtest"] = "a one-frame model predicts no observed frame of the history"
+        elif not self.rollout.one_step and self.history < self.rollout.steps + 2:
+            known["backtest"] = (
+                f"a {self.rollout.steps}-step rollout ending on the last observed frame needs a history of "
+                f"{self.rollout.steps + 2} frames, the run has {self.history} (lower trainer.rollout_steps or raise "
+                "data.n_steps_input)"
+            )
         elif self.history < 2:
             known["backtest"] = "a history of 1 frame has no earlier frame to predict the last one from"
         reasons = []
@@ -397,15 +466,15 @@ class UpaoLoss(TrainingLoss):
             return None
         return BASES.get(getattr(model, "base", None))
 
-    def prior_batch(self, batch: Mapping[str, torch.Tensor]) -> PreparedBatch | None:
+    def prior_batch(self, batch: Mapping[str, torch.Tensor]) -> tuple[PreparedBatch, torch.Tensor | None] | None:
         """A validation batch as the prior predicts it: the model with its correction switched off
         (``trainers.loop.correction_off``), whose shifted predictions are the polynomial extrapolation of the
-        window in the model's own arithmetic, what a checkpoint that keeps the prior predicts; ``None`` without a
-        prior."""
+        window in the model's own arithmetic, what a checkpoint that keeps the prior predicts, with its rollout
+        backtest (:meth:`rollout_backtest`); ``None`` without a prior."""
         if self.prior_order() is None:
             return None
         with correction_off(self.trainer.bare_model):
-            return self.prepared(batch, normalized=False)
+            return self.prepared(batch, normalized=False), self.rollout_backtest(batch)
 
     def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
         """The prior rule (``trainers/guard.py``): why best.pt should hold the prior instead of the selected
@@ -416,14 +485,33 @@ class UpaoLoss(TrainingLoss):
         """The first validation's comparison of the start with its prior (``trainers/guard.py``)."""
         return self.judge.prior_verdict(logs, str(getattr(self.trainer.bare_model, "base", "its base")))
 
-    def batch_scores(self, prepared: PreparedBatch, start: PreparedBatch | None) -> dict[str, torch.Tensor]:
+    def batch_scores(
+        self, prepared: PreparedBatch, start: PreparedBatch | None, backtest: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
         """Per-sample scores of a validation batch (``well_upao.physics.scores.scorecard``): the prediction of the
         next frame against the observed window; the backbone's shifted prediction of the last observed frame (the
-        backtest); ``start``: the starting model's predictions of the same batch (the departure's reference)."""
+        backtest); ``start``: the starting model's predictions of the same batch (the departure's reference).
+        Over a ``K``-step rollout (``trainer.rollout_steps``), the rollout's card
+        (:func:`~well_upao.physics.scores.rollout_scorecard`) with ``backtest`` the last frame of the rollout that
+        ends on the last observed frame (:meth:`rollout_backtest`)."""
         p = prepared
-        backtest = p.prediction[:, -2] if not self.one_frame and p.prediction.shape[1] >= 2 else None
         objective = self.objective
         params = objective.pde.resolve_parameters({k: v.double() for k, v in p.scalars.items()}, objective.constants)
+        if not self.rollout.one_step:
+            steps = self.rollout.steps
+            return rollout_scorecard(
+                objective.pde,
+                p.history,
+                p.prediction[:, -steps:],
+                p.dt.double(),
+                params,
+                Stencils(p.grid, objective.derivative),
+                objective.scheme,
+                p.grid.dims,
+                reference=None if start is None else start.prediction[:, -steps:],
+                backtest=backtest,
+            )
+        backtest = p.prediction[:, -2] if not self.one_frame and p.prediction.shape[1] >= 2 else None
         return scorecard(
             objective.pde,
             p.history,
@@ -436,6 +524,25 @@ class UpaoLoss(TrainingLoss):
             reference=None if start is None else start.prediction[:, -1],
             backtest=backtest,
         )
+
+    @torch.no_grad()
+    def rollout_backtest(self, batch: Mapping[str, torch.Tensor], model=None) -> torch.Tensor | None:
+        """With ``trainer.rollout_steps=K > 1``: the last frame ``(B, *space, 18)`` (physical units) of the
+        ``K``-step rollout that ends on the last observed frame of a raw (validation) batch, started from the
+        window's first ``T - K`` frames, each prediction appended (the backbone is causal: a window shorter than its
+        history is served as such). ``None`` for one step (the backtest is the shifted prediction), a one-frame
+        model, or a history shorter than ``K + 2`` frames."""
+        steps = self.rollout.steps
+        if self.rollout.one_step or self.one_frame or self.history < steps + 2:
+            return None
+        model = self.trainer.model if model is None else model
+        slots = self.channel_slots
+        given = self.space.to_model(batch["input_fields"].to(self.trainer.device))
+        window = into_slots(given[:, : self.history - steps], slots)
+        for _ in range(steps):
+            frame = model(window, sequence=True)[:, -1:][..., slots]
+            window = torch.cat([window, into_slots(frame, slots)], 1)
+        return into_slots(self.space.to_physical(frame[:, 0]), slots)
 
     def reference_model(self) -> torch.nn.Module | None:
         """The starting model, frozen: copied at the first validation before any step (its trainable weights kept

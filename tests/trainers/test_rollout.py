@@ -292,3 +292,41 @@ def test_the_supervised_loss_rolls_out_through_the_formatter_with_labels_on_ever
     target = batch["output_fields"]
     expected = 0.25 * ((first - target[:, 0]) ** 2).mean() + 0.75 * ((second - target[:, 1]) ** 2).mean()
     torch.testing.assert_close(ours, expected, rtol=1e-6, atol=0)
+
+
+def test_validations_log_the_wells_rollout_windows_by_hand(small_datasets, tmp_path):
+    """``valid_rollout_VRMSE_*``: the rollout of each validation trajectory from its first window, the Well's VRMSE
+    per step (channel mean) computed here by hand; at this size (the validation trajectories cut to history 2 + 3
+    frames) the rollout runs 3 steps, so 6:12 is not held and is not logged."""
+    from well_upao.evaluate.predictors import BackboneModel
+
+    trainer = make_trainer(small_datasets, tmp_path, data_kwargs={"n_steps_input": 2}, vrmse_trajectories=2)
+    logs = trainer.loss.paper_vrmse(full=False)
+    dataset = trainer.datamodule.rollout_val_dataset
+    predictor = BackboneModel("model", trainer.bare_model, trainer.loss.space)
+    curves = []
+    for index in range(min(2, len(dataset))):
+        sample = dataset[index]
+        frames = torch.cat([sample["input_fields"], sample["output_fields"]])
+        window, errors = frames[:2], []
+        with torch.no_grad():
+            for step in range(frames.shape[0] - 2):
+                nxt = predictor.predict(window[None], None)[0]
+                truth = frames[2 + step]
+                mse = ((nxt - truth) ** 2).mean(dim=(0, 1))
+                errors.append(torch.sqrt(mse / (truth.var(dim=(0, 1), unbiased=True) + 1e-7)).mean().item())
+                window = torch.cat([window[1:], nxt[None]])
+        curves.append(errors)
+    assert logs["valid_rollout_VRMSE_steps"] == len(curves[0]) == 3
+    mean_last = sum(curve[-1] for curve in curves) / len(curves)
+    assert logs["valid_rollout_VRMSE_last"] == pytest.approx(mean_last, rel=1e-5)
+    assert "valid_rollout_VRMSE_6:12" not in logs
+
+
+def test_rollout_window_logs_slice_the_mean_curve_as_the_wells_trainer():
+    from well_upao.trainers.upao import rollout_window_logs
+
+    curves = [[float(k) for k in range(30)], [2.0 * k for k in range(31)]]  # mean curve 1.5 k over the 30 common steps
+    logs = rollout_window_logs(curves, "v")
+    assert logs == pytest.approx({"v_6:12": 1.5 * 8.5, "v_13:30": 1.5 * 21, "v_steps": 30, "v_last": 1.5 * 29})
+    assert "v_13:30" not in rollout_window_logs([[1.0] * 29], "v") and rollout_window_logs([], "v") == {}

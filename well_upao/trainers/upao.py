@@ -26,9 +26,10 @@ import torch
 from well_upao.axes import UniformAxis
 from well_upao.data.source import WellSource
 from well_upao.distributed import is_main_process
-from well_upao.evaluate.metrics import vrmse_paper
+from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
-from well_upao.evaluate.protocol import one_step_all
+from well_upao.evaluate.protocol import one_step_all, rollout
+from well_upao.evaluate.windows import window_means
 from well_upao.harness.normalization import trainer_model_space
 from well_upao.harness.samples import (
     batch_dt,
@@ -105,9 +106,11 @@ class UpaoLoss(TrainingLoss):
     ``pde_constants`` (fixed coefficients, or ``fitted``: the PDE's constants fitted by least squares to the
     training frames, jointly with an ``auto`` discretisation, :func:`well_upao.physics.floor.fit_discretised`),
     ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (the first trajectories of the validation split,
-    the paper's VRMSE of every validation is over them). User PDEs come from the modules in the data config's
-    ``imports``. The selection scores every candidate on the same validation batches and trajectories: the last
-    validation is short like the others (``selects_on_the_same_batches``).
+    the paper's VRMSE of every validation is over them), ``rollout_vrmse_steps`` (each of them is also rolled out that
+    many steps, as far as it holds, for the Well's windows ``valid_rollout_VRMSE_6:12`` / ``_13:30``; 0: off). User
+    PDEs come from the modules in the data config's ``imports``. The selection scores every candidate on the same
+    validation batches and trajectories: the last validation is short like the others
+    (``selects_on_the_same_batches``).
 
     Every validation also logs the label-free scorecard (``well_upao.physics.scores``) as ``valid_score_floor``,
     ``valid_score_residual_ratio``, ``valid_score_departure`` (from the starting model's predictions) and
@@ -129,6 +132,7 @@ class UpaoLoss(TrainingLoss):
         pde_constants: Mapping[str, float] | str | None = None,
         paper_protocol: bool = False,
         vrmse_trajectories: int = 2,
+        rollout_vrmse_steps: int = 30,
         guard: bool = True,
         guard_floor_tolerance: float = GuardSettings.floor_tolerance,
         guard_departure_limit: float = GuardSettings.departure_limit,
@@ -145,6 +149,9 @@ class UpaoLoss(TrainingLoss):
         self.pde_constants = pde_constants if pde_constants == "fitted" else dict(pde_constants or {})
         self.paper_protocol = bool(paper_protocol)
         self.vrmse_trajectories = int(vrmse_trajectories)
+        if int(rollout_vrmse_steps) < 0:
+            raise ValueError(f"trainer.rollout_vrmse_steps must be >= 0, got {rollout_vrmse_steps}")
+        self.rollout_vrmse_steps = int(rollout_vrmse_steps)
         #: residual floors of the training frames per ``derivative/scheme`` (filled when a setting is ``auto``)
         self.floors: dict[str, float] = {}
         #: why :attr:`floors` is empty (``upao_floors_reason`` in the run's facts)
@@ -572,9 +579,10 @@ class UpaoLoss(TrainingLoss):
 
     @torch.no_grad()
     def paper_vrmse(self, full: bool) -> dict[str, float]:
-        """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean; with a
-        prior (:meth:`prior_order`) also the prior's mean, ``valid_prior_paper_VRMSE``: labels for the record (a
-        study's oracle), never read by the selection, which scores the prior label-free."""
+        """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean, and the
+        Well's rollout windows (:meth:`rollout_windows`); with a prior (:meth:`prior_order`) also the prior's,
+        ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``: labels for the record (a study's
+        oracle), never read by the selection, which scores the prior label-free."""
         trainer = self.trainer
         trainer.model.eval()
         dataset = trainer.datamodule.rollout_val_dataset
@@ -584,6 +592,7 @@ class UpaoLoss(TrainingLoss):
         else:
             predictor = BackboneModel("model", trainer.bare_model, self.space)
         per_channel, prior_per_channel = [], []
+        curves: dict[str, list[list[float]]] = {"model": [], "prior": []}
         for index in range(count):
             sample = dataset[index]
             if self.one_frame:  # a one-frame model reads the sample's constant fields after its frames
@@ -591,17 +600,31 @@ class UpaoLoss(TrainingLoss):
             trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
             prediction = one_step_all(predictor, trajectory, self.history, None)
             per_channel.append(vrmse_paper(prediction, trajectory[self.history :]))
+            curves["model"].append(self.rollout_curve(predictor, trajectory))
             if self.prior_order() is not None:
                 with correction_off(trainer.bare_model):
                     prior = one_step_all(predictor, trajectory, self.history, None)
+                    curves["prior"].append(self.rollout_curve(predictor, trajectory))
                 prior_per_channel.append(vrmse_paper(prior, trajectory[self.history :]))
         values = torch.stack(per_channel).mean(0)
         names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
         logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
         logs["valid_paper_VRMSE"] = values.mean().item()
+        logs |= rollout_window_logs(curves["model"], "valid_rollout_VRMSE")
         if prior_per_channel:
             logs["valid_prior_paper_VRMSE"] = torch.stack(prior_per_channel).mean().item()
+            logs |= rollout_window_logs(curves["prior"], "valid_prior_rollout_VRMSE")
         return logs
+
+    def rollout_curve(self, predictor, trajectory: torch.Tensor) -> list[float]:
+        """The Well's VRMSE (mean over channels) at each step of a rollout of up to ``trainer.rollout_vrmse_steps``
+        from the trajectory's first window (as long as the trajectory holds); empty when it is 0."""
+        steps = min(self.rollout_vrmse_steps, trajectory.shape[0] - self.history)
+        if steps < 1:
+            return []
+        predicted = rollout(predictor, trajectory, self.history, steps, None)[0]
+        target = trajectory[self.history : self.history + steps]
+        return vrmse_well(predicted, target, self.trainer.dset_metadata.n_spatial_dims).mean(-1).tolist()
 
     def validate(self, dataloader, full: bool) -> tuple[float, dict[str, float]]:
         upao = self.upao_validation(dataloader, full)
@@ -636,6 +659,18 @@ class UpaoLoss(TrainingLoss):
             "guard_start": None if self.judge.start_card is None else vars(self.judge.start_card),
             "prior_candidate": self.prior_order() is not None,
         }
+
+
+def rollout_window_logs(curves: list[list[float]], prefix: str) -> dict[str, float]:
+    """The Well's windows (``well_upao.evaluate.windows``) of the mean per-step curve of several rollouts (each step
+    averaged over the rollouts that reached it): ``<prefix>_<a:b>`` for the windows held, ``<prefix>_steps`` (the
+    steps every rollout ran) and ``<prefix>_last`` (the VRMSE at that step); nothing without rollouts."""
+    steps = min((len(c) for c in curves), default=0)
+    if steps == 0:
+        return {}
+    mean = [sum(c[k] for c in curves) / len(curves) for k in range(steps)]
+    logs = {f"{prefix}_{label}": value for label, value in window_means(mean).items() if value is not None}
+    return logs | {f"{prefix}_steps": steps, f"{prefix}_last": mean[-1]}
 
 
 class UpaoTrainer(Trainer):

@@ -330,3 +330,51 @@ def test_rollout_window_logs_slice_the_mean_curve_as_the_wells_trainer():
     logs = rollout_window_logs(curves, "v")
     assert logs == pytest.approx({"v_6:12": 1.5 * 8.5, "v_13:30": 1.5 * 21, "v_steps": 30, "v_last": 1.5 * 29})
     assert "v_13:30" not in rollout_window_logs([[1.0] * 29], "v") and rollout_window_logs([], "v") == {}
+
+
+@pytest.mark.parametrize("steps", [2])
+def test_a_sharded_run_keeps_its_starts_predictions_for_the_departure(small_datasets, tmp_path, monkeypatch, steps):
+    """Under FSDP no starting model can be copied: the start's predictions of each validation batch are kept at the
+    first validation, and a later candidate's departure equals the one measured against a copied start model."""
+    import well_upao.trainers.upao as upao
+
+    def validate_twice(trainer):
+        loader = trainer.datamodule.val_dataloader()
+        _, first = trainer.validation_loop(loader, full=False)
+        trainer.global_step = 1
+        torch.manual_seed(3)
+        with torch.no_grad():
+            for parameter in trainer.bare_model.parameters():
+                parameter.add_(0.01 * torch.randn_like(parameter))
+        return first, trainer.validation_loop(loader, full=False)[1]
+
+    plain = validate_twice(rollout_trainer(small_datasets, tmp_path / "plain", steps, validate_start=True))
+    monkeypatch.setattr(upao, "is_sharded", lambda model: True)  # what FSDP2 modules answer
+    sharded = validate_twice(rollout_trainer(small_datasets, tmp_path / "sharded", steps, validate_start=True))
+    assert sharded[0]["valid_score_departure"] == plain[0]["valid_score_departure"] == 0.0
+    assert sharded[1]["valid_score_departure"] > 0
+    assert sharded[1]["valid_score_departure"] == pytest.approx(plain[1]["valid_score_departure"], rel=1e-6)
+    assert sharded[1]["valid_unavailable_scores"] is None
+
+
+def test_rollout_upao_runs_through_the_harness_with_nslora_and_records_its_rollout(
+    small_datasets, tmp_path, monkeypatch
+):
+    """``model=na_nslora trainer=upao trainer.rollout_steps=2`` through the harness's run function: the data serve 2
+    frames after the history without being told, the first metrics line records the rollout in the protocol, every
+    validation logs the rollout's scorecard per step."""
+    import harness_command as harness
+
+    from well_upao.harness.metrics_file import read_metrics
+
+    run = harness.run_harness_in_process(
+        small_datasets, tmp_path, monkeypatch, "model=na_nslora", "trainer=upao", "data=burgers2d",
+        "trainer.rollout_steps=2", "trainer.rollout_pushforward=true", "trainer.rollout_noise=0.1",
+        "trainer.epoch_steps=2", "name=rollout", *harness.FAST,
+    )  # fmt: skip
+    lines = read_metrics(run)
+    settings = lines[0]["protocol_settings"]
+    assert settings["rollout_steps"] == 2 and settings["rollout_pushforward"] and settings["rollout_noise"] == 0.1
+    validations = [line for line in lines if "valid_score_residual_ratio_step2" in line]
+    assert len(validations) >= 2 and all(math.isfinite(v["valid_score_backtest"]) for v in validations)
+    assert (run / "checkpoints" / "best.pt").is_file()

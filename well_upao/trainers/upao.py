@@ -170,6 +170,8 @@ class UpaoLoss(TrainingLoss):
         self.prior_candidate = bool(prior_candidate)
         #: the starting model (a frozen copy: the departure's reference)
         self.start_model: torch.nn.Module | None = None
+        #: a sharded start's predictions per validation batch (:meth:`kept_start_prediction`)
+        self.start_predictions: dict[int, torch.Tensor] = {}
 
     def bind(self, trainer: Trainer) -> None:
         super().bind(trainer)
@@ -402,8 +404,9 @@ class UpaoLoss(TrainingLoss):
             totals["L_BC"] += terms.boundary.item()
             totals["L_PDE"] += terms.residual.item()
             start = None if reference is None else self.prepared(batch, normalized=False, model=reference)
+            start_prediction = self.kept_start_prediction(i, prepared) if start is None else start.prediction
             backtest = self.rollout_backtest(batch)
-            for name, value in self.batch_scores(prepared, start, backtest).items():
+            for name, value in self.batch_scores(prepared, start_prediction, backtest).items():
                 scores.setdefault(name, []).append(value.cpu())
             if start is not None:
                 start_backtest = self.rollout_backtest(batch, reference)
@@ -412,7 +415,7 @@ class UpaoLoss(TrainingLoss):
             prior = self.prior_batch(batch)
             if prior is not None:
                 prior_prepared, prior_backtest = prior
-                for name, value in self.batch_scores(prior_prepared, start, prior_backtest).items():
+                for name, value in self.batch_scores(prior_prepared, start_prediction, prior_backtest).items():
                     prior_scores.setdefault(name, []).append(value.cpu())
             count += 1
         card = mean_card(scores)
@@ -420,7 +423,9 @@ class UpaoLoss(TrainingLoss):
             self.judge.start_card = card
         logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
         logs |= {f"score_{k}": float(torch.cat(v).mean()) for k, v in scores.items() if k.startswith("residual_ratio_")}
-        logs["unavailable_scores"] = self.unavailable_scores(card, reference is not None)
+        logs["unavailable_scores"] = self.unavailable_scores(
+            card, reference is not None or bool(self.start_predictions)
+        )
         if start_scores:
             logs |= mean_card(start_scores).logs(prefix="score_start_")
         if prior_scores:
@@ -433,8 +438,8 @@ class UpaoLoss(TrainingLoss):
         known = {}
         if not has_reference:
             known["departure"] = (
-                "no starting model to compare with (a sharded model, or a run resumed without "
-                f"checkpoints/{START_WEIGHTS})"
+                "no starting model to compare with (a run resumed without "
+                f"checkpoints/{START_WEIGHTS}, or a sharded run resumed: its start's predictions are kept in memory)"
             )
         if self.one_frame:
             known["backtest"] = "a one-frame model predicts no observed frame of the history"
@@ -493,11 +498,12 @@ class UpaoLoss(TrainingLoss):
         return self.judge.prior_verdict(logs, str(getattr(self.trainer.bare_model, "base", "its base")))
 
     def batch_scores(
-        self, prepared: PreparedBatch, start: PreparedBatch | None, backtest: torch.Tensor | None = None
+        self, prepared: PreparedBatch, start: torch.Tensor | None, backtest: torch.Tensor | None = None
     ) -> dict[str, torch.Tensor]:
         """Per-sample scores of a validation batch (``well_upao.physics.scores.scorecard``): the prediction of the
         next frame against the observed window; the backbone's shifted prediction of the last observed frame (the
-        backtest); ``start``: the starting model's predictions of the same batch (the departure's reference).
+        backtest); ``start``: the starting model's predictions of the same batch (``PreparedBatch.prediction``, the
+        departure's reference).
         Over a ``K``-step rollout (``trainer.rollout_steps``), the rollout's card
         (:func:`~well_upao.physics.scores.rollout_scorecard`) with ``backtest`` the last frame of the rollout that
         ends on the last observed frame (:meth:`rollout_backtest`)."""
@@ -515,7 +521,7 @@ class UpaoLoss(TrainingLoss):
                 Stencils(p.grid, objective.derivative),
                 objective.scheme,
                 p.grid.dims,
-                reference=None if start is None else start.prediction[:, -steps:],
+                reference=None if start is None else start[:, -steps:],
                 backtest=backtest,
             )
         backtest = p.prediction[:, -2] if not self.one_frame and p.prediction.shape[1] >= 2 else None
@@ -528,7 +534,7 @@ class UpaoLoss(TrainingLoss):
             Stencils(p.grid, objective.derivative),
             objective.scheme,
             p.grid.dims,
-            reference=None if start is None else start.prediction[:, -1],
+            reference=None if start is None else start[:, -1],
             backtest=backtest,
         )
 
@@ -550,6 +556,19 @@ class UpaoLoss(TrainingLoss):
             frame = model(window, sequence=True)[:, -1:][..., slots]
             window = torch.cat([window, into_slots(frame, slots)], 1)
         return into_slots(self.space.to_physical(frame[:, 0]), slots)
+
+    def kept_start_prediction(self, index: int, prepared: PreparedBatch) -> torch.Tensor | None:
+        """The departure's reference where no starting model can be copied (a sharded model, FSDP): the start's
+        predictions of validation batch ``index``, kept (on the CPU) at the first validation before any step, when the
+        model predicting ``prepared`` is the start. The validation batches come in one fixed order (each process its
+        own), so later validations compare with the start's predictions of the same windows. ``None`` when not
+        kept (a resumed sharded run, or a model that can be copied)."""
+        if not is_sharded(self.trainer.model):
+            return None
+        if self.trainer.global_step == 0 and self.judge.start_card is None:
+            self.start_predictions[index] = prepared.prediction.detach().cpu()
+        kept = self.start_predictions.get(index)
+        return None if kept is None else kept.to(prepared.prediction.device)
 
     def reference_model(self) -> torch.nn.Module | None:
         """The starting model, frozen: copied at the first validation before any step (its trainable weights kept

@@ -316,3 +316,30 @@ def test_sharding_starts_every_process_from_rank_0s_weights(tmp_path):
     assert set(initial) == set(sharded)
     for key, value in initial.items():
         assert torch.equal(sharded[key], value), key
+
+
+@pytest.mark.slow
+def test_fsdp_rollout_upao_keeps_the_guards_departure_and_matches_one_process(small_datasets, tmp_path):
+    """``trainer=upao trainer.rollout_steps=2 trainer.strategy=fsdp`` over 2 processes: the guard's departure is
+    measured (from the start's kept predictions: no start model can be copied from shards) and equals the one a
+    single process measures against its copied start model on the same global batches."""
+    upao = [o if o != "trainer=shifted" else "trainer=upao" for o in HARNESS if not o.startswith("trainer.nslora")]
+    upao = [o for o in upao if not o.startswith(("trainer.switch_patience", "trainer.activation_checkpointing"))]
+    runs = {}
+    for name, processes, extra in (
+        ("one", 1, ["data.batch_size=2"]),
+        ("fsdp", 2, ["data.batch_size=1", "trainer.strategy=fsdp"]),
+    ):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        command = [*launcher(processes), "-m", "well_upao.train", *upao, "trainer.rollout_steps=2", *extra]
+        env = dict(os.environ, WELL_BASE_PATH=str(small_datasets), OMP_NUM_THREADS="1")
+        result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        (run,) = sorted((cwd / "experiments").glob("*/*"))
+        lines = [json.loads(line) for line in (run / "artifacts" / "metrics.jsonl").read_text().splitlines()]
+        runs[name] = [line for line in lines if "valid_score_departure" in line]
+    for one, sharded in zip(runs["one"], runs["fsdp"], strict=True):
+        assert "valid_score_residual_ratio_step2" in sharded
+        assert sharded["valid_score_departure"] == pytest.approx(one["valid_score_departure"], rel=1e-4, abs=1e-9)
+    assert runs["fsdp"][-1]["valid_score_departure"] > 0 and runs["fsdp"][-1]["valid_unavailable_scores"] is None

@@ -123,6 +123,15 @@ def run_harness(cfg: DictConfig, info: Distributed) -> None:
         OmegaConf.save(cfg, os.path.join(folder, "extended_config.yaml"))
     if info.enabled:
         dist.barrier()
+    trainer = instantiate_trainer(cfg, info, checkpoints, artifacts, viz)
+    trainer.validate() if cfg.validation_mode else trainer.train()
+    if info.rank == 0:
+        wandb.finish()
+
+
+def instantiate_trainer(cfg: DictConfig, info: Distributed, checkpoints: str, artifacts: str, viz: str):
+    """The data module, model (wrapped for DDP / FSDP2), optimizer and trainer of a harness run, as
+    ``the_well.benchmark.train`` builds them (``+seed=N`` seeds the initial weights)."""
     if cfg.get("seed") is not None:  # +seed=N: the same initial weights in every run
         torch.manual_seed(int(cfg.seed))
     datamodule = instantiate(cfg.data, world_size=info.world_size, rank=info.rank, data_workers=cfg.data_workers)
@@ -148,9 +157,7 @@ def run_harness(cfg: DictConfig, info: Distributed) -> None:
         device=info.device,
         is_distributed=info.enabled,
     )
-    trainer.validate() if cfg.validation_mode else trainer.train()
-    if info.rank == 0:
-        wandb.finish()
+    return trainer
 
 
 @hydra.main(version_base=None, config_path="configs", config_name="config")

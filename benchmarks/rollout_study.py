@@ -1,0 +1,418 @@
+"""Long horizons without labels: one-step UPAO against UPAO over its own rollouts, beside supervised LoRA and the
+classical rows, in the Well's rollout windows (issue 41 part 5: reports/rollout.md).
+
+Rows trained (the quickstart's backbone ``shipped_extrap2`` with ``model.base=extrap2``, LoRA / NSLoRA adapters, one
+equal budget of ``--minutes`` per run, ``trainer.max_minutes``, on ``--threads`` threads, no early stopping):
+
+* ``UPAO one-step``: ``model=na_nslora trainer=upao`` (``trainer.rollout_steps=1``, the paper's objective);
+* ``UPAO K=4``: the same with ``trainer.rollout_steps=4``; ``UPAO K=4 pushforward``: and ``rollout_pushforward``;
+* ``supervised LoRA one-step`` / ``K=4``: ``model=na_lora trainer=shifted`` (labels on every step);
+
+and, from ``well-upao evaluate``, persistence, extrap1/extrap2 and the solver where one exists. Data: the four Well
+study replicas (``benchmarks/study_data.py``) and wave2d / advdiff2d (``well-upao generate-exact`` at 64^2, 12
+trajectories of 101 frames, a quarter for validation), all at stride 1 and history 8, so that every validation
+trajectory holds the 13:30 window. Seeds: the training order (``data.shuffle_seed``) and ``+seed`` (initial adapter
+weights) together.
+
+Facts from ``metrics.jsonl`` and evaluate's JSON only. The columns: one-step (the Well's VRMSE, channel mean), the
+windows 6:12 and 13:30 (``loss[a:b].mean()`` over 0-based steps of up to ``--rollout-starts`` rollouts per
+validation trajectory), each cell the mean over seeds with the seeds and rollouts behind it.
+
+The rule for a difference between two rows of one dataset, stated before the runs: it counts as *resolved* when the
+same row is better on every seed and the gap between the seed means exceeds the sum of the two rows' seed ranges
+(max - min); otherwise it is *not resolved* at this size.
+
+The guard's record (UPAO rows): what ``best.pt`` holds (the selected epoch, or the prior when kept) against a label
+oracle that picks, among the same validated candidates and the prior, the lowest ``valid_rollout_VRMSE_6:12`` (the
+validation trajectories rolled out from their first window, logged at every validation, never read by the selection).
+
+Resumable (a finished run leaves ``done.json``; an evaluated (dataset, seed) its JSON).
+
+    python benchmarks/rollout_study.py --out outputs/rollout_study --report reports/rollout.md --jobs 1 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
+from jobs import run_logged, sharing_note, thread_env, write_done
+from readings import portable_paths
+from study_data import STUDY_REPLICAS, ensure_replica, replica_note
+
+from well_upao.harness.metrics_file import read_metrics
+from well_upao.harness.runs import harness_command, latest_run
+
+EXACT = ("wave2d", "advdiff2d")
+#: the trained rows: their name and the overrides that differ between them
+ROWS: dict[str, list[str]] = {
+    "UPAO one-step": ["model=na_nslora", "trainer=upao", "trainer.nslora_schedule=from_start"],
+    "UPAO K=4": ["model=na_nslora", "trainer=upao", "trainer.nslora_schedule=from_start", "trainer.rollout_steps=4"],
+    "UPAO K=4 pushforward": [
+        "model=na_nslora",
+        "trainer=upao",
+        "trainer.nslora_schedule=from_start",
+        "trainer.rollout_steps=4",
+        "trainer.rollout_pushforward=true",
+    ],
+    "supervised LoRA one-step": ["model=na_lora", "trainer=shifted"],
+    "supervised LoRA K=4": ["model=na_lora", "trainer=shifted", "trainer.rollout_steps=4"],
+}
+CLASSICAL = ("persistence", "extrap1", "extrap2", "solver")
+WINDOWS = ("6:12", "13:30")
+HISTORY = 8
+
+
+def slug(text: str) -> str:
+    return text.lower().replace(" ", "_").replace("=", "")
+
+
+def run_name(dataset: str, row: str, seed: int) -> str:
+    return f"{dataset}-{slug(row)}-seed{seed}"
+
+
+def cases(args) -> list[tuple[str, str, int]]:
+    """Every (dataset, row, seed), the first seed of every (dataset, row) first: a capped study covers the grid."""
+    grid = itertools.product(args.seeds, args.datasets, args.rows)
+    return [(dataset, row, seed) for seed, dataset, row in grid]
+
+
+def command(args, dataset: str, row: str, seed: int, experiment: Path) -> list[str]:
+    return harness_command(
+        [
+            *ROWS[row],
+            f"data={dataset}",
+            "model.pretrained=shipped_extrap2",
+            "model.base=extrap2",
+            "optimizer.lr=1e-3",
+            f"data.n_steps_input={HISTORY}",
+            "data.min_dt_stride=1",
+            "data.max_dt_stride=1",
+            "data.batch_size=4",
+            f"data.shuffle_seed={seed}",
+            f"+seed={seed}",
+            "trainer.epochs=1000",
+            f"trainer.epoch_steps={args.steps}",
+            f"trainer.max_minutes={args.minutes}",
+            "trainer.patience=0",
+            "trainer.warmup_steps=5",
+            "trainer.max_rollout_steps=2",
+            "data.max_rollout_steps=30",
+            "trainer.rollout_val_frequency=100000",
+            f"trainer.short_validation_length={args.validation_batches}",
+            *(["trainer.vrmse_trajectories=1000"] if "trainer=upao" in ROWS[row] else []),
+            "trainer.progress=false",
+            "auto_resume=false",
+            f"experiment_dir={experiment}",
+        ]
+    )
+
+
+def ensure_dataset(args, dataset: str) -> Path:
+    from well_upao.data.generate import GenerationRequest, generate_dataset
+
+    base = args.out / "datasets"
+    if dataset in STUDY_REPLICAS:
+        ensure_replica(dataset, base)
+    elif not (base / dataset / "stats.yaml").is_file():
+        request = GenerationRequest(pde=dataset, out=base, n_traj=12, resolution=64, n_steps=101, seed=42,
+                                    valid_fraction=0.25)  # fmt: skip
+        generate_dataset(request, progress=False)
+    return base
+
+
+def run_one(args, case: tuple[str, str, int]) -> None:
+    name = run_name(*case)
+    folder = args.out / "runs" / name
+    if args.deadline and time.time() > args.deadline:
+        print(f"{name}: deadline reached, not started", flush=True)
+        return
+    datasets = ensure_dataset(args, case[0])
+    cmd = command(args, *case, folder / "experiment")
+    env = thread_env(dict(os.environ, WELL_BASE_PATH=str(datasets), WANDB_MODE="disabled"), args.threads)
+    finished = run_logged(["nice", "-n", "10", *cmd], folder / "train.log", env, cwd=folder)
+    print(f"{name}: exit {finished.returncode} in {finished.wall_seconds:.0f} s "
+          f"({finished.cpu_seconds:.0f} CPU s)", flush=True)  # fmt: skip
+    if finished.returncode == 0:
+        write_done(folder / "done.json", finished, args.jobs, args.threads, command=cmd[1:])
+
+
+def evaluation_file(args, dataset: str, seed: int) -> Path:
+    return args.out / "evaluations" / f"{dataset}-seed{seed}" / f"evaluation_{dataset}_valid_stride1.json"
+
+
+def evaluate(args, dataset: str, seed: int) -> None:
+    """``well-upao evaluate`` of the (dataset, seed)'s finished runs beside the classical rows (skipped when its
+    JSON exists or a run is missing)."""
+    target = evaluation_file(args, dataset, seed)
+    folders = {row: latest_run(args.out / "runs" / run_name(dataset, row, seed) / "experiment") for row in args.rows}
+    if target.is_file() or any(f is None for f in folders.values()):
+        return
+    well_upao = str(Path(sys.executable).with_name("well-upao"))
+    rows = [f"{row}={folder}" for row, folder in folders.items()]
+    cmd = [well_upao, "evaluate", *rows, "--rollout-steps", "30", "--rollout-starts", str(args.rollout_starts),
+           "--history", str(HISTORY), "--out", str(target.parent), "--quiet"]  # fmt: skip
+    env = thread_env(dict(os.environ, WELL_BASE_PATH=str(args.out / "datasets")), args.threads)
+    result = subprocess.run(["nice", "-n", "10", *cmd], env=env, capture_output=True, text=True)
+    print(f"evaluate {dataset} seed {seed}: exit {result.returncode}", flush=True)
+    if result.returncode != 0:
+        print(result.stderr[-2000:], flush=True)
+
+
+def run_all(args) -> None:
+    pending = [c for c in cases(args) if not (args.out / "runs" / run_name(*c) / "done.json").is_file()]
+    pending = pending[: args.max_runs] if args.max_runs is not None else pending
+    for dataset in dict.fromkeys(c[0] for c in pending):
+        ensure_dataset(args, dataset)  # before the runs: two runs must not make one dataset at once
+    run_tasks([lambda case=case: run_one(args, case) for case in pending], args.jobs)
+    for dataset, seed in itertools.product(args.datasets, args.seeds):
+        evaluate(args, dataset, seed)
+
+
+# ---------------------------------------------------------------------------------------------- analysis
+def guard_record(lines: list[dict]) -> dict | None:
+    """What a UPAO run's ``best.pt`` holds against a label oracle on the 6:12 window of the validation rollouts: the
+    oracle picks the lowest ``valid_rollout_VRMSE_6:12`` among the validated candidates (epoch 0 = the start) and
+    the prior; ``None`` when the window was not logged."""
+    key, prior_key = "valid_rollout_VRMSE_6:12", "valid_prior_rollout_VRMSE_6:12"
+    validations = [line for line in lines if key in line]
+    if not validations:
+        return None
+    last = validations[-1]
+    truth = {line["epoch"]: line[key] for line in validations}
+    candidates = dict(truth)
+    if prior_key in last:
+        candidates["prior"] = last[prior_key]
+    kept = "prior" if last.get("kept_prior") else last["best_epoch"]
+    oracle = min(candidates, key=candidates.get)
+    return {"kept": kept, "oracle": oracle, "matched": kept == oracle, "cost": candidates[kept] / candidates[oracle]}
+
+
+def cell(values: list[float | None]) -> tuple[float, float, int] | None:
+    """Mean, range (max - min) and count of the seeds' values (``None``: not held)."""
+    held = [v for v in values if v is not None and math.isfinite(v)]
+    if not held:
+        return None
+    return sum(held) / len(held), max(held) - min(held), len(held)
+
+
+def resolved(a: list[float], b: list[float]) -> str:
+    """The rule of the module docstring for rows ``a`` and ``b`` (per-seed values, same seeds): ``a`` / ``b`` (the
+    better, resolved) or ``not resolved``."""
+    if len(a) != len(b) or not a:
+        return "not resolved"
+    spread = (max(a) - min(a)) + (max(b) - min(b))
+    gap = sum(b) / len(b) - sum(a) / len(a)
+    if all(x < y for x, y in zip(a, b, strict=True)) and gap > spread:
+        return "a"
+    if all(x > y for x, y in zip(a, b, strict=True)) and -gap > spread:
+        return "b"
+    return "not resolved"
+
+
+def evaluations(args) -> dict[str, dict[int, dict]]:
+    """Evaluate's JSON per dataset and seed (those written)."""
+    out: dict[str, dict[int, dict]] = {}
+    for dataset, seed in itertools.product(args.datasets, args.seeds):
+        path = evaluation_file(args, dataset, seed)
+        if path.is_file():
+            out.setdefault(dataset, {})[seed] = json.loads(path.read_text())
+    return out
+
+
+def row_values(result: dict, name: str) -> dict | None:
+    score = next((s for s in result["scores"] if s["name"] == name), None)
+    if score is None:
+        return None
+    windows = score.get("rollout_windows") or {}
+    counts = score.get("rollout_counts") or []
+    return {
+        "one-step": score["mean_vrmse_well"],
+        **{w: windows.get(w) for w in WINDOWS},
+        "rollouts": min(counts) if counts else 0,
+        "curve": score.get("rollout_vrmse_well") or [],
+    }
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3g}"
+
+
+def dataset_table(name: str, per_seed: dict[int, dict]) -> list[str]:
+    seeds = sorted(per_seed)
+    names = [*ROWS, *CLASSICAL]
+    lines = [
+        f"### {name}",
+        "",
+        "| row | one-step | 6:12 | 13:30 | seeds | rollouts per seed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in names:
+        values = [row_values(per_seed[s], row) for s in seeds]
+        values = [v for v in values if v is not None]
+        if not values:
+            continue
+        cells = [cell([v[col] for v in values]) for col in ("one-step", *WINDOWS)]
+        text = [fmt(c[0]) + (f" ± {c[1] / 2:.2g}" if c and c[2] > 1 else "") if c else "not held" for c in cells]
+        lines.append(f"| {row} | {' | '.join(text)} | {len(values)} | {values[0]['rollouts']} |")
+    return [*lines, ""]
+
+
+def comparisons(name: str, per_seed: dict[int, dict]) -> list[str]:
+    """The rule applied to the pairs the study asks about, on the 6:12 window."""
+    pairs = [("UPAO K=4", "UPAO one-step"), ("UPAO K=4 pushforward", "UPAO K=4"), ("UPAO K=4", "extrap2"),
+             ("UPAO K=4", "supervised LoRA K=4"), ("supervised LoRA K=4", "supervised LoRA one-step")]  # fmt: skip
+    out = []
+    seeds = sorted(per_seed)
+    for a, b in pairs:
+        va = [row_values(per_seed[s], a) for s in seeds]
+        vb = [row_values(per_seed[s], b) for s in seeds]
+        if any(v is None or v["6:12"] is None for v in (*va, *vb)):
+            continue
+        verdict = resolved([v["6:12"] for v in va], [v["6:12"] for v in vb])
+        text = {"a": f"{a} better (resolved)", "b": f"{b} better (resolved)"}.get(verdict, "not resolved")
+        out.append(f"| {name} | {a} vs {b} | {text} |")
+    return out
+
+
+def load_guard(args) -> list[dict]:
+    records = []
+    for dataset, row, seed in cases(args):
+        if "trainer=upao" not in ROWS[row]:
+            continue
+        folder = latest_run(args.out / "runs" / run_name(dataset, row, seed) / "experiment")
+        if folder is None or not (args.out / "runs" / run_name(dataset, row, seed) / "done.json").is_file():
+            continue
+        record = guard_record([line for line in read_metrics(folder) if "valid" in line])
+        if record is not None:
+            records.append({"dataset": dataset, "row": row, "seed": seed} | record)
+    return records
+
+
+def figure(args, results: dict[str, dict[int, dict]], path: Path) -> None:
+    """VRMSE against rollout step, one panel per dataset, the seed mean of every row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results)
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.4), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
+        for row in [*ROWS, "persistence", "extrap2", "solver"]:
+            curves = [row_values(r, row) for r in results[name].values()]
+            curves = [c["curve"] for c in curves if c is not None and c["curve"]]
+            if not curves:
+                continue
+            steps = min(len(c) for c in curves)
+            mean = [sum(c[k] for c in curves) / len(curves) for k in range(steps)]
+            ax.semilogy(range(1, steps + 1), mean, label=row, ls="--" if row in CLASSICAL else "-")
+        for start, end in ((6, 12), (13, 30)):
+            ax.axvspan(start + 1, end, color="0.9", zorder=0)
+        ax.set_title(name)
+        ax.set_xlabel("rollout step")
+    axes[0][0].set_ylabel("VRMSE (the Well's, channel mean)")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, path)
+
+
+def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
+    records = [json.loads(p.read_text()) for p in (args.out / "runs").glob("*/done.json")]
+    cpu_minutes = sum(r["cpu_seconds"] for r in records) / 60
+    replicas = "; ".join(replica_note(name) for name in args.datasets if name in STUDY_REPLICAS)
+    lines = [
+        "# Long horizons without labels: UPAO over its own rollouts (issue 41)",
+        "",
+        "Command:",
+        "",
+        f"    python benchmarks/rollout_study.py {' '.join(args.argv)}",
+        "",
+        f"{len(records)} of {len(cases(args))} planned runs finished, {args.minutes} minutes of training each "
+        f"(`trainer.max_minutes`), {cpu_minutes:.0f} CPU-minutes in all "
+        f"({sharing_note(records, args.jobs, args.threads)}). Backbone `shipped_extrap2`, `model.base=extrap2`, "
+        f"history {HISTORY}, stride 1, batch 4, lr 1e-3, {args.steps} steps per epoch. Replicas: {replicas or 'none'}; "
+        "exact sets at 64^2 (12 trajectories of 101 frames, 3 for validation). Cells: the mean over seeds "
+        "(± half the range), the Well's VRMSE (channel mean) of the validation split; windows over up to "
+        f"{args.rollout_starts} rollouts per trajectory.",
+        "",
+        "Rule, stated before the runs: a difference between two rows counts as resolved when the same row is better "
+        "on every seed and the gap between seed means exceeds the sum of the rows' seed ranges.",
+        "",
+    ]
+    for name, per_seed in results.items():
+        lines += dataset_table(name, per_seed)
+    comparison = [c for name, per_seed in results.items() for c in comparisons(name, per_seed)]
+    if comparison:
+        lines += ["## Differences on the 6:12 window", "", "| dataset | pair | by the rule |", "|---|---|---|",
+                  *comparison, ""]  # fmt: skip
+    if guard:
+        matched = sum(r["matched"] for r in guard)
+        worst = max(guard, key=lambda r: r["cost"])
+        lines += [
+            "## The guard on these runs",
+            "",
+            f"UPAO runs: {len(guard)}; what `best.pt` holds matched the 6:12 label oracle in {matched} of "
+            f"{len(guard)}; worst cost {worst['cost']:.3g}x the oracle's 6:12 VRMSE ({worst['dataset']}, "
+            f"{worst['row']}, seed {worst['seed']}). Compare reports/trust.md's prior study (one-step oracle).",
+            "",
+            "| dataset | row | seed | kept | oracle | matched | cost |",
+            "|---|---|---|---|---|---|---|",
+            *[
+                f"| {r['dataset']} | {r['row']} | {r['seed']} | {r['kept']} | {r['oracle']} | "
+                f"{'yes' if r['matched'] else 'no'} | {r['cost']:.3g} |"
+                for r in guard
+            ],
+            "",
+        ]
+    lines += ["![VRMSE against rollout step](rollout_curves.png)", ""]
+    return portable_paths("\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("outputs/rollout_study"))
+    parser.add_argument("--report", type=Path, default=Path("reports/rollout.md"))
+    parser.add_argument("--datasets", nargs="+", default=[*STUDY_REPLICAS, *EXACT])
+    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    parser.add_argument("--minutes", type=float, default=4.0, help="training budget per run (trainer.max_minutes)")
+    parser.add_argument("--steps", type=int, default=10, help="optimizer steps per epoch (one validation each)")
+    parser.add_argument("--validation-batches", type=int, default=2)
+    parser.add_argument("--rollout-starts", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: torch's)")
+    parser.add_argument("--max-runs", type=int, default=None, help="start at most this many new runs")
+    parser.add_argument("--stop-after-minutes", type=float, default=None, help="start no new run after this")
+    parser.add_argument("--analyse-only", action="store_true")
+    args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
+    args.out = args.out.resolve()
+    args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
+    if not args.analyse_only:
+        run_all(args)
+    results = evaluations(args)
+    if not results:
+        raise SystemExit("no evaluated (dataset, seed) to report")
+    reading = ""
+    if args.report.is_file() and "## Reading" in args.report.read_text():
+        reading = "## Reading" + args.report.read_text().split("## Reading", 1)[1]
+    figure(args, results, args.report.parent / "rollout_curves.png")
+    tmp = args.report.with_suffix(".md.tmp")
+    tmp.write_text(report(args, results, load_guard(args)) + reading)
+    tmp.replace(args.report)
+    print(f"wrote {args.report} from {sum(len(v) for v in results.values())} evaluations")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""``benchmarks/rollout_study.py`` (issue 41's study, reports/rollout.md): its rule for a resolved difference, the
+guard's record against a label oracle on the 6:12 window, and the tables from evaluate's JSON, on hand-written
+inputs whose expected values are worked out by hand."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import rollout_study  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
+
+
+def test_a_difference_is_resolved_only_when_every_seed_agrees_and_the_gap_exceeds_the_ranges():
+    assert rollout_study.resolved([1.0, 1.1], [2.0, 2.2]) == "a"  # gap 1.05 > ranges 0.1 + 0.2
+    assert rollout_study.resolved([2.0, 2.2], [1.0, 1.1]) == "b"
+    assert rollout_study.resolved([1.0, 1.9], [2.0, 2.2]) == "not resolved"  # gap 0.65 < ranges 0.9 + 0.2
+    assert rollout_study.resolved([1.0, 2.5], [2.0, 2.2]) == "not resolved"  # the seeds disagree
+    assert rollout_study.resolved([1.0], [2.0]) == "a"  # one seed: no range, any gap
+
+
+def lines(truths: list[float], best_epoch: int, kept_prior: bool = False, prior: float | None = None) -> list[dict]:
+    out = [{"epoch": e, "valid": 1.0, "valid_rollout_VRMSE_6:12": t} for e, t in enumerate(truths)]
+    out[-1] |= {"best_epoch": best_epoch, "kept_prior": kept_prior}
+    if prior is not None:
+        out[-1]["valid_prior_rollout_VRMSE_6:12"] = prior
+    return out
+
+
+def test_the_guard_record_compares_what_best_holds_with_the_lowest_window_vrmse():
+    record = rollout_study.guard_record(lines([0.5, 0.2, 0.4], best_epoch=1))
+    assert record == {"kept": 1, "oracle": 1, "matched": True, "cost": 1.0}
+    record = rollout_study.guard_record(lines([0.5, 0.2, 0.4], best_epoch=0, prior=0.3))
+    assert record["oracle"] == 1 and not record["matched"] and record["cost"] == pytest.approx(2.5)
+    record = rollout_study.guard_record(lines([0.5, 0.2, 0.4], best_epoch=1, kept_prior=True, prior=0.1))
+    assert record["kept"] == "prior" and record["matched"]
+    assert rollout_study.guard_record([{"epoch": 0, "valid": 1.0}]) is None  # the window was never logged
+
+
+def evaluation(upao: tuple[float, float | None], extrap: float) -> dict:
+    def row(name, one, window):
+        return {"name": name, "mean_vrmse_well": one, "rollout_windows": {"6:12": window, "13:30": None},
+                "rollout_counts": [3] * 12, "rollout_vrmse_well": [one] * 12}  # fmt: skip
+
+    return {"scores": [row("UPAO K=4", *upao), row("extrap2", extrap, extrap * 10)]}
+
+
+def test_the_dataset_table_averages_seeds_and_says_what_is_not_held():
+    table = rollout_study.dataset_table("wave2d", {0: evaluation((0.1, 0.5), 0.2), 1: evaluation((0.3, 0.7), 0.2)})
+    upao = next(line for line in table if line.startswith("| UPAO K=4 |"))
+    assert upao == "| UPAO K=4 | 0.2 ± 0.1 | 0.6 ± 0.1 | not held | 2 | 3 |"
+    assert "| extrap2 | 0.2 ± 0 | 2 ± 0 | not held | 2 | 3 |" in table  # equal seeds: no spread
+    rows = rollout_study.comparisons("wave2d", {0: evaluation((0.1, 0.5), 0.2), 1: evaluation((0.3, 0.7), 0.2)})
+    assert rows == ["| wave2d | UPAO K=4 vs extrap2 | UPAO K=4 better (resolved) |"]

@@ -41,6 +41,7 @@ from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import batch_dt, batch_grid
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.physics.floor import floor_rows
+from well_upao.physics.pdes import pde_for_dataset
 
 CASES = [(dims, boundary) for dims in SPEC_SHAPES for boundary in SPEC_BOUNDARIES]
 #: the Well's boundary codes (``the_well.data.datasets.BoundaryCondition``, its documentation's values)
@@ -113,10 +114,10 @@ def test_every_reader_reads_a_file_written_to_the_specification(spec_base, case)
     # discretisation's error (a few per cent at most); read with a wrong step it is not (negative control)
     observed = source.observed(max_trajectories=2)
     assert observed.scalars.keys() == {"kappa"} and observed.fields["temperature"].shape[2:] == shape
-    best = min(row.mean for row in floor_rows(observed, 1))
+    best = min(row.mean for row in floor_rows(observed, 1, pde_for_dataset(name)))
     assert best < 0.03, best
     wrong = dataclasses.replace(observed, step=2 * observed.step)
-    assert min(row.mean for row in floor_rows(wrong, 1)) > 10 * best
+    assert min(row.mean for row in floor_rows(wrong, 1, pde_for_dataset(name))) > 10 * best
 
     # evaluate's per-sample context and its scorecard columns
     valid = source.with_split("valid")

@@ -716,7 +716,7 @@ def _run_residual_floor(args: argparse.Namespace) -> int:
     fits = []
     for stride in args.stride if args.fit else []:
         try:
-            (derivative, scheme), fitted, _ = fit_discretised(observed[stride], args.fit, pde=pde)
+            (derivative, scheme), fitted, _ = fit_discretised(observed[stride], pde, args.fit)
         except ValueError as error:
             raise CommandError(str(error)) from error
         fits.append({"stride": stride, "derivative": derivative, "scheme": scheme, **asdict(fitted)})

@@ -34,8 +34,9 @@ from well_synthetic import (
 )
 
 from well_upao.data.source import WellSource
+from well_upao.evaluate.plan import EvaluationRequest, file_time_axis, open_split, plan_evaluation, sample_context
 from well_upao.evaluate.predictors import Extrapolation, Persistence
-from well_upao.evaluate.scores import LABEL_FREE, evaluate, file_time_axis, open_split, sample_context
+from well_upao.evaluate.scores import LABEL_FREE, score
 from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import batch_dt, batch_grid
@@ -126,10 +127,12 @@ def test_every_reader_reads_a_file_written_to_the_specification(spec_base, case)
                              file_time_axis(valid))  # fmt: skip
     assert abs(float(context.dt) - SPEC_DT) < 1e-6 and context.grid.periodic == periodic
     torch.testing.assert_close(context.scalars["kappa"].double(), torch.tensor([SPEC_KAPPA], dtype=torch.float64))
-    evaluation, _ = evaluate(
-        [Persistence(), Extrapolation(2)], valid, HISTORY, rollout_steps=2, max_trajectories=1, progress=False,
-        opened=opened, scoring=(spec_conformance_dataset.SPEC_HEAT, "fd", "crank_nicolson"),
+    request = EvaluationRequest(spec_base, name, history=HISTORY, rollout_steps=2, max_trajectories=1)
+    plan = dataclasses.replace(
+        plan_evaluation(request, valid, []), pde=spec_conformance_dataset.SPEC_HEAT, derivative="fd",
+        scheme="crank_nicolson", unscored=None,
     )  # fmt: skip
+    evaluation, _ = score(plan, [Persistence(), Extrapolation(2)], progress=False)
     assert evaluation.channels == channels and abs(evaluation.dt - SPEC_DT) < 1e-6
     for row in evaluation.scores:
         assert set(LABEL_FREE) <= set(row.label_free) and all(math.isfinite(v) for v in row.label_free.values())

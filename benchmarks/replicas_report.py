@@ -35,6 +35,7 @@ from well_upao.families.replicas import active_matter, gray_scott, rayleigh_bena
 from well_upao.families.replicas.families import REPLICAS
 from well_upao.physics import active_matter as relations
 from well_upao.physics.floor import relative_residuals
+from well_upao.physics.pdes import get_pde
 
 #: (dataset, parameter set index, frame shown)
 SHOWN = {
@@ -216,7 +217,7 @@ def resolution_floors(quick: bool) -> dict[int, dict[str, float]]:
             (True, False),
             np.array([12.0, 12.01]),
         )
-        floors[n_z] = relative_residuals(observed, "spectral")
+        floors[n_z] = relative_residuals(observed, get_pde("rayleigh_benard"), "spectral")
     return floors
 
 
@@ -302,7 +303,8 @@ def replica_trajectory(name: str, quick: bool) -> tuple[dict, dict, float, dict,
         tuple(t == "PERIODIC" for t in family.boundary_types),
         times[1:],
     )
-    floors = {d: relative_residuals(observed, d) for d in ("spectral", "fd")}
+    pde = get_pde(name)
+    floors = {d: relative_residuals(observed, pde, d) for d in ("spectral", "fd")}
     return fields, scalars, seconds, floors, extra
 
 

@@ -23,6 +23,7 @@ from well_upao.data.replicas import ReplicaRequest, generate_replica
 from well_upao.data.source import WellSource
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.physics.floor import best_row, fit_constants, floor_rows
+from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.residual import SCHEMES
 
 STRIDES = (1, 5)
@@ -75,7 +76,7 @@ def main() -> None:
         for stride in STRIDES:
             try:
                 observed = source.observed(stride, max_trajectories=4, max_frames=12)
-                rows = floor_rows(observed, stride)
+                rows = floor_rows(observed, stride, pde_for_dataset(name))
             except ValueError as error:
                 lines.append(f"| {name} | {stride} | {error} |" + " |" * (len(columns) - 1))
                 continue
@@ -88,7 +89,8 @@ def main() -> None:
                 cells.append(f"**{text}**" if row is best else text)
             lines.append(f"| {name} | {stride} | " + " | ".join(cells) + " |")
             if name == "gray_scott_reaction_diffusion":
-                fitted = fit_constants(observed, ["delta_A", "delta_B"], best.derivative, best.scheme)
+                constants = ["delta_A", "delta_B"]
+                fitted = fit_constants(observed, pde_for_dataset(name), constants, best.derivative, best.scheme)
                 fits.append((stride, best, fitted))
     lines += [
         "",

@@ -34,13 +34,15 @@ from well_synthetic import (
 )
 
 from well_upao.data.source import WellSource
+from well_upao.evaluate.plan import EvaluationRequest, file_time_axis, open_split, plan_evaluation, sample_context
 from well_upao.evaluate.predictors import Extrapolation, Persistence
-from well_upao.evaluate.scores import LABEL_FREE, evaluate, file_time_axis, open_split, sample_context
+from well_upao.evaluate.scores import LABEL_FREE, score
 from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import batch_dt, batch_grid
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.physics.floor import floor_rows
+from well_upao.physics.pdes import pde_for_dataset
 
 CASES = [(dims, boundary) for dims in SPEC_SHAPES for boundary in SPEC_BOUNDARIES]
 #: the Well's boundary codes (``the_well.data.datasets.BoundaryCondition``, its documentation's values)
@@ -113,10 +115,10 @@ def test_every_reader_reads_a_file_written_to_the_specification(spec_base, case)
     # discretisation's error (a few per cent at most); read with a wrong step it is not (negative control)
     observed = source.observed(max_trajectories=2)
     assert observed.scalars.keys() == {"kappa"} and observed.fields["temperature"].shape[2:] == shape
-    best = min(row.mean for row in floor_rows(observed, 1))
+    best = min(row.mean for row in floor_rows(observed, 1, pde_for_dataset(name)))
     assert best < 0.03, best
     wrong = dataclasses.replace(observed, step=2 * observed.step)
-    assert min(row.mean for row in floor_rows(wrong, 1)) > 10 * best
+    assert min(row.mean for row in floor_rows(wrong, 1, pde_for_dataset(name))) > 10 * best
 
     # evaluate's per-sample context and its scorecard columns
     valid = source.with_split("valid")
@@ -125,10 +127,12 @@ def test_every_reader_reads_a_file_written_to_the_specification(spec_base, case)
                              file_time_axis(valid))  # fmt: skip
     assert abs(float(context.dt) - SPEC_DT) < 1e-6 and context.grid.periodic == periodic
     torch.testing.assert_close(context.scalars["kappa"].double(), torch.tensor([SPEC_KAPPA], dtype=torch.float64))
-    evaluation, _ = evaluate(
-        [Persistence(), Extrapolation(2)], valid, HISTORY, rollout_steps=2, max_trajectories=1, progress=False,
-        opened=opened, scoring=(spec_conformance_dataset.SPEC_HEAT, "fd", "crank_nicolson"),
+    request = EvaluationRequest(spec_base, name, history=HISTORY, rollout_steps=2, max_trajectories=1)
+    plan = dataclasses.replace(
+        plan_evaluation(request, valid, []), pde=spec_conformance_dataset.SPEC_HEAT, derivative="fd",
+        scheme="crank_nicolson", unscored=None,
     )  # fmt: skip
+    evaluation, _ = score(plan, [Persistence(), Extrapolation(2)], progress=False)
     assert evaluation.channels == channels and abs(evaluation.dt - SPEC_DT) < 1e-6
     for row in evaluation.scores:
         assert set(LABEL_FREE) <= set(row.label_free) and all(math.isfinite(v) for v in row.label_free.values())

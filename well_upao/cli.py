@@ -448,8 +448,8 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     from well_upao.data.source import default_base_path
     from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+    from well_upao.evaluate.plan import EvaluationError
     from well_upao.evaluate.protocol import ProtocolError
-    from well_upao.evaluate.scores import EvaluationError
     from well_upao.harness.runs import RunCheckpoint, labelled_checkpoints
     from well_upao.models.checkpoint import CheckpointError
 
@@ -716,7 +716,7 @@ def _run_residual_floor(args: argparse.Namespace) -> int:
     fits = []
     for stride in args.stride if args.fit else []:
         try:
-            (derivative, scheme), fitted, _ = fit_discretised(observed[stride], args.fit, pde=pde)
+            (derivative, scheme), fitted, _ = fit_discretised(observed[stride], pde, args.fit)
         except ValueError as error:
             raise CommandError(str(error)) from error
         fits.append({"stride": stride, "derivative": derivative, "scheme": scheme, **asdict(fitted)})

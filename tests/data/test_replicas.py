@@ -139,7 +139,7 @@ def test_gray_scott_and_shear_flow_satisfy_our_pde_entries(replicas):
     swap = {"delta_A <-> delta_B": {"delta_A": 1e-5, "delta_B": 2e-5}}
     for path in gray_scott.files:
         observed = gray_scott.read_frames(path, range(4, 12))
-        floors = relative_residuals(observed, "spectral")
+        floors = relative_residuals(observed, pde, "spectral")
         assert max(floors.values()) < 0.02, (path.name, floors)
         window = ObservedWindow(
             observed.fields, float(observed.times[1] - observed.times[0]),
@@ -148,11 +148,12 @@ def test_gray_scott_and_shear_flow_satisfy_our_pde_entries(replicas):
         controls = negative_controls(pde, window, "crank_nicolson", 2.0, swap)
         assert all(c.ratio >= 3 for c in controls), (path.name, [str(c) for c in controls if c.ratio < 3])
     shear = WellSource(replicas, "shear_flow")
-    floors = relative_residuals(shear.read_frames(shear.files[0], range(1, 12)), "spectral")
+    shear_pde = get_pde("shear_flow")
+    floors = relative_residuals(shear.read_frames(shear.files[0], range(1, 12)), shear_pde, "spectral")
     assert floors["continuity"] < 1e-5 and max(floors.values()) < 0.02, floors
     observed = shear.read_frames(shear.files[0], range(1, 12))
     observed.scalars["Reynolds"] = observed.scalars["Reynolds"] / 100  # a viscosity the data does not have
-    wrong = relative_residuals(observed, "spectral")
+    wrong = relative_residuals(observed, shear_pde, "spectral")
     assert wrong["momentum_x"] > 5 * floors["momentum_x"] and wrong["tracer"] > 5 * floors["tracer"], wrong
 
 
@@ -165,9 +166,9 @@ def test_active_matter_replica_satisfies_what_its_files_determine(replicas):
     source = WellSource(replicas, "active_matter")
     path = source.files[0]
     observed = source.read_frames(path, range(4, 12))
-    floors = relative_residuals(observed, "spectral")
-    assert floors["continuity"] < 1e-6 and floors["concentration"] < 0.05, floors
     pde = get_pde("active_matter")
+    floors = relative_residuals(observed, pde, "spectral")
+    assert floors["continuity"] < 1e-6 and floors["concentration"] < 0.05, floors
     ops = Stencils(Grid(observed.spacing, observed.periodic), "spectral")
     old = {k: v[:, :-1] for k, v in observed.fields.items()}
     new = {k: v[:, 1:] for k, v in observed.fields.items()}

@@ -179,8 +179,10 @@ def test_a_pde_parameter_stored_as_a_time_varying_scalar_is_refused_by_name(wall
     """``kappa`` stored per frame (``(B, T)``, ``time_varying = true``): the residual floor refuses it, naming the
     attribute, instead of a missing-parameter error; stored per trajectory (the fixture) it is read."""
     from well_upao.physics.floor import floor_rows
+    from well_upao.physics.pdes import pde_for_dataset
 
-    assert floor_rows(WellSource(wall2d.parent, wall2d.name).observed(max_trajectories=1), 1)  # negative control
+    pde = pde_for_dataset(wall2d.name)
+    assert floor_rows(WellSource(wall2d.parent, wall2d.name).observed(max_trajectories=1), 1, pde)  # negative control
 
     def kappa_per_frame(f):
         del f["scalars"]["kappa"]
@@ -190,4 +192,4 @@ def test_a_pde_parameter_stored_as_a_time_varying_scalar_is_refused_by_name(wall
     edit(wall2d, kappa_per_frame)
     observed = WellSource(wall2d.parent, wall2d.name).observed(max_trajectories=1)
     with pytest.raises(ValueError, match="parameter 'kappa', which /scalars/kappa stores with attribute time_varying"):
-        floor_rows(observed, 1)
+        floor_rows(observed, 1, pde)

@@ -13,7 +13,8 @@ import pytest
 import spec_conformance_dataset  # noqa: F401  (registers the fixtures' datasets)
 from well_synthetic import write_spec_dataset
 
-from well_upao.evaluate.pipeline import UNSCORED_NO_FLOOR, EvaluationRequest, run_evaluation
+from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+from well_upao.evaluate.plan import UNSCORED_NO_FLOOR
 from well_upao.evaluate.scores import LABEL_FREE, NO_EXTRAP2, NO_WINDOW
 
 

@@ -7,10 +7,12 @@ import json
 from well_upao.cli import main
 from well_upao.data.source import WellSource
 from well_upao.physics.floor import best_row, floor_rows
+from well_upao.physics.pdes import get_pde
 
 
 def test_spectral_derivatives_lower_the_floor_of_periodic_exact_data(small_datasets):
-    rows = floor_rows(WellSource(small_datasets, "tg2d").observed(1, max_trajectories=2, max_frames=8), 1)
+    observed = WellSource(small_datasets, "tg2d").observed(1, max_trajectories=2, max_frames=8)
+    rows = floor_rows(observed, 1, get_pde("tg2d"))
     by_key = {(r.derivative, r.scheme): r for r in rows}
     assert {d for d, _ in by_key} == {"fd", "fd4", "spectral"}
     assert {s for _, s in by_key} == {"explicit", "implicit", "crank_nicolson", "central"}
@@ -58,7 +60,8 @@ def test_fitting_recovers_diffusivities_the_documentation_does_not_state():
     from well_upao.physics.floor import fit_constants
 
     observed = gray_scott_frames(3e-5, 1.5e-5)
-    fitted = fit_constants(observed, ["delta_A", "delta_B"], "spectral", "crank_nicolson")
+    pde = get_pde("gray_scott_reaction_diffusion")
+    fitted = fit_constants(observed, pde, ["delta_A", "delta_B"], "spectral", "crank_nicolson")
     assert fitted.initial == {"delta_A": 2e-5, "delta_B": 1e-5}  # the Well's documented values
     assert abs(fitted.values["delta_A"] / 3e-5 - 1) < 0.01 and abs(fitted.values["delta_B"] / 1.5e-5 - 1) < 0.01
     assert all(fitted.floor_fitted[k] < 0.05 * fitted.floor_initial[k] for k in fitted.floor_fitted)
@@ -70,7 +73,7 @@ def test_fitting_a_per_trajectory_parameter_recovers_it(small_datasets):
     observed = WellSource(small_datasets, "advdiff2d").observed(1, max_trajectories=1, max_frames=10)
     truth = float(observed.scalars["nu"][0])
     observed.scalars["nu"] = observed.scalars["nu"] * 3  # start far from it
-    fitted = fit_constants(observed, ["nu"], "spectral", "crank_nicolson")
+    fitted = fit_constants(observed, get_pde("advdiff2d"), ["nu"], "spectral", "crank_nicolson")
     assert abs(fitted.values["nu"] / truth - 1) < 1e-3, (fitted.values, truth)
 
 
@@ -100,3 +103,22 @@ def test_evaluate_reports_the_floor_of_the_evaluated_frames(small_datasets, tmp_
     assert "- UPAO default fd/crank_nicolson:" in text and "- lowest spectral/" in text
     floor = json.loads(next(out.glob("*.json")).read_text())["residual_floor"]
     assert set(floor) == {"default", "lowest"} and floor["lowest"]["derivative"] == "spectral"
+
+
+def test_the_settings_permit_the_discretisations_that_auto_chooses_from():
+    """One filter (``permitted``) for the trainer's ``auto``, evaluate's default and the constants' fit: a fixed part
+    keeps its value, ``auto`` any; the grid's derivatives bound both (no spectral without a periodic axis)."""
+    from well_upao.physics.floor import FloorRow, choose_discretisation, discretisations
+    from well_upao.physics.residual import SCHEMES
+
+    assert discretisations((False, False)) == [("fd", s) for s in SCHEMES]
+    assert discretisations((True, False), "spectral") == [("spectral", s) for s in SCHEMES]
+    assert discretisations((True,), "auto", "central") == [(d, "central") for d in ("fd", "fd4", "spectral")]
+    assert discretisations((True,), "fd4", "implicit") == [("fd4", "implicit")]
+    assert discretisations((False,), "spectral", "auto") == []
+    means = {("fd", "explicit"): 3.0, ("fd", "central"): 2.0, ("spectral", "explicit"): 1.0}
+    rows = [FloorRow(1, d, s, {"k": m}) for (d, s), m in means.items()]
+    assert choose_discretisation(rows, "auto", "auto").discretisation == ("spectral", "explicit")
+    assert choose_discretisation(rows, "fd", "auto").discretisation == ("fd", "central")  # not the lowest overall
+    assert choose_discretisation(rows, "auto", "explicit").discretisation == ("spectral", "explicit")
+    assert choose_discretisation(rows, "fd4", "auto") is None

@@ -273,11 +273,12 @@ def test_time_strides_give_each_sample_its_own_dt(small_datasets, tmp_path):
 def test_auto_derivative_and_time_scheme_take_the_lowest_floor_of_the_training_frames(small_datasets, tmp_path):
     from well_upao.data.source import WellSource
     from well_upao.physics.floor import floor_rows
+    from well_upao.physics.pdes import pde_for_dataset
 
     trainer = make_trainer(small_datasets, tmp_path, dataset="tg2d", derivative="auto", time_scheme="auto")
     chosen = (trainer.loss.settings["derivative"], trainer.loss.settings["time_scheme"])
     observed = WellSource(small_datasets, "tg2d").observed(1, max_trajectories=4, max_frames=12)
-    best = min(floor_rows(observed, 1), key=lambda row: row.mean)
+    best = min(floor_rows(observed, 1, pde_for_dataset("tg2d")), key=lambda row: row.mean)
     assert chosen == (best.derivative, best.scheme) and chosen[0] == "spectral"
     assert trainer.loss.objective.derivative == chosen[0] and trainer.loss.objective.scheme == chosen[1]
     fixed = make_trainer(small_datasets, tmp_path / "fixed", dataset="tg2d", derivative="fd", time_scheme="auto")

@@ -1,5 +1,5 @@
 """Figures of ``well-upao evaluate``: truth / prediction / error / PDE residual, error vs rollout step, and
-error vs cost beside the solver ladder."""
+error vs cost beside the solver ladder. Drawing only: every field and number shown comes from the scoring pass."""
 
 from __future__ import annotations
 
@@ -13,12 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from well_upao.data.slot_inventory import SLOT_NAMES
-from well_upao.evaluate.scores import Evaluation
+from well_upao.evaluate.scores import Evaluation, FigureFrames
 from well_upao.evaluate.windows import WELL_WINDOWS, window_label
-from well_upao.physics.pdes import PDE
-from well_upao.physics.residual import pde_residuals
-from well_upao.physics.stencils import Stencils
 
 
 def _view(field: torch.Tensor) -> torch.Tensor:
@@ -42,36 +38,12 @@ def _show(axis, field: torch.Tensor, title: str, cmap: str = "RdBu_r", symmetric
     plt.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
 
 
-def residual_fields(pde: PDE, previous: torch.Tensor, prediction: torch.Tensor, context) -> dict[str, torch.Tensor]:
-    """``|R_k|`` of the pair (true frame t-1, predicted frame t) for each sub-equation (Crank-Nicolson)."""
-
-    def fields(frame):
-        return {SLOT_NAMES[s]: frame[None, None, ..., i].double() for i, s in enumerate(context.channel_slots)}
-
-    old, new = fields(previous), fields(prediction)
-    if not set(pde.variables) <= set(old):
-        return {}
-    params = pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
-    residuals = pde_residuals(pde, old, new, context.dt.double(), params, Stencils(context.grid))
-    return {k: r[0, 0].abs().float() for k, r in residuals.items()}
-
-
-def plot_fields(
-    evaluation: Evaluation, first: dict, pde: PDE | None, out: Path, frame: int | None = None
-) -> list[Path]:
-    """One PNG per predictor for the first trajectory at one predicted frame."""
-    truth_frames, context = first["__truth__"], first["__context__"]
-    history = evaluation.history
-    n_predicted = truth_frames.shape[0] - history
-    frame = n_predicted // 2 if frame is None else max(0, min(frame, n_predicted - 1))
-    truth = truth_frames[history + frame]
-    previous = truth_frames[history + frame - 1]
-    paths = []
-    for name, predictions in first.items():
-        if name.startswith("__"):
-            continue
-        prediction = predictions[frame]
-        residuals = residual_fields(pde, previous, prediction, context) if pde is not None else {}
+def plot_fields(evaluation: Evaluation, figures: FigureFrames, out: Path) -> list[Path]:
+    """One PNG per row for the first trajectory at one predicted frame: truth, prediction, error and ``|R_k|``
+    as the scoring pass computed it (the table's discretisation, ``well_upao.evaluate.scores.FigureFrames``)."""
+    truth, paths = figures.truth, []
+    for name, prediction in figures.predictions.items():
+        residuals = figures.residuals.get(name) or {}
         columns = 4 if residuals else 3
         rows = len(evaluation.channels)
         figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.6 * rows), squeeze=False)
@@ -87,7 +59,7 @@ def plot_fields(
                 else:
                     axes[row, 3].axis("off")
         figure.suptitle(
-            f"{name} on {evaluation.dataset}/{evaluation.split}, trajectory 0, predicted frame {history + frame} "
+            f"{name} on {evaluation.dataset}/{evaluation.split}, trajectory 0, predicted frame {figures.frame} "
             f"(stride {evaluation.stride})",
             fontsize=9,
         )

@@ -9,21 +9,28 @@ interior ``S_p`` is
 zero for data that satisfies the discrete equations exactly; for data from an exact solution or a finer solver it
 measures the discretisation's own error, the floor below which UPAO cannot push a prediction towards the truth.
 Everything here works on frames already in memory (:class:`well_upao.data.source.ObservedFrames`, read by
-``WellSource.observed``); no file is opened. The PDE defaults to the dataset's (``pde_for_dataset``), so a
-user's dataset registered with its PDE gets its floor like ours.
+``WellSource.observed``); no file is opened. The PDE is the caller's, resolved once (``pde_for_dataset`` for a
+registered dataset, a user's included, or a run's ``trainer.pde``) and passed in.
+
+The discretisations a run may use are the derivative choices of its grid (:func:`derivatives_for`) times the time
+schemes (``SCHEMES``) that its settings permit (:func:`permitted`, the one filter: a fixed part as given, an ``auto``
+part any); :func:`choose_discretisation` picks among them the lowest floor, for the UPAO trainer's ``auto`` and for
+``well-upao evaluate`` alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import product
+from typing import TypeVar
 
 import numpy as np
 import torch
 
 from well_upao.axes import uniform_step
 from well_upao.data.source import ObservedFrames
-from well_upao.physics.pdes import PDE, pde_for_dataset
+from well_upao.physics.pdes import PDE
 from well_upao.physics.residual import SCHEMES, residuals_and_scales
 from well_upao.physics.stencils import Grid, Stencils, interior
 
@@ -31,6 +38,26 @@ from well_upao.physics.stencils import Grid, Stencils, interior
 def derivatives_for(periodic: Sequence[bool]) -> tuple[str, ...]:
     """The derivative choices that differ on this grid (``fd4`` and ``spectral`` need a periodic axis)."""
     return ("fd", "fd4", "spectral") if any(periodic) else ("fd",)
+
+
+Candidate = TypeVar("Candidate")
+
+
+def permitted(
+    candidates: Iterable[Candidate],
+    derivative: str,
+    scheme: str,
+    key: Callable[[Candidate], tuple[str, str]] = lambda pair: pair,
+) -> list[Candidate]:
+    """The candidates whose ``(derivative, time scheme)`` (``key``) settings ``derivative`` / ``scheme`` permit: a
+    fixed setting its own value only, ``auto`` any (the one filter of the discretisation's candidates)."""
+    return [c for c in candidates if derivative in ("auto", key(c)[0]) and scheme in ("auto", key(c)[1])]
+
+
+def discretisations(periodic: Sequence[bool], derivative: str = "auto", scheme: str = "auto") -> list[tuple[str, str]]:
+    """``(derivative, time scheme)`` pairs on a grid (:func:`derivatives_for` x ``SCHEMES``) that the settings
+    permit (:func:`permitted`)."""
+    return permitted(product(derivatives_for(periodic), SCHEMES), derivative, scheme)
 
 
 def refuse_time_varying_parameters(pde: PDE, varying: Iterable[str], where: str, overrides: Iterable[str] = ()) -> None:
@@ -52,12 +79,11 @@ def refuse_time_varying_parameters(pde: PDE, varying: Iterable[str], where: str,
 
 
 def relative_residuals(
-    observed: ObservedFrames, derivative: str = "fd", scheme: str = "crank_nicolson", pde: PDE | None = None
+    observed: ObservedFrames, pde: PDE, derivative: str = "fd", scheme: str = "crank_nicolson"
 ) -> dict[str, float]:
-    """``rho_k`` (see the module docstring) over the observed frames: consecutive pairs for the two-frame schemes,
-    triples (the middle frame's spatial terms) for ``central``. A parameter stored as a time-varying scalar is
-    refused (:func:`refuse_time_varying_parameters`)."""
-    pde = pde or pde_for_dataset(observed.dataset)
+    """``rho_k`` (see the module docstring) of ``pde`` over the observed frames: consecutive pairs for the two-frame
+    schemes, triples (the middle frame's spatial terms) for ``central``. A parameter stored as a time-varying scalar
+    is refused (:func:`refuse_time_varying_parameters`)."""
     refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset)
     return _relative(observed, pde, pde.resolve_parameters(observed.scalars), derivative, scheme)
 
@@ -74,14 +100,19 @@ class FloorRow:
         """Mean of ``rho_k`` over the sub-equations: the number ``auto`` choices minimise."""
         return float(np.mean(list(self.residuals.values())))
 
+    @property
+    def discretisation(self) -> tuple[str, str]:
+        return self.derivative, self.scheme
 
-def floor_rows(observed: ObservedFrames, stride: int, pde: PDE | None = None) -> list[FloorRow]:
-    """Every derivative (:func:`derivatives_for`) x time scheme (``SCHEMES``) on frames ``stride`` apart."""
-    pde = pde or pde_for_dataset(observed.dataset)
+
+def floor_rows(
+    observed: ObservedFrames, stride: int, pde: PDE, derivative: str = "auto", scheme: str = "auto"
+) -> list[FloorRow]:
+    """The floor of ``pde`` on frames ``stride`` apart under every discretisation of their grid that the settings
+    permit (:func:`discretisations`; ``auto``, the default: every derivative x time scheme)."""
     return [
-        FloorRow(stride, derivative, scheme, relative_residuals(observed, derivative, scheme, pde))
-        for derivative in derivatives_for(observed.periodic)
-        for scheme in SCHEMES
+        FloorRow(stride, d, t, relative_residuals(observed, pde, d, t))
+        for d, t in discretisations(observed.periodic, derivative, scheme)
     ]
 
 
@@ -90,9 +121,10 @@ def best_row(rows: Iterable[FloorRow], stride: int) -> FloorRow:
 
 
 def choose_discretisation(rows: Iterable[FloorRow], derivative: str, scheme: str) -> FloorRow | None:
-    """The row a UPAO run with these settings uses: the fixed parts as given, an ``auto`` part the lowest floor
-    among the rows the other part allows (``None`` when no row matches)."""
-    matching = [r for r in rows if derivative in ("auto", r.derivative) and scheme in ("auto", r.scheme)]
+    """The row a UPAO run with these settings uses (the UPAO trainer's ``auto`` and ``well-upao evaluate``): the
+    fixed parts as given, an ``auto`` part the lowest floor among the rows the settings permit (:func:`permitted`;
+    ``None`` when none is)."""
+    matching = permitted(rows, derivative, scheme, key=lambda r: r.discretisation)
     return min(matching, key=lambda r: r.mean, default=None)
 
 
@@ -126,10 +158,10 @@ class FittedConstants:
 
 def fit_constants(
     observed: ObservedFrames,
+    pde: PDE,
     names: list[str],
     derivative: str = "fd",
     scheme: str = "crank_nicolson",
-    pde: PDE | None = None,
     max_iterations: int = 20,
 ) -> FittedConstants:
     """Least-squares values of a PDE's coefficients ``names`` (constants like Gray-Scott's ``delta_A``, or
@@ -139,7 +171,6 @@ def fit_constants(
 
     by Gauss-Newton with a forward-difference Jacobian (one step is exact when the residual is linear in
     ``theta``, as it is for diffusivities, viscosities and reaction rates), starting from the documented values."""
-    pde = pde or pde_for_dataset(observed.dataset)
     refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset, names)
     base = pde.resolve_parameters(observed.scalars)
     unknown = [n for n in names if n not in base]
@@ -175,32 +206,26 @@ def fit_constants(
         if np.all(np.abs(update) <= 1e-10 * np.maximum(np.abs(theta), 1e-30)):
             break
     values = dict(zip(names, theta.tolist(), strict=True))
-    before = relative_residuals(observed, derivative, scheme, pde)
+    before = relative_residuals(observed, pde, derivative, scheme)
     after = _relative(observed, pde, pde.resolve_parameters(observed.scalars, values), derivative, scheme)
     return FittedConstants(values, initial, before, after, iterations)
 
 
 def fit_discretised(
     observed: ObservedFrames,
+    pde: PDE,
     names: list[str],
     derivative: str = "auto",
     scheme: str = "auto",
-    pde: PDE | None = None,
 ) -> tuple[tuple[str, str], FittedConstants, dict[str, float]]:
-    """Constants fitted (:func:`fit_constants`) under every derivative / time scheme the settings allow (``auto``:
-    any), the one whose floor *after* the fit is lowest kept: ``((derivative, scheme), its fit, {"d/s": mean
-    fitted floor})``. A floor at the documented constants would pick the discretisation whose error best hides
-    a wrong constant."""
-    pde = pde or pde_for_dataset(observed.dataset)
-    candidates = [
-        (d, t)
-        for d in derivatives_for(observed.periodic)
-        for t in SCHEMES
-        if derivative in ("auto", d) and scheme in ("auto", t)
-    ]
+    """Constants fitted (:func:`fit_constants`) under every discretisation the settings permit
+    (:func:`discretisations`; ``auto``: any), the one whose floor *after* the fit is lowest kept: ``((derivative,
+    scheme), its fit, {"d/s": mean fitted floor})``. A floor at the documented constants would pick the
+    discretisation whose error best hides a wrong constant."""
+    candidates = discretisations(observed.periodic, derivative, scheme)
     if not candidates:
         raise ValueError(f"derivative {derivative!r} is not available on this grid")
-    fits = {key: fit_constants(observed, names, *key, pde) for key in candidates}
+    fits = {key: fit_constants(observed, pde, names, *key) for key in candidates}
     floors = {f"{d}/{t}": float(np.mean(list(f.floor_fitted.values()))) for (d, t), f in fits.items()}
     best = min(fits, key=lambda key: floors[f"{key[0]}/{key[1]}"])
     return best, fits[best], floors

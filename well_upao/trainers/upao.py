@@ -230,16 +230,12 @@ class UpaoLoss(TrainingLoss):
         observed training history at the training stride (``well_upao.physics.floor``; label-free: the frames a
         UPAO run trains on), among those the other, fixed, setting allows. Records the floors (``self.floors``,
         which checkpoints keep beside the choice)."""
-        rows = floor_rows(source.observed(stride, max_trajectories=4, max_frames=12), stride, pde)
-        best = choose_discretisation(rows, self.settings["derivative"], self.settings["time_scheme"])
+        derivative, scheme = self.settings["derivative"], self.settings["time_scheme"]
+        observed = source.observed(stride, max_trajectories=4, max_frames=12)
+        candidates = floor_rows(observed, stride, pde, derivative, scheme)  # the rows these settings permit
+        best = choose_discretisation(candidates, derivative, scheme)
         if best is None:
-            raise ValueError(f"no residual-floor candidate matches {self.settings['derivative']!r} derivatives")
-        candidates = [
-            r
-            for r in rows
-            if self.settings["derivative"] in ("auto", r.derivative)
-            and self.settings["time_scheme"] in ("auto", r.scheme)
-        ]
+            raise ValueError(f"no residual-floor candidate matches {derivative!r} derivatives")
         table = ", ".join(f"{r.derivative}/{r.scheme} {r.mean:.2e}" for r in candidates)
         logger.info(
             f"UPAO auto: residual floors of the training frames: {table}; chose {best.derivative}/{best.scheme}"
@@ -255,7 +251,7 @@ class UpaoLoss(TrainingLoss):
         if not pde.constants:
             raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
         derivative, scheme = self.settings["derivative"], self.settings["time_scheme"]
-        chosen, fitted, floors = fit_discretised(source.observed(stride), list(pde.constants), derivative, scheme, pde)
+        chosen, fitted, floors = fit_discretised(source.observed(stride), pde, list(pde.constants), derivative, scheme)
         if len(floors) > 1:
             self.floors = floors
         self.settings.update(derivative=chosen[0], time_scheme=chosen[1])

@@ -5,8 +5,8 @@ Rows trained (the quickstart's backbone ``shipped_extrap2`` with ``model.base=ex
 equal budget of ``--minutes`` per run, ``trainer.max_minutes``, on ``--threads`` threads, no early stopping):
 
 * ``UPAO one-step``: ``model=na_nslora trainer=upao`` (``trainer.rollout_steps=1``, the paper's objective);
-* ``UPAO K=4``: the same with ``trainer.rollout_steps=4``; ``UPAO K=4 pushforward``: and ``rollout_pushforward``;
-* ``supervised LoRA one-step`` / ``K=4``: ``model=na_lora trainer=shifted`` (labels on every step);
+* ``UPAO 4-step``: the same with ``trainer.rollout_steps=4``; ``UPAO 4-step pushforward``: and ``rollout_pushforward``;
+* ``supervised LoRA one-step`` / ``4-step``: ``model=na_lora trainer=shifted`` (labels on every step);
 
 and, from ``well-upao evaluate``, persistence, extrap1/extrap2 and the solver where one exists. Data: the four Well
 study replicas (``benchmarks/study_data.py``) and wave2d / advdiff2d (``well-upao generate-exact`` at 64^2, 12
@@ -55,8 +55,8 @@ EXACT = ("wave2d", "advdiff2d")
 #: the trained rows: their name and the overrides that differ between them
 ROWS: dict[str, list[str]] = {
     "UPAO one-step": ["model=na_nslora", "trainer=upao", "trainer.nslora_schedule=from_start"],
-    "UPAO K=4": ["model=na_nslora", "trainer=upao", "trainer.nslora_schedule=from_start", "trainer.rollout_steps=4"],
-    "UPAO K=4 pushforward": [
+    "UPAO 4-step": ["model=na_nslora", "trainer=upao", "trainer.nslora_schedule=from_start", "trainer.rollout_steps=4"],
+    "UPAO 4-step pushforward": [
         "model=na_nslora",
         "trainer=upao",
         "trainer.nslora_schedule=from_start",
@@ -64,7 +64,7 @@ ROWS: dict[str, list[str]] = {
         "trainer.rollout_pushforward=true",
     ],
     "supervised LoRA one-step": ["model=na_lora", "trainer=shifted"],
-    "supervised LoRA K=4": ["model=na_lora", "trainer=shifted", "trainer.rollout_steps=4"],
+    "supervised LoRA 4-step": ["model=na_lora", "trainer=shifted", "trainer.rollout_steps=4"],
 }
 CLASSICAL = ("persistence", "extrap1", "extrap2", "solver")
 WINDOWS = ("6:12", "13:30")
@@ -72,7 +72,7 @@ HISTORY = 8
 
 
 def slug(text: str) -> str:
-    return text.lower().replace(" ", "_").replace("=", "")
+    return text.lower().replace(" ", "_")
 
 
 def run_name(dataset: str, row: str, seed: int) -> str:
@@ -268,8 +268,13 @@ def dataset_table(name: str, per_seed: dict[int, dict]) -> list[str]:
 
 def comparisons(name: str, per_seed: dict[int, dict]) -> list[str]:
     """The rule applied to the pairs the study asks about, on the 6:12 window."""
-    pairs = [("UPAO K=4", "UPAO one-step"), ("UPAO K=4 pushforward", "UPAO K=4"), ("UPAO K=4", "extrap2"),
-             ("UPAO K=4", "supervised LoRA K=4"), ("supervised LoRA K=4", "supervised LoRA one-step")]  # fmt: skip
+    pairs = [
+        ("UPAO 4-step", "UPAO one-step"),
+        ("UPAO 4-step pushforward", "UPAO 4-step"),
+        ("UPAO 4-step", "extrap2"),
+        ("UPAO 4-step", "supervised LoRA 4-step"),
+        ("supervised LoRA 4-step", "supervised LoRA one-step"),
+    ]
     out = []
     seeds = sorted(per_seed)
     for a, b in pairs:

@@ -46,13 +46,13 @@ def evaluation(upao: tuple[float, float | None], extrap: float) -> dict:
         return {"name": name, "mean_vrmse_well": one, "rollout_windows": {"6:12": window, "13:30": None},
                 "rollout_counts": [3] * 12, "rollout_vrmse_well": [one] * 12}  # fmt: skip
 
-    return {"scores": [row("UPAO K=4", *upao), row("extrap2", extrap, extrap * 10)]}
+    return {"scores": [row("UPAO 4-step", *upao), row("extrap2", extrap, extrap * 10)]}
 
 
 def test_the_dataset_table_averages_seeds_and_says_what_is_not_held():
     table = rollout_study.dataset_table("wave2d", {0: evaluation((0.1, 0.5), 0.2), 1: evaluation((0.3, 0.7), 0.2)})
-    upao = next(line for line in table if line.startswith("| UPAO K=4 |"))
-    assert upao == "| UPAO K=4 | 0.2 ± 0.1 | 0.6 ± 0.1 | not held | 2 | 3 |"
+    upao = next(line for line in table if line.startswith("| UPAO 4-step |"))
+    assert upao == "| UPAO 4-step | 0.2 ± 0.1 | 0.6 ± 0.1 | not held | 2 | 3 |"
     assert "| extrap2 | 0.2 ± 0 | 2 ± 0 | not held | 2 | 3 |" in table  # equal seeds: no spread
     rows = rollout_study.comparisons("wave2d", {0: evaluation((0.1, 0.5), 0.2), 1: evaluation((0.3, 0.7), 0.2)})
-    assert rows == ["| wave2d | UPAO K=4 vs extrap2 | UPAO K=4 better (resolved) |"]
+    assert rows == ["| wave2d | UPAO 4-step vs extrap2 | UPAO 4-step better (resolved) |"]

@@ -44,8 +44,9 @@ def test_a_runs_missing_scores_are_named_with_their_reasons():
     assert loss.unavailable_scores(COMPLETE, has_reference=True) is None  # negative control
     text = loss.unavailable_scores(Scorecard(floor=1e-3, residual_ratio=1.5), has_reference=False)
     assert text == (
-        "departure: no starting model to compare with (a sharded model, or a run resumed without "
-        f"checkpoints/{START_WEIGHTS}); backtest: not finite on the validation batches"
+        "departure: no starting model to compare with (a run resumed without "
+        f"checkpoints/{START_WEIGHTS}, or a sharded run resumed: its start's predictions are kept in memory); "
+        "backtest: not finite on the validation batches"
     )
     loss.one_frame = True
     assert loss.unavailable_scores(Scorecard(1e-3, 1.5, 0.2), True) == (

@@ -79,7 +79,7 @@ def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scor
     ``3 u[t-1] - 3 u[t-2] + u[t-3]`` written out here, not of the corrected model (negative control)."""
     from types import SimpleNamespace
 
-    from well_upao.evaluate.metrics import vrmse_paper
+    from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
     from well_upao.harness.normalization import ModelSpace
 
     model, history = trained_looking("extrap2"), 4
@@ -91,7 +91,7 @@ def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scor
         bare_model=model,
         device=torch.device("cpu"),
         datamodule=SimpleNamespace(rollout_val_dataset=[sample, sample]),
-        dset_metadata=SimpleNamespace(field_names={0: ["a", "b", "c"]}),
+        dset_metadata=SimpleNamespace(field_names={0: ["a", "b", "c"]}, n_spatial_dims=2),
         formatter_name="channels_last_default",
     )
     loss.one_frame, loss.history, loss.space = False, history, ModelSpace()
@@ -102,5 +102,12 @@ def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scor
     expected = vrmse_paper(extrapolated, trajectory[history:]).mean().item()
     assert logs["valid_prior_paper_VRMSE"] == pytest.approx(expected, rel=1e-4)
     assert abs(logs["valid_paper_VRMSE"] - expected) > 1e-2 * expected  # the corrected model predicts otherwise
+    # the prior's rollout (valid_prior_rollout_VRMSE_*): the extrapolation fed back, 5 steps, the Well's VRMSE
+    rolled = list(trajectory[:history])
+    for _ in range(9 - history):
+        rolled.append(3 * rolled[-1] - 3 * rolled[-2] + rolled[-3])
+    last = vrmse_well(rolled[-1][None], trajectory[-1:], 2).mean().item()
+    assert logs["valid_prior_rollout_VRMSE_steps"] == 5
+    assert logs["valid_prior_rollout_VRMSE_last"] == pytest.approx(last, rel=1e-4)
     loss.prior_candidate = False
     assert "valid_prior_paper_VRMSE" not in loss.paper_vrmse(full=False)

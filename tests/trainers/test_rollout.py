@@ -378,3 +378,28 @@ def test_rollout_upao_runs_through_the_harness_with_nslora_and_records_its_rollo
     validations = [line for line in lines if "valid_score_residual_ratio_step2" in line]
     assert len(validations) >= 2 and all(math.isfinite(v["valid_score_backtest"]) for v in validations)
     assert (run / "checkpoints" / "best.pt").is_file()
+
+
+@pytest.mark.slow  # TFNO's FFTs took minutes on a loaded two-core machine
+def test_tfno_and_a_unet_train_over_rollouts_without_interior_labels(small_datasets, tmp_path):
+    """The other one-frame models UPAO runs on: a K = 2 loss with finite gradients that no interior value of either
+    frame after the history changes (the foundation-model baselines take the same path; their extra is optional)."""
+    from the_well.benchmark.models import TFNO, UNetClassic
+
+    models = {
+        "tfno": TFNO(dim_in=16, dim_out=2, n_spatial_dims=2, spatial_resolution=(16, 16), modes1=4, modes2=4,
+                     hidden_channels=8),
+        "unet": UNetClassic(dim_in=16, dim_out=2, n_spatial_dims=2, spatial_resolution=(16, 16), init_features=4),
+    }  # fmt: skip
+    for name, model in models.items():
+        trainer = rollout_trainer(small_datasets, tmp_path / name, 2, model=model)
+        batch = next(iter(trainer.datamodule.train_dataloader()))
+        terms = trainer.loss.upao_terms(batch)
+        terms.total.backward()
+        grads = [p.grad for p in trainer.model.parameters() if p.grad is not None]
+        assert grads and all(torch.isfinite(g).all() for g in grads), name
+        poisoned = dict(batch)
+        poisoned["output_fields"] = batch["output_fields"].clone()
+        poisoned["output_fields"][:, :, 1:-1, 1:-1] = float("nan")
+        with torch.no_grad():
+            assert torch.equal(trainer.loss.upao_terms(poisoned).total, terms.total.detach()), name

@@ -67,7 +67,7 @@ from well_upao.physics.scores import (
 from well_upao.physics.stencils import Grid, Stencils
 from well_upao.trainers.guard import Guard
 from well_upao.trainers.loop import Trainer, TrainingLoss, correction_off
-from well_upao.trainers.rollout import fed_back_frame, feed_back, noise_scale, weighted_steps
+from well_upao.trainers.rollout import RolloutSettings, fed_back_frame, feed_back, noise_scale, weighted_steps
 from well_upao.trainers.sharding import is_sharded
 
 logger = logging.getLogger(__name__)
@@ -170,6 +170,8 @@ class UpaoLoss(TrainingLoss):
         self.prior_candidate = bool(prior_candidate)
         #: the starting model (a frozen copy: the departure's reference)
         self.start_model: torch.nn.Module | None = None
+        #: the rollout the objective, the validation loss and the scorecard follow (the trainer's, from :meth:`bind`)
+        self.rollout = RolloutSettings()
         #: a sharded start's predictions per validation batch (:meth:`kept_start_prediction`)
         self.start_predictions: dict[int, torch.Tensor] = {}
 
@@ -206,7 +208,6 @@ class UpaoLoss(TrainingLoss):
         self.objective.check_slots(self.channel_slots)
         self.scalar_names = list(trainer.dset_metadata.constant_scalar_names)
         self.history = trainer.datamodule.train_dataset.n_steps_input
-        #: the rollout the objective, the validation loss and the scorecard follow (``trainers/rollout.py``)
         self.rollout = trainer.rollout
         self.space = trainer_model_space(trainer)
         resumed = getattr(trainer, "resumed_train", None) or {}

@@ -20,7 +20,9 @@ def test_a_difference_is_resolved_only_when_every_seed_agrees_and_the_gap_exceed
     assert rollout_study.resolved([2.0, 2.2], [1.0, 1.1]) == "b"
     assert rollout_study.resolved([1.0, 1.9], [2.0, 2.2]) == "not resolved"  # gap 0.65 < ranges 0.9 + 0.2
     assert rollout_study.resolved([1.0, 2.5], [2.0, 2.2]) == "not resolved"  # the seeds disagree
-    assert rollout_study.resolved([1.0], [2.0]) == "a"  # one seed: no range, any gap
+    assert rollout_study.resolved([1.0], [2.0]) == "not resolved"  # one seed: no range to judge a gap by
+    assert rollout_study.resolved([1.0, 1.0], [1.005, 1.005]) == "not resolved"  # within 1%: rounding
+    assert rollout_study.resolved([1.0, 1.0], [1.02, 1.02]) == "a"
 
 
 def lines(truths: list[float], best_epoch: int, kept_prior: bool = False, prior: float | None = None) -> list[dict]:

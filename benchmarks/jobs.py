@@ -8,9 +8,11 @@ the wall clock instead of assuming them equal.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -81,3 +83,22 @@ def run_all(tasks: Iterable[Callable[[], object]], jobs: int) -> list[object]:
         futures = [pool.submit(task) for task in list(tasks)]
         pool.shutdown(wait=True)
         return [future.result() for future in futures]
+
+
+def add_study_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments every resumable study shares: how runs share the CPU, how many to start, and analysis alone."""
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: torch's)")
+    parser.add_argument("--max-runs", type=int, default=None, help="start at most this many new runs")
+    parser.add_argument("--stop-after-minutes", type=float, default=None, help="start no new run after this")
+    parser.add_argument("--analyse-only", action="store_true")
+
+
+def study_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse a study's command line (:func:`add_study_arguments` added): the arguments as typed (``argv``, for the
+    report), ``out`` resolved, and the ``deadline`` after which no run starts."""
+    args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
+    args.out = args.out.resolve()
+    args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
+    return args

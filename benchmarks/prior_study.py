@@ -35,12 +35,11 @@ import itertools
 import json
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
+from jobs import add_study_arguments, run_logged, sharing_note, study_arguments, thread_env, write_done
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
-from jobs import run_logged, sharing_note, thread_env, write_done
 from readings import portable_paths
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
@@ -241,6 +240,8 @@ def section(args, runs: list[dict]) -> list[str]:
 def write_section(report: Path, lines: list[str]) -> None:
     """Put the section into ``report`` between :data:`BEGIN` and :data:`END` (replacing an earlier one), before
     its ``## Reading``; the rest of the report is left as it is. Temp file + rename."""
+    if not report.is_file():
+        raise SystemExit(f"{report}: no such report (the section goes into an existing one, e.g. reports/trust.md)")
     text = report.read_text()
     block = portable_paths("\n".join(lines)) + "\n"  # run folders as RUNS/...
     if BEGIN in text:
@@ -268,15 +269,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--validation-batches", type=int, default=2)
     parser.add_argument("--truth-frames", type=int, default=8, help="frames after the history the truth covers")
     parser.add_argument("--resolution", type=int, default=64)
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: torch's)")
-    parser.add_argument("--max-runs", type=int, default=None, help="start at most this many new runs")
-    parser.add_argument("--stop-after-minutes", type=float, default=None, help="start no new run after this")
-    parser.add_argument("--analyse-only", action="store_true")
-    args = parser.parse_args(argv)
-    args.argv = sys.argv[1:] if argv is None else list(argv)
-    args.out = args.out.resolve()
-    args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
+    add_study_arguments(parser)
+    args = study_arguments(parser, argv)
     if not args.analyse_only:
         run_all(args)
     runs = load_runs(args)

@@ -44,8 +44,8 @@ import sys
 import time
 from pathlib import Path
 
+from jobs import add_study_arguments, run_logged, sharing_note, study_arguments, thread_env, write_done
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
-from jobs import run_logged, sharing_note, thread_env, write_done
 from readings import portable_paths
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
@@ -397,15 +397,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=10, help="optimizer steps per epoch (one validation each)")
     parser.add_argument("--validation-batches", type=int, default=2)
     parser.add_argument("--rollout-starts", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: torch's)")
-    parser.add_argument("--max-runs", type=int, default=None, help="start at most this many new runs")
-    parser.add_argument("--stop-after-minutes", type=float, default=None, help="start no new run after this")
-    parser.add_argument("--analyse-only", action="store_true")
-    args = parser.parse_args(argv)
-    args.argv = sys.argv[1:] if argv is None else list(argv)
-    args.out = args.out.resolve()
-    args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
+    add_study_arguments(parser)
+    args = study_arguments(parser, argv)
     if not args.analyse_only:
         run_all(args)
     results = evaluations(args)

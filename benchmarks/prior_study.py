@@ -35,6 +35,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -116,6 +117,8 @@ def run_one(args, case: tuple[str, int, str, int]) -> None:
     if args.deadline and time.time() > args.deadline:
         print(f"{name}: deadline reached, not started", flush=True)
         return
+    if folder.exists():  # an unfinished earlier attempt (no done.json): its run folder would shadow the new one
+        shutil.rmtree(folder)
     datasets = ensure_dataset(args, case[0])
     cmd = command(args, *case, folder / "experiment")
     env = thread_env(dict(os.environ, WELL_BASE_PATH=str(datasets), WANDB_MODE="disabled"), args.threads)

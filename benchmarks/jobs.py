@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -102,3 +103,21 @@ def study_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> 
     args.out = args.out.resolve()
     args.deadline = None if args.stop_after_minutes is None else time.time() + 60 * args.stop_after_minutes
     return args
+
+
+def run_study_case(args: argparse.Namespace, name: str, folder: Path, command: list[str], base: Path) -> None:
+    """One run of a resumable study (``args``: :func:`study_arguments`) in ``folder``: not started past the
+    deadline; an unfinished earlier attempt there (no ``done.json``) removed first, its run folder would shadow the new
+    one; ``command`` run niced with ``WELL_BASE_PATH=base``, wandb off and ``args.threads``, logged to ``train.log``;
+    ``done.json`` written when it exits 0."""
+    if args.deadline and time.time() > args.deadline:
+        print(f"{name}: deadline reached, not started", flush=True)
+        return
+    if folder.exists():
+        shutil.rmtree(folder)
+    env = thread_env(dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled"), args.threads)
+    finished = run_logged(["nice", "-n", "10", *command], folder / "train.log", env, cwd=folder)
+    print(f"{name}: exit {finished.returncode} in {finished.wall_seconds:.0f} s "
+          f"({finished.cpu_seconds:.0f} CPU s)", flush=True)  # fmt: skip
+    if finished.returncode == 0:
+        write_done(folder / "done.json", finished, args.jobs, args.threads, command=command[1:])

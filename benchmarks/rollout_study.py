@@ -39,16 +39,14 @@ import itertools
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from jobs import add_study_arguments, run_logged, sharing_note, study_arguments, thread_env, write_done
+from jobs import add_study_arguments, run_study_case, sharing_note, study_arguments, thread_env
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
 from readings import portable_paths
-from study_data import STUDY_REPLICAS, ensure_replica, replica_note
+from study_data import STUDY_REPLICAS, ensure_study_dataset, replica_note
 
 from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.runs import harness_command, latest_run
@@ -119,34 +117,14 @@ def command(args, dataset: str, row: str, seed: int, experiment: Path) -> list[s
 
 
 def ensure_dataset(args, dataset: str) -> Path:
-    from well_upao.data.generate import GenerationRequest, generate_dataset
-
-    base = args.out / "datasets"
-    if dataset in STUDY_REPLICAS:
-        ensure_replica(dataset, base)
-    elif not (base / dataset / "stats.yaml").is_file():
-        request = GenerationRequest(pde=dataset, out=base, n_traj=12, resolution=64, n_steps=101, seed=42,
-                                    valid_fraction=0.25)  # fmt: skip
-        generate_dataset(request, progress=False)
-    return base
+    """The Well base path holding ``dataset``, made if missing (``study_data.ensure_study_dataset``)."""
+    return ensure_study_dataset(dataset, args.out / "datasets", 64)
 
 
 def run_one(args, case: tuple[str, str, int]) -> None:
-    name = run_name(*case)
-    folder = args.out / "runs" / name
-    if args.deadline and time.time() > args.deadline:
-        print(f"{name}: deadline reached, not started", flush=True)
-        return
-    if folder.exists():  # an unfinished earlier attempt (no done.json): its run folder would shadow the new one
-        shutil.rmtree(folder)
-    datasets = ensure_dataset(args, case[0])
-    cmd = command(args, *case, folder / "experiment")
-    env = thread_env(dict(os.environ, WELL_BASE_PATH=str(datasets), WANDB_MODE="disabled"), args.threads)
-    finished = run_logged(["nice", "-n", "10", *cmd], folder / "train.log", env, cwd=folder)
-    print(f"{name}: exit {finished.returncode} in {finished.wall_seconds:.0f} s "
-          f"({finished.cpu_seconds:.0f} CPU s)", flush=True)  # fmt: skip
-    if finished.returncode == 0:
-        write_done(folder / "done.json", finished, args.jobs, args.threads, command=cmd[1:])
+    folder = args.out / "runs" / run_name(*case)
+    base = ensure_dataset(args, case[0])
+    run_study_case(args, run_name(*case), folder, command(args, *case, folder / "experiment"), base)
 
 
 def evaluation_file(args, dataset: str, seed: int) -> Path:

@@ -93,6 +93,22 @@ def ensure_replica(dataset: str, base: Path, quiet: bool = True) -> None:
     tmp.replace(folder / STAMP)
 
 
+def ensure_study_dataset(dataset: str, base: Path, resolution: int = 64) -> Path:
+    """``base`` holding ``dataset``, made if missing: a study replica (:func:`ensure_replica`), or an exact set of
+    12 trajectories of 101 frames at ``resolution``, seed 42, a quarter for validation (``well-upao
+    generate-exact``)."""
+    from well_upao.data.generate import GenerationRequest, generate_dataset
+
+    if dataset in STUDY_REPLICAS:
+        ensure_replica(dataset, base)
+    elif not (base / dataset / "stats.yaml").is_file():
+        request = GenerationRequest(
+            pde=dataset, out=base, n_traj=12, resolution=resolution, n_steps=101, seed=42, valid_fraction=0.25
+        )
+        generate_dataset(request, progress=False)
+    return base
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="the Well base path to write the replicas under")

@@ -89,3 +89,25 @@ def test_reproduce_study_trust_is_the_trust_study_command_line(tmp_path, monkeyp
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit, match="no finished run to analyse"):
         reproduce.main()
+
+
+def test_a_study_case_replaces_an_unfinished_attempt_and_marks_only_a_success(tmp_path):
+    """``jobs.run_study_case``: an earlier attempt's leftovers go before the run; ``done.json`` (with the command
+    after the interpreter) only when it exits 0; nothing starts past the deadline."""
+    import argparse
+    import time
+
+    args = argparse.Namespace(deadline=None, threads=1, jobs=1)
+    folder = tmp_path / "case"
+    (folder / "experiment" / "old").mkdir(parents=True)  # an unfinished attempt's run folder
+    ok = [sys.executable, "-c", "import os; print(os.environ['WELL_BASE_PATH'], os.environ['OMP_NUM_THREADS'])"]
+    jobs.run_study_case(args, "case", folder, ok, tmp_path / "base")
+    assert not (folder / "experiment").exists()
+    assert (folder / "train.log").read_text().split() == [str(tmp_path / "base"), "1"]
+    assert json.loads((folder / "done.json").read_text())["command"] == ok[1:]
+    failing = tmp_path / "failing"
+    jobs.run_study_case(args, "failing", failing, [sys.executable, "-c", "raise SystemExit(3)"], tmp_path)
+    assert (failing / "train.log").is_file() and not (failing / "done.json").exists()
+    late = tmp_path / "late"
+    jobs.run_study_case(argparse.Namespace(deadline=time.time() - 1, threads=1, jobs=1), "late", late, ok, tmp_path)
+    assert not late.exists()

@@ -111,7 +111,9 @@ def test_the_objectives_rollout_residual_is_at_the_floor_and_a_doubled_coefficie
 
 # ---------------------------------------------------------------- the rollout card's other scores
 def test_one_step_rollout_card_is_the_one_step_card(case):
-    """K = 1: the rollout card equals :func:`scorecard` (same floor, ratio, departure, backtest)."""
+    """K = 1: the rollout card equals :func:`scorecard` (same floor, ratio, departure, backtest; ``scorecard`` is
+    that card, checked against closed forms in tests/physics/test_scores.py) and the one-step card has no per-step
+    key."""
     window, scalars = case
     rollout = solver_rollout(window, scalars)[:, :1]
     reference = 1.01 * rollout
@@ -121,6 +123,7 @@ def test_one_step_rollout_card_is_the_one_step_card(case):
     many = rollout_scorecard(PDE_, window, rollout, dt, scalars, ops, "crank_nicolson", 2, reference, backtest)
     for name in ("floor", "residual_ratio", "departure", "backtest"):
         assert float(many[name]) == pytest.approx(float(one[name]), rel=1e-12), name
+    assert set(one) == {"floor", "residual_ratio", "departure", "backtest"}
 
 
 def test_rollout_departure_is_measured_in_the_references_last_step(case):

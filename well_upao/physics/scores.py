@@ -145,20 +145,10 @@ def scorecard(
     ``(B, T, *space, 18)`` the observed history, ``prediction`` ``(B, *space, 18)`` the predicted next frame,
     ``reference`` the reference prediction of the same frame (departure), ``backtest`` the prediction of the last
     observed frame from the frames before it. ``params``: the PDE's resolved parameters. Returns ``{name: (B,)}``
-    for the scores that could be computed."""
-    fields = slot_fields(window.double(), pde.variables)
-    predicted = slot_fields(prediction.double(), pde.variables)
-    floor = observed_floor(pde, fields, dt, params, ops, scheme, dims)
-    rho = prediction_residual(pde, fields, predicted, dt, params, ops, scheme, dims)
-    out = {"floor": floor, "residual_ratio": rho / floor.clamp_min(1e-300)}
-    last = {k: v[:, -1] for k, v in fields.items()}
-    if reference is not None:
-        ref = slot_fields(reference.double(), pde.variables)
-        out["departure"] = relative_change(predicted, ref, last)
-    if backtest is not None and window.shape[1] >= 2:
-        guess = slot_fields(backtest.double(), pde.variables)
-        before = {k: v[:, -2] for k, v in fields.items()}
-        out["backtest"] = relative_change(guess, last, before)
+    for the scores that could be computed: the one-step rollout's card (:func:`rollout_scorecard`, ``K = 1``)."""
+    reference = None if reference is None else reference[:, None]
+    out = rollout_scorecard(pde, window, prediction[:, None], dt, params, ops, scheme, dims, reference, backtest)
+    del out["residual_ratio_step1"]  # the one step's ratio is residual_ratio itself
     return out
 
 

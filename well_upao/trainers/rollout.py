@@ -22,6 +22,7 @@ Options:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -44,7 +45,7 @@ class RolloutSettings:
     def __post_init__(self) -> None:
         if int(self.steps) < 1:
             raise ValueError(f"trainer.rollout_steps must be a positive number of steps, got {self.steps}")
-        if self.noise < 0 or not torch.isfinite(torch.tensor(float(self.noise))):
+        if self.noise < 0 or not math.isfinite(self.noise):
             raise ValueError(f"trainer.rollout_noise must be a finite number >= 0, got {self.noise}")
         if self.noise_scale not in NOISE_SCALES:
             raise ValueError(f"trainer.rollout_noise_scale must be one of {NOISE_SCALES}, got {self.noise_scale!r}")

@@ -2,7 +2,8 @@
 classical rows, in the Well's rollout windows (issue 41 part 5: reports/rollout.md).
 
 Rows trained (the quickstart's backbone ``shipped_extrap2`` with ``model.base=extrap2``, LoRA / NSLoRA adapters, one
-equal budget of ``--minutes`` per run, ``trainer.max_minutes``, on ``--threads`` threads, no early stopping):
+equal budget of ``--minutes`` of training per run, ``trainer.max_minutes`` with ``trainer.budget_clock=training`` (the
+validations, whose cost differs between rows, not counted), on ``--threads`` threads, no early stopping):
 
 * ``UPAO one-step``: ``model=na_nslora trainer=upao`` (``trainer.rollout_steps=1``, the paper's objective);
 * ``UPAO 4-step``: the same with ``trainer.rollout_steps=4``; ``UPAO 4-step pushforward``: and ``rollout_pushforward``;
@@ -24,8 +25,9 @@ the two rows' seed ranges (max - min) and 1% of the larger mean (rounding: a mod
 extrap2 in float32); otherwise it is *not resolved* at this size.
 
 The guard's record (UPAO rows): what ``best.pt`` holds (the selected epoch, or the prior when kept) against a label
-oracle that picks, among the same validated candidates and the prior, the lowest ``valid_rollout_VRMSE_6:12`` (the
-validation trajectories rolled out from their first window, logged at every validation, never read by the selection).
+oracle that picks, among the same validated candidates and the prior, the lowest ``valid_rollout_VRMSE_6:12`` (the first
+``trainer.vrmse_trajectories`` = 2 validation trajectories rolled out 12 steps from their first window, logged at every
+validation, never read by the selection).
 
 Resumable (a finished run leaves ``done.json``; an evaluated (dataset, seed) its JSON).
 
@@ -102,13 +104,14 @@ def command(args, dataset: str, row: str, seed: int, experiment: Path) -> list[s
             "trainer.epochs=1000",
             f"trainer.epoch_steps={args.steps}",
             f"trainer.max_minutes={args.minutes}",
+            "trainer.budget_clock=training",
             "trainer.patience=0",
             "trainer.warmup_steps=5",
             "trainer.max_rollout_steps=2",
             "data.max_rollout_steps=30",
             "trainer.rollout_val_frequency=100000",
             f"trainer.short_validation_length={args.validation_batches}",
-            *(["trainer.vrmse_trajectories=1000"] if "trainer=upao" in ROWS[row] else []),
+            *(["trainer.rollout_vrmse_steps=12"] if "trainer=upao" in ROWS[row] else []),
             "trainer.progress=false",
             "auto_resume=false",
             f"experiment_dir={experiment}",
@@ -326,7 +329,7 @@ def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
         f"    python benchmarks/rollout_study.py {' '.join(args.argv)}",
         "",
         f"{len(records)} of {len(cases(args))} planned runs finished, {args.minutes} minutes of training each "
-        f"(`trainer.max_minutes`), {cpu_minutes:.0f} CPU-minutes in all "
+        f"(`trainer.max_minutes`, validations not counted), {cpu_minutes:.0f} CPU-minutes in all "
         f"({sharing_note(records, args.jobs, args.threads)}). Backbone `shipped_extrap2`, `model.base=extrap2`, "
         f"history {HISTORY}, stride 1, batch 4, lr 1e-3, {args.steps} steps per epoch. Replicas: {replicas or 'none'}; "
         "exact sets at 64^2 (12 trajectories of 101 frames, 3 for validation). Cells: the mean over seeds "
@@ -374,8 +377,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", nargs="+", default=[*STUDY_REPLICAS, *EXACT])
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
-    parser.add_argument("--minutes", type=float, default=4.0, help="training budget per run (trainer.max_minutes)")
-    parser.add_argument("--steps", type=int, default=10, help="optimizer steps per epoch (one validation each)")
+    parser.add_argument(
+        "--minutes", type=float, default=2.0, help="training budget per run (trainer.max_minutes, validations excluded)"
+    )
+    parser.add_argument("--steps", type=int, default=25, help="optimizer steps per epoch (one validation each)")
     parser.add_argument("--validation-batches", type=int, default=2)
     parser.add_argument("--rollout-starts", type=int, default=3)
     add_study_arguments(parser)

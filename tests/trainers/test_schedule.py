@@ -57,3 +57,50 @@ def test_the_epoch_scheduler_follows_the_wells_own_scheduler_epoch_by_epoch(warm
     resumed = epoch_scheduler(resumed_optimizer, epochs, warmup, 0.1, 0.1, state=state)
     assert resumed_optimizer.param_groups[0]["lr"] == pytest.approx(seen[epochs // 2 + 1])
     del resumed
+
+
+class FakeClock:
+    """``time.time`` of ``trainers/schedule.py`` under test control: it moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def time(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("clock, steps", [("all", 0), ("training", 3)])
+def test_the_training_clock_does_not_count_validations(small_datasets, tmp_path, monkeypatch, clock, steps):
+    """A one-minute budget and validations that each take ten minutes (a fake clock that only they move), 3 epochs
+    of one step: the ``all`` clock is spent by the start's validation before the first step; the
+    ``training`` clock counts no validation and trains all three steps."""
+    from trainers.test_upao import make_trainer
+
+    from well_upao.trainers import schedule
+
+    fake = FakeClock()
+    monkeypatch.setattr(schedule, "time", fake)
+    trainer = make_trainer(
+        small_datasets, tmp_path, epoch_steps=1, max_minutes=1.0, budget_clock=clock, validate_start=True
+    )
+    trainer.max_epoch = 3
+    validation = trainer.validation
+
+    def slow_validation(*args, **kwargs):
+        fake.now += 600.0
+        return validation(*args, **kwargs)
+
+    trainer.validation = slow_validation
+    trainer.train()
+    assert trainer.global_step == steps
+
+
+def test_an_unknown_budget_clock_is_refused():
+    with pytest.raises(ValueError, match="budget_clock"):
+        schedule_budget("wall")
+
+
+def schedule_budget(clock: str):
+    from well_upao.trainers.schedule import Budget
+
+    return Budget.of(1.0, None, clock)

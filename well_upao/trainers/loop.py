@@ -171,7 +171,8 @@ class Trainer(WellTrainer):
     ``min_lr_ratio * lr`` at the last epoch, stepped after each epoch), ``grad_clip`` (max gradient norm, ``0``
     disables), ``warmup_steps``, ``lr_min`` (end of the per-step cosine), ``patience`` (early stopping after that many
     validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
-    budget: training stops at the first step past it, then validates and tests as usual), ``progress``,
+    budget: training stops at the first step past it, then validates and tests as usual; ``budget_clock``: what it
+    counts, ``all`` of the loop's time or only ``training``, the validations excluded), ``progress``,
     ``max_steps`` (stop after that many optimizer steps), ``epoch_steps`` (end each epoch after that many
     batches of the shuffled training set: more validations, hence selection and switch points, in a short run),
     ``init_from`` (another run's checkpoint to start from, ``trainers/warm_start.py``), ``validate_start`` (the
@@ -202,6 +203,7 @@ class Trainer(WellTrainer):
         lr_min: float = 1e-6,
         patience: int = 0,
         max_minutes: float | None = None,
+        budget_clock: str = "all",
         max_steps: int | None = None,
         epoch_steps: int | None = None,
         checkpoint_steps: int | None = None,
@@ -228,7 +230,7 @@ class Trainer(WellTrainer):
             rollout_steps, rollout_pushforward, rollout_noise, rollout_noise_scale, rollout_step_weight
         )
         self.cadence = CheckpointCadence.of(checkpoint_steps, checkpoint_minutes)
-        self.budget = Budget.of(max_minutes, max_steps)
+        self.budget = Budget.of(max_minutes, max_steps, budget_clock)
         #: where an interrupted epoch stopped (from recent.pt): epoch, batches done, the epoch's running sums
         self.resume_point: dict | None = None
         self.last_val_loss = float("inf")
@@ -478,7 +480,8 @@ class Trainer(WellTrainer):
         val_loss = self.last_val_loss = self.starting_val_loss
         epoch = self.starting_epoch
         if self.validate_start and self.global_step == 0 and self.best_val_loss is None:
-            self.validate_untrained()
+            with self.budget.excluded():
+                self.validate_untrained()
         for epoch in range(self.starting_epoch, self.max_epoch + 1):
             if hasattr(train_loader, "set_epoch"):  # a mixture draws its batches per epoch
                 train_loader.set_epoch(epoch)
@@ -489,7 +492,8 @@ class Trainer(WellTrainer):
             stop = False
             if epoch % self.val_frequency == 0 or last:
                 full = last and not self.loss.selects_on_the_same_batches
-                val_loss, val_logs = self.validation(self, "valid", full, epoch)
+                with self.budget.excluded():
+                    val_loss, val_logs = self.validation(self, "valid", full, epoch)
                 self.last_val_loss = val_loss
                 decision = self.selection.consider(epoch, val_loss, val_logs, self.loss)
                 self.place_best(epoch, val_loss, decision)
@@ -500,7 +504,8 @@ class Trainer(WellTrainer):
                 logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")
                 stop = self.selection.should_stop
             if epoch % self.rollout_val_frequency == 0 or last or stop:
-                logs |= self.validation(self, "rollout_valid", last or stop, epoch)[1]
+                with self.budget.excluded():
+                    logs |= self.validation(self, "rollout_valid", last or stop, epoch)[1]
             # the epoch's line first, then the checkpoint that counts the epoch as done: a run killed in between
             # redoes the epoch, whose line forget_unfinished_epochs then removes (never two lines for one epoch)
             self.record(logs | {"epoch": epoch, "step": self.global_step, "seconds": time.time() - self.started})

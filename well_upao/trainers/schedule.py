@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -95,24 +97,46 @@ def epoch_scheduler(
     return scheduler
 
 
+#: what the wall-clock budget counts: ``all`` (the loop's whole time, validations included) or ``training`` (the
+#: time between validations: an equal budget buys equal training whatever the validations cost)
+BUDGET_CLOCKS = ("all", "training")
+
+
 @dataclass
 class Budget:
     """Wall-clock (``max_seconds``) and optimizer-step (``max_steps``) budgets; ``None`` is unlimited. The clock
-    starts with :meth:`start` (when training starts, not when the trainer is built)."""
+    starts with :meth:`start` (when training starts, not when the trainer is built); with ``clock="training"`` the
+    time inside :meth:`excluded` (the loop's validations) moves the deadline on by its length."""
 
     max_seconds: float | None = None
     max_steps: int | None = None
     deadline: float | None = None
+    clock: str = "all"
 
     @classmethod
-    def of(cls, max_minutes: float | None, max_steps: int | None) -> Budget:
+    def of(cls, max_minutes: float | None, max_steps: int | None, clock: str = "all") -> Budget:
+        if clock not in BUDGET_CLOCKS:
+            raise ValueError(f"trainer.budget_clock must be one of {BUDGET_CLOCKS}, got {clock!r}")
         return cls(
-            None if max_minutes is None else 60.0 * float(max_minutes), None if max_steps is None else int(max_steps)
+            None if max_minutes is None else 60.0 * float(max_minutes),
+            None if max_steps is None else int(max_steps),
+            clock=clock,
         )
 
     def start(self) -> None:
         if self.max_seconds is not None:
             self.deadline = time.time() + self.max_seconds
+
+    @contextmanager
+    def excluded(self) -> Iterator[None]:
+        """A stretch of the loop (a validation) the ``training`` clock does not count: the deadline moves on by
+        its length; the ``all`` clock counts it."""
+        began = time.time()
+        try:
+            yield
+        finally:
+            if self.clock == "training" and self.deadline is not None:
+                self.deadline += time.time() - began
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.time() > self.deadline

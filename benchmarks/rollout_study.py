@@ -181,6 +181,47 @@ def guard_record(lines: list[dict]) -> dict | None:
     return {"kept": kept, "oracle": oracle, "matched": kept == oracle, "cost": candidates[kept] / candidates[oracle]}
 
 
+def training_record(lines: list[dict]) -> dict | None:
+    """What training reached on the 6:12 window of the validation rollouts, whatever ``best.pt`` kept: the start
+    (epoch 0), the last validated model, the prior (the extrapolation the correction is added to) and the optimizer
+    steps run; ``None`` when the window was not logged."""
+    key = "valid_rollout_VRMSE_6:12"
+    validations = [line for line in lines if key in line]
+    if not validations:
+        return None
+    last = validations[-1]
+    start = next((line[key] for line in validations if line["epoch"] == 0), None)
+    return {
+        "start": start,
+        "last": last[key],
+        "prior": last.get("valid_prior_rollout_VRMSE_6:12"),
+        "steps": last.get("step"),
+    }
+
+
+def training_table(records: list[dict]) -> list[str]:
+    """One line per (dataset, UPAO row): the seeds' :func:`training_record` values, seed by seed."""
+    lines = [
+        "| dataset | row | steps | start 6:12 | last validated 6:12 | prior (extrap2) 6:12 | last / prior |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for record in records:
+        groups.setdefault((record["dataset"], record["row"]), []).append(record)
+    for (dataset, row), group in groups.items():
+        group = sorted(group, key=lambda r: r["seed"])
+
+        def seeds(key: str, values=group) -> str:
+            return " / ".join(fmt(r[key]) for r in values)
+
+        ratio = " / ".join(fmt(r["last"] / r["prior"]) if r["prior"] else "-" for r in group)
+        lines.append(
+            f"| {dataset} | {row} | {seeds('steps')} | {seeds('start')} | {seeds('last')} | {seeds('prior')} | "
+            f"{ratio} |"
+        )
+    return lines
+
+
 def cell(values: list[float | None]) -> tuple[float, float, int] | None:
     """Mean, range (max - min) and count of the seeds' values (``None``: not held)."""
     held = [v for v in values if v is not None and math.isfinite(v)]
@@ -281,9 +322,10 @@ def load_guard(args) -> list[dict]:
         folder = latest_run(args.out / "runs" / run_name(dataset, row, seed) / "experiment")
         if folder is None or not (args.out / "runs" / run_name(dataset, row, seed) / "done.json").is_file():
             continue
-        record = guard_record([line for line in read_metrics(folder) if "valid" in line])
+        lines = [line for line in read_metrics(folder) if "valid" in line]
+        record, reached = guard_record(lines), training_record(lines)
         if record is not None:
-            records.append({"dataset": dataset, "row": row, "seed": seed} | record)
+            records.append({"dataset": dataset, "row": row, "seed": seed} | record | {"reached": reached})
     return records
 
 
@@ -364,6 +406,16 @@ def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
                 f"{'yes' if r['matched'] else 'no'} | {r['cost']:.3g} |"
                 for r in guard
             ],
+            "",
+        ]
+    if guard:
+        lines += [
+            "## What training reached, whatever best.pt kept",
+            "",
+            "From `metrics.jsonl`: the 6:12 window of the first 2 validation trajectories rolled out from their first "
+            "window (labels for the record, never read by the selection), per seed (seed 0 / seed 1).",
+            "",
+            *training_table([r | r["reached"] for r in guard]),
             "",
         ]
     lines += ["![VRMSE against rollout step](rollout_curves.png)", ""]

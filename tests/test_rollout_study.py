@@ -58,3 +58,15 @@ def test_the_dataset_table_averages_seeds_and_says_what_is_not_held():
     assert "| extrap2 | 0.2 ± 0 | 2 ± 0 | not held | 2 | 3 |" in table  # equal seeds: no spread
     rows = rollout_study.comparisons("wave2d", {0: evaluation((0.1, 0.5), 0.2), 1: evaluation((0.3, 0.7), 0.2)})
     assert rows == ["| wave2d | UPAO 4-step vs extrap2 | UPAO 4-step better (resolved) |"]
+
+
+def test_the_training_record_reads_the_start_the_last_validation_and_the_prior():
+    history = lines([0.5, 0.2, 0.4], best_epoch=0, kept_prior=True, prior=0.3)
+    history[-1]["step"] = 50
+    record = rollout_study.training_record(history)
+    assert record == {"start": 0.5, "last": 0.4, "prior": 0.3, "steps": 50}
+    rows = rollout_study.training_table(
+        [{"dataset": "wave2d", "row": "UPAO 4-step", "seed": s} | record for s in (1, 0)]
+    )
+    assert rows[-1] == "| wave2d | UPAO 4-step | 50 / 50 | 0.5 / 0.5 | 0.4 / 0.4 | 0.3 / 0.3 | 1.33 / 1.33 |"
+    assert rollout_study.training_record([{"epoch": 0, "valid": 1.0}]) is None

@@ -13,6 +13,7 @@ import torch
 from the_well.benchmark.models import FNO
 from trainers.test_upao import make_trainer, trainer_config  # tests/ is on sys.path (conftest)
 
+from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.samples import (
     batch_dt,
     batch_grid,
@@ -365,8 +366,6 @@ def test_rollout_upao_runs_through_the_harness_with_nslora_and_records_its_rollo
     validation logs the rollout's scorecard per step."""
     import harness_command as harness
 
-    from well_upao.harness.metrics_file import read_metrics
-
     run = harness.run_harness_in_process(
         small_datasets, tmp_path, monkeypatch, "model=na_nslora", "trainer=upao", "data=burgers2d",
         "trainer.rollout_steps=2", "trainer.rollout_pushforward=true", "trainer.rollout_noise=0.1",
@@ -403,3 +402,25 @@ def test_tfno_and_a_unet_train_over_rollouts_without_interior_labels(small_datas
         poisoned["output_fields"][:, :, 1:-1, 1:-1] = float("nan")
         with torch.no_grad():
             assert torch.equal(trainer.loss.upao_terms(poisoned).total, terms.total.detach()), name
+
+
+@pytest.mark.parametrize("dataset", ["tg2d", "wave2d", "advdiff2d", "burgers1d", "burgers2d", "adv1d", "adv3d"])
+def test_a_four_step_upao_rollout_trains_and_validates_on_every_exact_dataset(small_datasets, tmp_path, dataset):
+    """``trainer.rollout_steps=4`` on each exact dataset (1D, 2D, 3D; one and several sub-equations): two optimizer
+    steps and the validations run, the loss is finite, the adapted weights move, and the rollout scorecard scores
+    four steps (history 6 = K + 2 holds the backtest)."""
+    trainer = rollout_trainer(
+        small_datasets, tmp_path, 4, dataset=dataset, data_kwargs={"n_steps_input": 6}, max_steps=2,
+        validate_start=True,
+    )  # fmt: skip
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.max_epoch = 1
+    trainer.train()
+    assert trainer.global_step == 2
+    lines = [line for line in read_metrics(trainer.artifact_folder) if "valid_upao_loss" in line]
+    assert lines and all(math.isfinite(line["valid_upao_loss"]) for line in lines)
+    assert [key for key in lines[-1] if key.startswith("valid_score_residual_ratio_step")] == [
+        f"valid_score_residual_ratio_step{k}" for k in range(1, 5)
+    ]
+    assert math.isfinite(lines[-1]["valid_score_backtest"])
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(before, trainer.model.parameters(), strict=True))

@@ -411,7 +411,7 @@ def test_a_four_step_upao_rollout_trains_and_validates_on_every_exact_dataset(sm
     four steps (history 6 = K + 2 holds the backtest)."""
     trainer = rollout_trainer(
         small_datasets, tmp_path, 4, dataset=dataset, data_kwargs={"n_steps_input": 6}, max_steps=2,
-        validate_start=True,
+        validate_start=True, rollout_vrmse_steps=0, vrmse_trajectories=1,
     )  # fmt: skip
     before = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.max_epoch = 1

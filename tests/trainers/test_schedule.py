@@ -81,7 +81,14 @@ def test_the_training_clock_does_not_count_validations(small_datasets, tmp_path,
     fake = FakeClock()
     monkeypatch.setattr(schedule, "time", fake)
     trainer = make_trainer(
-        small_datasets, tmp_path, epoch_steps=1, max_minutes=1.0, budget_clock=clock, validate_start=True
+        small_datasets,
+        tmp_path,
+        epoch_steps=1,
+        max_minutes=1.0,
+        budget_clock=clock,
+        validate_start=True,
+        rollout_vrmse_steps=0,
+        vrmse_trajectories=1,
     )
     trainer.max_epoch = 3
     validation = trainer.validation

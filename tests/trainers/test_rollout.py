@@ -404,7 +404,11 @@ def test_tfno_and_a_unet_train_over_rollouts_without_interior_labels(small_datas
             assert torch.equal(trainer.loss.upao_terms(poisoned).total, terms.total.detach()), name
 
 
-@pytest.mark.parametrize("dataset", ["tg2d", "wave2d", "advdiff2d", "burgers1d", "burgers2d", "adv1d", "adv3d"])
+@pytest.mark.parametrize(
+    "dataset",
+    ["wave2d", "burgers1d", "adv3d", *(pytest.param(name, marks=pytest.mark.slow) for name in
+                                       ("tg2d", "advdiff2d", "burgers2d", "adv1d"))],
+)  # fmt: skip
 def test_a_four_step_upao_rollout_trains_and_validates_on_every_exact_dataset(small_datasets, tmp_path, dataset):
     """``trainer.rollout_steps=4`` on each exact dataset (1D, 2D, 3D; one and several sub-equations): two optimizer
     steps and the validations run, the loss is finite, the adapted weights move, and the rollout scorecard scores

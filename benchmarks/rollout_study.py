@@ -352,7 +352,8 @@ def figure(args, results: dict[str, dict[int, dict]], path: Path) -> None:
         ax.set_title(name)
         ax.set_xlabel("rollout step")
     axes[0][0].set_ylabel("VRMSE (the Well's, channel mean)")
-    axes[0][-1].legend(fontsize=7)
+    handles = {label: handle for ax in axes[0] for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    axes[0][-1].legend(handles.values(), handles.keys(), fontsize=7)  # every row drawn in any panel
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=110)

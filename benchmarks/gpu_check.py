@@ -28,6 +28,11 @@ next one runs:
    through ``python -m the_well.benchmark.train`` (CUDA when present: the Well's train.py picks it), and
    ``well-upao evaluate --device auto`` of the run; where the run computed (its ``metrics.jsonl``) and the table.
 
+6. ``rollout``: issue 41 on the device. What a K-step UPAO loss costs (K = 1, 2, 4, with and without
+   pushforward; ``benchmarks/rollout_memory``'s measurement plus the device's peak memory) at 64^2 batch 4 (the
+   CPU report's setting) and 128^2 batch 8; then UPAO K = 4 and supervised LoRA K = 4 through the harness on a
+   wave2d set of 49 frames at stride 1, and ``well-upao evaluate`` of both: one-step, 6:12 and 13:30 per row.
+
 ``--dry-run`` runs every stage at tiny size (tiny preset, 32^2, batch 1-2, small matrices) on whatever device is
 there (the CPU in CI) in under a minute or two: the rehearsal that the real check, which costs scarce GPU time,
 will not fail on a typo. ``--budget-s`` bounds the whole (stages past it are skipped and say so); the real check
@@ -68,7 +73,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 GiB = 2**30
-STAGES = ("env", "backbone", "attention", "objective", "product")
+STAGES = ("env", "backbone", "attention", "objective", "product", "rollout")
 #: the modules a harness run imports (stage 1 imports them; tests/test_gpu_check.py checks that the image's
 #: packages plus benchmarks/gpu_wheels.py's wheels cover every distribution they pull in)
 IMPORT_CHAIN = (
@@ -105,6 +110,11 @@ class Sizes:
     product_resolution: int
     product_steps: int
     backbone_share: float
+    #: the rollout stage: (resolution, batch) of each cost setting, frames of its set, steps of its two runs
+    rollout_settings: tuple[tuple[int, int], ...]
+    rollout_frames: int
+    rollout_train_steps: int
+    rollout_repeats: int
 
 
 REAL = Sizes(
@@ -123,6 +133,10 @@ REAL = Sizes(
     product_resolution=64,
     product_steps=31,
     backbone_share=0.45,
+    rollout_settings=((64, 4), (128, 8)),
+    rollout_frames=48,
+    rollout_train_steps=25,
+    rollout_repeats=5,
 )
 DRY = Sizes(
     matmul=256,
@@ -140,6 +154,10 @@ DRY = Sizes(
     product_resolution=16,
     product_steps=16,
     backbone_share=0.6,
+    rollout_settings=((16, 2),),
+    rollout_frames=24,
+    rollout_train_steps=2,
+    rollout_repeats=1,
 )
 
 
@@ -535,21 +553,20 @@ def stage_objective(results: Results, device: torch.device, sizes: Sizes) -> dic
     }
 
 
-# --------------------------------------------------------------------------------------------- 5: product
-def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
-    # imported by the stage that needs it, as the other stages do: the env stage reports a broken import chain
-    from well_upao.harness.metrics_file import read_metrics
-    from well_upao.harness.runs import harness_command, run_folders
+# --------------------------------------------------------------------------------------------- product steps
+class StepRunner:
+    """Runs the product's commands in ``work`` and records each in ``steps`` (its command with ``work`` written
+    as ``<work>``, exit code, seconds and output tail); a failed command raises with its output."""
 
-    work = Path(tempfile.mkdtemp(prefix="gpu_check_product_"))
-    base, experiments = work / "datasets", work / "experiments"
-    env = dict(os.environ, WANDB_MODE="disabled", WELL_BASE_PATH=str(base), HYDRA_FULL_ERROR="1")
-    cli = ["well-upao"]
-    steps = []
+    def __init__(self, work: Path, base: Path, steps: list[dict]):
+        self.work = work
+        self.env = dict(os.environ, WANDB_MODE="disabled", WELL_BASE_PATH=str(base), HYDRA_FULL_ERROR="1")
+        self.steps = steps
 
-    def run(label: str, command: list[str], timeout: float) -> subprocess.CompletedProcess:
+    def __call__(self, label: str, command: list[str], timeout: float) -> subprocess.CompletedProcess:
         """``well-upao ...`` runs in this process (its ``main``, as the console script calls it: no second
         interpreter start), anything else as a subprocess."""
+        work = self.work
         start = time.time()
         if command[0] == "well-upao":
             from well_upao.cli import main as well_upao_main
@@ -559,8 +576,8 @@ def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
                 code = well_upao_main(command[1:])
             done = subprocess.CompletedProcess(command, code, stdout.getvalue(), stderr.getvalue())
         else:
-            done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
-        steps.append(
+            done = subprocess.run(command, cwd=work, env=self.env, capture_output=True, text=True, timeout=timeout)
+        self.steps.append(
             {
                 "step": label,
                 "command": shlex.join([Path(command[0]).name, *command[1:]]).replace(str(work), "<work>"),
@@ -572,6 +589,19 @@ def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
         if done.returncode != 0:
             raise RuntimeError(f"{label} failed (exit {done.returncode}):\n{(done.stdout + done.stderr)[-2000:]}")
         return done
+
+
+# --------------------------------------------------------------------------------------------- 5: product
+def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
+    # imported by the stage that needs it, as the other stages do: the env stage reports a broken import chain
+    from well_upao.harness.metrics_file import read_metrics
+    from well_upao.harness.runs import harness_command, run_folders
+
+    work = Path(tempfile.mkdtemp(prefix="gpu_check_product_"))
+    base, experiments = work / "datasets", work / "experiments"
+    cli = ["well-upao"]
+    steps = []
+    run = StepRunner(work, base, steps)
 
     out = {"steps": steps}
     try:
@@ -628,6 +658,126 @@ def stage_product(results: Results, device: torch.device, sizes: Sizes) -> dict:
             for s in scores
         ]
     finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+# --------------------------------------------------------------------------------------------- 6: rollout
+#: the two harness runs of the rollout stage: UPAO and its supervised counterpart, both K = 4 (issue 41)
+ROLLOUT_RUNS = {
+    "upao_4step": [
+        "model=na_nslora",
+        "trainer=upao",
+        "trainer.nslora_schedule=from_start",
+        "trainer.rollout_vrmse_steps=12",
+    ],
+    "supervised_4step": ["model=na_lora", "trainer=shifted"],
+}
+
+
+def rollout_cost(base: Path, work: Path, steps: int, pushforward: bool, batch: int, device, repeats: int) -> dict:
+    """One K-step UPAO loss on the device (``benchmarks/rollout_memory.build``, the harness's own constructors):
+    the bytes autograd saves for its backward (device independent: the CPU report's column), the peak memory the
+    forward + backward adds on the device, and the median forward + backward time."""
+    from rollout_memory import build, saved_bytes
+
+    trainer = build(base, work / f"k{steps}-{pushforward}-{batch}", steps, pushforward, batch)
+    data = next(iter(trainer.datamodule.train_dataloader()))
+    trainer.model.train()
+    torch.manual_seed(0)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+    loss, saved = saved_bytes(lambda: trainer.loss(data)[0])
+    loss.backward()
+    synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device) - before if device.type == "cuda" else None
+    del loss
+
+    def step() -> None:
+        trainer.model.zero_grad(set_to_none=True)
+        trainer.loss(data)[0].backward()
+
+    seconds = median_seconds(step, device, repeats=repeats, warmup=1)
+    return {"rollout_steps": steps, "pushforward": pushforward, "batch": batch, "saved_bytes": saved,
+            "peak_added_bytes": peak, "step_s": seconds, "repeats": repeats}  # fmt: skip
+
+
+def stage_rollout(results: Results, device: torch.device, sizes: Sizes) -> dict:
+    """Issue 41 on the device: what a K-step UPAO step costs (K = 1, 2, 4, with and without pushforward, at each
+    of ``sizes.rollout_settings``), then K = 4 UPAO and supervised K = 4 through the harness on one wave2d set
+    of ``sizes.rollout_frames`` steps at stride 1 and ``well-upao evaluate`` of both: one-step, 6:12 and 13:30."""
+    from rollout_memory import CASES
+
+    from well_upao.harness.metrics_file import read_metrics
+    from well_upao.harness.runs import harness_command, run_folders
+
+    work = Path(tempfile.mkdtemp(prefix="gpu_check_rollout_"))
+    steps: list[dict] = []
+    out: dict = {"costs": [], "steps": steps, "runs": {}}
+    previous_base = os.environ.get("WELL_BASE_PATH")
+    try:
+        for resolution, batch in sizes.rollout_settings:
+            base = work / f"datasets_{resolution}"
+            generate = ["well-upao", "generate-exact", "--pde", "wave2d", "--out", str(base), "--quiet"]
+            generate += ["--n-traj", str(sizes.product_traj), "--resolution", str(resolution)]
+            generate += ["--n-steps", str(sizes.rollout_frames), "--time-dtype", "float32"]
+            StepRunner(work, base, steps)(f"generate {resolution}^2", generate, timeout=300)
+            for k, pushforward in CASES:
+                row = rollout_cost(base, work, k, pushforward, batch, device, sizes.rollout_repeats)
+                out["costs"].append({"resolution": resolution, **row})
+                results.data["stages"]["rollout"] = {"status": "running", **out}  # kept if the machine is lost
+                results.write()
+        base = work / f"datasets_{sizes.rollout_settings[0][0]}"
+        run = StepRunner(work, base, steps)
+        folders = {}
+        for name, row in ROLLOUT_RUNS.items():
+            experiments = work / "experiments" / name
+            overrides = [*row, "trainer.rollout_steps=4", "data=wave2d", f"data.well_base_path={base}"]
+            overrides += [f"experiment_dir={experiments}", "model.pretrained=shipped_extrap2", "model.base=extrap2"]
+            overrides += ["optimizer.lr=1e-3", "data.n_steps_input=8", "data.min_dt_stride=1", "data.max_dt_stride=1"]
+            overrides += ["data.batch_size=4", "trainer.epochs=1", f"trainer.epoch_steps={sizes.rollout_train_steps}"]
+            overrides += ["trainer.warmup_steps=5", "trainer.max_rollout_steps=2", "data.max_rollout_steps=30"]
+            overrides += ["trainer.rollout_val_frequency=100000", "trainer.short_validation_length=2"]
+            overrides += ["trainer.progress=false", "auto_resume=false", "+seed=0"]
+            run(f"train {name}", harness_command(overrides), timeout=600)
+            (folder,) = run_folders(experiments)
+            folders[name] = folder
+            lines = read_metrics(folder)
+            last = [line for line in lines if "valid" in line][-1]
+            out["runs"][name] = {
+                "device": lines[0].get("device"),
+                "device_name": lines[0].get("device_name"),
+                "steps": last.get("step"),
+                "seconds": last.get("seconds"),
+                "valid_rollout_6_12": last.get("valid_rollout_VRMSE_6:12"),
+                "prior_rollout_6_12": last.get("valid_prior_rollout_VRMSE_6:12"),
+                "kept_prior": last.get("kept_prior"),
+            }
+        evaluation = work / "evaluation"
+        labelled = [f"{name}={folder}" for name, folder in folders.items()]
+        done = run("evaluate", ["well-upao", "evaluate", *labelled, "--device", "auto", "--out", str(evaluation)], 600)
+        out["table"] = done.stdout.split("\nwrote ")[0].replace(str(work), "<work>")[-8000:]
+        (json_path,) = sorted(evaluation.glob("*.json"))
+        evaluated = json.loads(json_path.read_text())
+        out["rollout_steps_run"] = evaluated.get("rollout_steps_run")
+        out["rollout_starts"] = evaluated.get("rollout_starts")
+        out["rows"] = [
+            {
+                "name": s["name"],
+                "one_step": statistics.fmean(s["one_step_vrmse_paper"].values()),
+                "windows": s.get("rollout_windows", {}),
+                "device": s.get("notes", {}).get("device", "cpu"),
+                "ms_per_prediction": 1e3 * s["seconds_per_prediction"],
+            }
+            for s in evaluated["scores"]
+        ]
+    finally:
+        if previous_base is None:
+            os.environ.pop("WELL_BASE_PATH", None)
+        else:
+            os.environ["WELL_BASE_PATH"] = previous_base
         shutil.rmtree(work, ignore_errors=True)
     return out
 
@@ -779,6 +929,70 @@ def report(data: dict) -> str:
         table = [line for line in product.get("table", "").splitlines() if line.startswith("|")]
         if table:
             lines += ["", "evaluate's own table (its label-free columns included):", "", *table]
+    rollout = stages.get("rollout", {})
+    if rollout.get("costs"):
+        first = {(r["resolution"], r["batch"]): r for r in rollout["costs"] if r["rollout_steps"] == 1}
+
+        def ratio(row: dict, key: str) -> str:
+            base = first.get((row["resolution"], row["batch"]), {}).get(key)
+            return f"{row[key] / base:.2f}" if base and row.get(key) is not None else "-"
+
+        lines += [
+            "",
+            "## 6. Rollout UPAO: what K steps cost, and K = 4 through the harness",
+            "",
+            "One UPAO loss evaluation (wave2d, history 8, the quickstart's backbone, NSLoRA) and its backward: the "
+            "bytes autograd saves (device independent), the peak memory forward + backward add on the device, and "
+            f"the median forward + backward time of {rollout['costs'][0].get('repeats', 'several')} passes.",
+            "",
+            "| resolution | batch | K | pushforward | saved (MiB) | x K = 1 | peak added (MiB) | x K = 1 "
+            "| fwd + bwd ms | x K = 1 |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rollout["costs"]:
+            peak = r.get("peak_added_bytes")
+            lines.append(
+                f"| {r['resolution']}^2 | {r['batch']} | {r['rollout_steps']} | {'yes' if r['pushforward'] else 'no'} "
+                f"| {r['saved_bytes'] / 2**20:.1f} | {ratio(r, 'saved_bytes')} | "
+                f"{fmt(peak / 2**20 if peak is not None else None, 4)} | {ratio(r, 'peak_added_bytes')} | "
+                f"{r['step_s'] * 1e3:.4g} | {ratio(r, 'step_s')} |"
+            )
+    if rollout.get("steps"):
+        lines += ["", "| step | exit | seconds | command |", "|---|---|---|---|"]
+        lines += [
+            f"| {s['step']} | {s['returncode']} | {s['seconds']} | `{s['command'][:600]}` |" for s in rollout["steps"]
+        ]
+    if rollout.get("runs"):
+        lines += [
+            "",
+            "| run | ran on | optimizer steps | seconds | rollout VRMSE 6:12 at its last validation | the prior's | "
+            "kept the prior |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, r in rollout["runs"].items():
+            where = r["device"] + (f" ({r['device_name']})" if r.get("device_name") else "")
+            lines.append(
+                f"| {name} | {where} | {fmt(r['steps'])} | {fmt(r['seconds'])} | {fmt(r['valid_rollout_6_12'], 4)} "
+                f"| {fmt(r['prior_rollout_6_12'], 4)} | {fmt(r['kept_prior'])} |"
+            )
+    if rollout.get("rows"):
+        lines += [
+            "",
+            f"evaluate: {fmt(rollout.get('rollout_steps_run'))} rollout steps from "
+            f"{fmt(rollout.get('rollout_starts'))} starts per trajectory.",
+            "",
+            "| row | one-step VRMSE (paper) | 6:12 | 13:30 | ran on | ms per prediction |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in rollout["rows"]:
+            windows = r["windows"]
+            lines.append(
+                f"| {r['name']} | {r['one_step']:.4g} | {fmt(windows.get('6:12'), 4)} | {fmt(windows.get('13:30'), 4)} "
+                f"| {r['device']} | {r['ms_per_prediction']:.3g} |"
+            )
+        table = [line for line in rollout.get("table", "").splitlines() if line.startswith("|")]
+        if table:
+            lines += ["", "evaluate's own table:", "", *table]
     return "\n".join(lines) + "\n"
 
 
@@ -815,6 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
         "attention": stage_attention,
         "objective": stage_objective,
         "product": stage_product,
+        "rollout": stage_rollout,
     }
     for name in STAGES:
         if name in stages:

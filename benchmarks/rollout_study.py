@@ -141,10 +141,11 @@ def evaluate(args, dataset: str, seed: int) -> None:
     folders = {row: latest_run(args.out / "runs" / run_name(dataset, row, seed) / "experiment") for row in args.rows}
     if target.is_file() or any(f is None for f in folders.values()):
         return
-    well_upao = str(Path(sys.executable).with_name("well-upao"))
+    well_upao = [sys.executable, "-m", "well_upao.cli"]  # no console script where the package was pip --target'ed
     rows = [f"{row}={folder}" for row, folder in folders.items()]
-    cmd = [well_upao, "evaluate", *rows, "--rollout-steps", "30", "--rollout-starts", str(args.rollout_starts),
-           "--history", str(HISTORY), "--out", str(target.parent), "--quiet"]  # fmt: skip
+    cmd = [*well_upao, "evaluate", *rows, "--rollout-steps", "30", "--rollout-starts", str(args.rollout_starts),
+           "--history", str(HISTORY), "--out", str(target.parent), "--quiet",
+           *(["--no-solver"] if args.no_solver else [])]  # fmt: skip
     env = thread_env(dict(os.environ, WELL_BASE_PATH=str(args.out / "datasets")), args.threads)
     result = subprocess.run(["nice", "-n", "10", *cmd], env=env, capture_output=True, text=True)
     print(f"evaluate {dataset} seed {seed}: exit {result.returncode}", flush=True)
@@ -329,6 +330,23 @@ def load_guard(args) -> list[dict]:
     return records
 
 
+def figure_path(report_path: Path) -> Path:
+    """The figure beside the report, named after it (``rollout.md`` -> ``rollout_curves.png``)."""
+    return report_path.with_name(f"{report_path.stem}_curves.png")
+
+
+def run_devices(args) -> list[str]:
+    """Where the finished runs trained, as their ``metrics.jsonl`` says (``cuda (NVIDIA H200)``, ``cpu``)."""
+    devices = []
+    for dataset, row, seed in cases(args):
+        folder = latest_run(args.out / "runs" / run_name(dataset, row, seed) / "experiment")
+        lines = read_metrics(folder) if folder is not None else []
+        if lines and lines[0].get("device"):
+            name = lines[0].get("device_name")
+            devices.append(lines[0]["device"] + (f" ({name})" if name else ""))
+    return sorted(set(devices))
+
+
 def figure(args, results: dict[str, dict[int, dict]], path: Path) -> None:
     """VRMSE against rollout step, one panel per dataset, the seed mean of every row."""
     import matplotlib
@@ -373,7 +391,8 @@ def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
         "",
         f"{len(records)} of {len(cases(args))} planned runs finished, {args.minutes} minutes of training each "
         f"(`trainer.max_minutes`, validations not counted), {cpu_minutes:.0f} CPU-minutes in all "
-        f"({sharing_note(records, args.jobs, args.threads)}). Backbone `shipped_extrap2`, `model.base=extrap2`, "
+        f"({sharing_note(records, args.jobs, args.threads)}), trained on {' and '.join(run_devices(args)) or '?'}. "
+        "Backbone `shipped_extrap2`, `model.base=extrap2`, "
         f"history {HISTORY}, stride 1, batch 4, lr 1e-3, {args.steps} steps per epoch. Replicas: {replicas or 'none'}; "
         "exact sets at 64^2 (12 trajectories of 101 frames, 3 for validation). Cells: the mean over seeds "
         "(± half the range), the Well's VRMSE (channel mean) of the validation split; windows over up to "
@@ -419,7 +438,7 @@ def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
             *training_table([r | r["reached"] for r in guard]),
             "",
         ]
-    lines += ["![VRMSE against rollout step](rollout_curves.png)", ""]
+    lines += [f"![VRMSE against rollout step]({figure_path(args.report).name})", ""]
     return portable_paths("\n".join(lines))
 
 
@@ -436,6 +455,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=25, help="optimizer steps per epoch (one validation each)")
     parser.add_argument("--validation-batches", type=int, default=2)
     parser.add_argument("--rollout-starts", type=int, default=3)
+    parser.add_argument(
+        "--no-solver", action="store_true", help="evaluate without the solver row (its rollouts dominate the time)"
+    )
     add_study_arguments(parser)
     args = study_arguments(parser, argv)
     if not args.analyse_only:
@@ -446,7 +468,7 @@ def main(argv: list[str] | None = None) -> None:
     reading = ""
     if args.report.is_file() and "## Reading" in args.report.read_text():
         reading = "## Reading" + args.report.read_text().split("## Reading", 1)[1]
-    figure(args, results, args.report.parent / "rollout_curves.png")
+    figure(args, results, figure_path(args.report))
     tmp = args.report.with_suffix(".md.tmp")
     tmp.write_text(report(args, results, load_guard(args)) + reading)
     tmp.replace(args.report)

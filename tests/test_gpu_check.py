@@ -127,17 +127,20 @@ def test_the_wandb_stand_in_does_what_the_harness_calls(tmp_path):
     assert namespace["run"] is None  # our loop logs to wandb only when a run is active
 
 
-def test_dry_run_rehearses_every_stage(tmp_path):
-    out = tmp_path / "check"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--device", "cpu", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def dry_run(out, stages: tuple[str, ...]) -> dict:
+    command = [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--device", "cpu"]
+    command += ["--out", str(out), "--stages", ",".join(stages)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads((out / "gpu_check.json").read_text())
-    assert [data["stages"][name]["status"] for name in gpu_check.STAGES] == ["ok"] * len(gpu_check.STAGES)
+    assert [data["stages"][name]["status"] for name in stages] == ["ok"] * len(stages)
+    return data
+
+
+def test_dry_run_rehearses_every_stage_but_the_rollout(tmp_path):
+    out = tmp_path / "check"
+    stages = tuple(name for name in gpu_check.STAGES if name != "rollout")  # its rehearsal is slow: the next test
+    data = dry_run(out, stages)
     env = data["stages"]["env"]
     assert env["import_failures"] == {} and set(env["imported"]) == set(gpu_check.IMPORT_CHAIN)
     assert all(value > 0 for value in env["ceilings_tflops"].values())
@@ -161,6 +164,46 @@ def test_dry_run_rehearses_every_stage(tmp_path):
     report = (out / "gpu.md").read_text()
     for heading in ("## 1.", "## 2.", "## 3.", "## 4.", "## 5."):
         assert heading in report
+
+
+@pytest.mark.slow
+def test_dry_run_rehearses_the_rollout_stage(tmp_path):
+    """Four minutes on two busy cores: two K = 4 harness runs (UPAO, supervised) and their evaluation."""
+    data = dry_run(tmp_path / "check", ("rollout",))
+    rollout = data["stages"]["rollout"]
+    costs = {(r["rollout_steps"], r["pushforward"]): r for r in rollout["costs"]}
+    assert set(costs) == {(1, False), (2, False), (2, True), (4, False), (4, True)}
+    # the rollout keeps every step's graph: K = 4 saves more than twice what K = 1 does, pushforward somewhat less
+    assert costs[(4, False)]["saved_bytes"] > 2 * costs[(1, False)]["saved_bytes"]
+    assert costs[(4, True)]["saved_bytes"] < costs[(4, False)]["saved_bytes"]
+    assert [s["returncode"] for s in rollout["steps"]] == [0] * 4
+    assert {r["device"] for r in rollout["runs"].values()} == {"cpu"}
+    rows = {r["name"]: r for r in rollout["rows"]}
+    assert {"upao_4step", "supervised_4step", "persistence", "extrap2"} <= set(rows)
+    assert all("6:12" in r["windows"] for r in rows.values())
+    assert "## 6." in (tmp_path / "check" / "gpu.md").read_text()
+
+
+def test_the_rollout_section_reports_ratios_to_k1_of_the_same_setting():
+    costs = [
+        {"resolution": 64, "batch": 4, "rollout_steps": k, "pushforward": False, "saved_bytes": saved,
+         "peak_added_bytes": peak, "step_s": seconds, "repeats": 5}
+        for k, saved, peak, seconds in ((1, 2**20, 2**21, 0.1), (4, 4 * 2**20, 3 * 2**21, 0.5))
+    ] + [
+        {"resolution": 128, "batch": 8, "rollout_steps": k, "pushforward": False, "saved_bytes": saved,
+         "peak_added_bytes": None, "step_s": seconds, "repeats": 5}
+        for k, saved, seconds in ((1, 10 * 2**20, 1.0), (4, 25 * 2**20, 2.0))
+    ]  # fmt: skip
+    data = {
+        "command": "c",
+        "dry_run": True,
+        "started": "now",
+        "budget_s": 1,
+        "stages": {"rollout": {"status": "ok", "costs": costs}},
+    }
+    rows = [line for line in gpu_check.report(data).splitlines() if line.startswith(("| 64^2", "| 128^2"))]
+    assert rows[1] == "| 64^2 | 4 | 4 | no | 4.0 | 4.00 | 6 | 3.00 | 500 | 5.00 |"
+    assert rows[3] == "| 128^2 | 8 | 4 | no | 25.0 | 2.50 | - | - | 2000 | 2.00 |"
 
 
 def test_a_failing_stage_is_recorded_and_the_next_one_runs(tmp_path):

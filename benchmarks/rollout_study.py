@@ -231,6 +231,19 @@ def cell(values: list[float | None]) -> tuple[float, float, int] | None:
     return sum(held) / len(held), max(held) - min(held), len(held)
 
 
+def cell_text(values: list[float | None]) -> str:
+    """A table cell from the seeds' values: the mean ± half the range (no range for one seed); ``diverged`` where a
+    seed's rollouts reached a non-finite value (the window's mean over rollouts is then NaN or infinite: saying
+    "not held" would hide a failure); ``not held`` where no seed's trajectories hold the window."""
+    diverged = sum(v is not None and not math.isfinite(v) for v in values)
+    if diverged:
+        return "diverged" + (f" ({diverged} of {len(values)} seeds)" if diverged < len(values) else "")
+    c = cell(values)
+    if c is None:
+        return "not held"
+    return fmt(c[0]) + (f" ± {c[1] / 2:.2g}" if c[2] > 1 else "")
+
+
 def resolved(a: list[float], b: list[float]) -> str:
     """The rule of the module docstring for rows ``a`` and ``b`` (per-seed values, same seeds): ``a`` / ``b`` (the
     better, resolved) or ``not resolved``."""
@@ -287,8 +300,7 @@ def dataset_table(name: str, per_seed: dict[int, dict]) -> list[str]:
         values = [v for v in values if v is not None]
         if not values:
             continue
-        cells = [cell([v[col] for v in values]) for col in ("one-step", *WINDOWS)]
-        text = [fmt(c[0]) + (f" ± {c[1] / 2:.2g}" if c and c[2] > 1 else "") if c else "not held" for c in cells]
+        text = [cell_text([v[col] for v in values]) for col in ("one-step", *WINDOWS)]
         lines.append(f"| {row} | {' | '.join(text)} | {len(values)} | {values[0]['rollouts']} |")
     return [*lines, ""]
 

@@ -70,3 +70,13 @@ def test_the_training_record_reads_the_start_the_last_validation_and_the_prior()
     )
     assert rows[-1] == "| wave2d | UPAO 4-step | 50 / 50 | 0.5 / 0.5 | 0.4 / 0.4 | 0.3 / 0.3 | 1.33 / 1.33 |"
     assert rollout_study.training_record([{"epoch": 0, "valid": 1.0}]) is None
+
+
+def test_a_window_whose_rollouts_diverged_says_so_rather_than_not_held():
+    nan = float("nan")
+    assert rollout_study.cell_text([nan, nan]) == "diverged"
+    assert rollout_study.cell_text([0.5, float("inf")]) == "diverged (1 of 2 seeds)"
+    assert rollout_study.cell_text([None, None]) == "not held"
+    assert rollout_study.cell_text([0.5]) == "0.5"
+    table = rollout_study.dataset_table("shear_flow", {0: evaluation((0.1, nan), 0.2), 1: evaluation((0.3, nan), 0.2)})
+    assert "| UPAO 4-step | 0.2 ± 0.1 | diverged | not held | 2 | 3 |" in table

@@ -6,6 +6,7 @@ from the stored frames, read with h5py, not through our readers."""
 from __future__ import annotations
 
 import glob
+from types import SimpleNamespace
 
 import h5py
 import pytest
@@ -123,3 +124,18 @@ def test_context_is_expanded_for_every_start():
 
     context = Context(torch.tensor(0.1), None, {}, [0])
     assert rollout(Dt(), frames_2d(), 3, 2, context, starts=[0, 1, 2]).shape[0] == 3
+
+
+def test_a_window_of_a_diverged_rollout_says_where_it_diverged_not_that_it_is_not_held():
+    from well_upao.evaluate.report import window_cell
+    from well_upao.evaluate.windows import first_non_finite_step, window_means
+
+    curve = [0.1 * step for step in range(1, 28)] + [float("nan")] * 3  # a solver that blew up at step 28
+    assert first_non_finite_step(curve) == 28 and first_non_finite_step(curve[:27]) is None
+    means = window_means(curve)
+    evaluation = SimpleNamespace(rollout_steps=30, history=4)
+    score = SimpleNamespace(rollout_windows=means, rollout_vrmse_well=curve)
+    assert window_cell(evaluation, score, (6, 12)) == f"{sum(curve[6:12]) / 6:.4g}"
+    assert window_cell(evaluation, score, (13, 30)) == "diverged (non-finite from step 28)"
+    short = SimpleNamespace(rollout_windows=window_means(curve[:20]), rollout_vrmse_well=curve[:20])
+    assert window_cell(SimpleNamespace(rollout_steps=20, history=4), short, (13, 30)).startswith("not run")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
 from well_upao.evaluate.scores import LABEL_FREE, NOT_FINITE, Evaluation, FigureFrames, Scores, missing_scores
-from well_upao.evaluate.windows import WELL_WINDOWS, frames_needed, window_label
+from well_upao.evaluate.windows import WELL_WINDOWS, first_non_finite_step, frames_needed, window_label
 
 
 @dataclass
@@ -70,6 +70,8 @@ def markdown_table(evaluation: Evaluation) -> str:
 def window_cell(evaluation: Evaluation, score: Scores, window: tuple[int, int]) -> str:
     """A row's value of one of the Well's rollout windows, or why there is none."""
     value = score.rollout_windows.get(window_label(window))
+    if value is not None and not math.isfinite(value):
+        return f"diverged (non-finite from step {first_non_finite_step(score.rollout_vrmse_well)})"
     if value is not None:
         return f"{value:.4g}"
     if evaluation.rollout_steps < window[1]:

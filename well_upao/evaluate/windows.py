@@ -12,6 +12,8 @@ more than one rollout.
 
 from __future__ import annotations
 
+import math
+
 #: the windows of the Well's benchmark tables, ``(a, b)``: 0-based predicted steps ``a .. b - 1``
 WELL_WINDOWS: tuple[tuple[int, int], ...] = ((6, 12), (13, 30))
 #: the rollout length that holds every window of :data:`WELL_WINDOWS`
@@ -43,6 +45,12 @@ def window_means(per_step: list[float]) -> dict[str, float | None]:
         held = len(per_step) >= end
         means[window_label((start, end))] = sum(per_step[start:end]) / (end - start) if held else None
     return means
+
+
+def first_non_finite_step(per_step: list[float]) -> int | None:
+    """The 1-based rollout step from which a per-step curve is NaN or infinite (a rollout diverged: one
+    non-finite rollout makes the mean over rollouts non-finite), ``None`` when every step is finite."""
+    return next((step for step, value in enumerate(per_step, 1) if not math.isfinite(value)), None)
 
 
 def frames_needed(history: int, window: tuple[int, int]) -> int:

@@ -678,7 +678,8 @@ ROLLOUT_RUNS = {
 def rollout_cost(base: Path, work: Path, steps: int, pushforward: bool, batch: int, device, repeats: int) -> dict:
     """One K-step UPAO loss on the device (``benchmarks/rollout_memory.build``, the harness's own constructors):
     the bytes autograd saves for its backward (device independent: the CPU report's column), the peak memory the
-    forward + backward adds on the device, and the median forward + backward time."""
+    forward + backward adds on the device, and the median forward + backward time. The trainer sits where the
+    harness puts it (CUDA when present, whatever ``--device`` says): ``ran_on`` records where."""
     from rollout_memory import build, saved_bytes
 
     trainer = build(base, work / f"k{steps}-{pushforward}-{batch}", steps, pushforward, batch)
@@ -701,7 +702,8 @@ def rollout_cost(base: Path, work: Path, steps: int, pushforward: bool, batch: i
 
     seconds = median_seconds(step, device, repeats=repeats, warmup=1)
     return {"rollout_steps": steps, "pushforward": pushforward, "batch": batch, "saved_bytes": saved,
-            "peak_added_bytes": peak, "step_s": seconds, "repeats": repeats}  # fmt: skip
+            "peak_added_bytes": peak, "step_s": seconds, "repeats": repeats,
+            "ran_on": str(next(trainer.model.parameters()).device)}  # fmt: skip
 
 
 def stage_rollout(results: Results, device: torch.device, sizes: Sizes) -> dict:

@@ -87,6 +87,20 @@ def cases(args) -> list[tuple[str, str, int]]:
     return [(dataset, row, seed) for seed, dataset, row in grid]
 
 
+def budget_overrides(args) -> list[str]:
+    """Each run's budget: ``--minutes`` of training (validations not counted), or ``--max-steps`` optimizer steps
+    whatever they take (an equal number of steps per row in place of an equal time)."""
+    if args.max_steps is not None:
+        return [f"+trainer.max_steps={args.max_steps}"]
+    return [f"trainer.max_minutes={args.minutes}", "trainer.budget_clock=training"]
+
+
+def budget_text(args) -> str:
+    if args.max_steps is not None:
+        return f"{args.max_steps} optimizer steps each (`trainer.max_steps`, whatever time they take)"
+    return f"{args.minutes} minutes of training each (`trainer.max_minutes`, validations not counted)"
+
+
 def command(args, dataset: str, row: str, seed: int, experiment: Path) -> list[str]:
     return harness_command(
         [
@@ -103,8 +117,7 @@ def command(args, dataset: str, row: str, seed: int, experiment: Path) -> list[s
             f"+seed={seed}",
             "trainer.epochs=1000",
             f"trainer.epoch_steps={args.steps}",
-            f"trainer.max_minutes={args.minutes}",
-            "trainer.budget_clock=training",
+            *budget_overrides(args),
             "trainer.patience=0",
             "trainer.warmup_steps=5",
             "trainer.max_rollout_steps=2",
@@ -401,8 +414,8 @@ def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
         "",
         f"    python benchmarks/rollout_study.py {' '.join(args.argv)}",
         "",
-        f"{len(records)} of {len(cases(args))} planned runs finished, {args.minutes} minutes of training each "
-        f"(`trainer.max_minutes`, validations not counted), {cpu_minutes:.0f} CPU-minutes in all "
+        f"{len(records)} of {len(cases(args))} planned runs finished, {budget_text(args)}, {cpu_minutes:.0f} "
+        "CPU-minutes in all "
         f"({sharing_note(records, args.jobs, args.threads)}), trained on {' and '.join(run_devices(args)) or '?'}. "
         "Backbone `shipped_extrap2`, `model.base=extrap2`, "
         f"history {HISTORY}, stride 1, batch 4, lr 1e-3, {args.steps} steps per epoch. Replicas: {replicas or 'none'}; "
@@ -463,6 +476,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument(
         "--minutes", type=float, default=2.0, help="training budget per run (trainer.max_minutes, validations excluded)"
+    )
+    parser.add_argument(
+        "--max-steps", type=int, default=None, help="budget each run this many optimizer steps instead of --minutes"
     )
     parser.add_argument("--steps", type=int, default=25, help="optimizer steps per epoch (one validation each)")
     parser.add_argument("--validation-batches", type=int, default=2)

@@ -80,3 +80,16 @@ def test_a_window_whose_rollouts_diverged_says_so_rather_than_not_held():
     assert rollout_study.cell_text([0.5]) == "0.5"
     table = rollout_study.dataset_table("shear_flow", {0: evaluation((0.1, nan), 0.2), 1: evaluation((0.3, nan), 0.2)})
     assert "| UPAO 4-step | 0.2 ± 0.1 | diverged | not held | 2 | 3 |" in table
+
+
+def test_a_step_budget_replaces_the_time_budget_in_every_run_command(tmp_path):
+    from argparse import Namespace
+
+    args = Namespace(minutes=2.0, max_steps=None, steps=25, validation_batches=2)
+    timed = rollout_study.command(args, "wave2d", "UPAO 4-step", 0, tmp_path)
+    assert "trainer.max_minutes=2.0" in timed and "trainer.budget_clock=training" in timed
+    assert not any("max_steps" in part for part in timed)
+    stepped = rollout_study.command(Namespace(**{**vars(args), "max_steps": 75}), "wave2d", "UPAO 4-step", 0, tmp_path)
+    assert "+trainer.max_steps=75" in stepped
+    assert not any(part.startswith(("trainer.max_minutes", "trainer.budget_clock")) for part in stepped)
+    assert "trainer.rollout_steps=4" in stepped and f"experiment_dir={tmp_path}" in stepped

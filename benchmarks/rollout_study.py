@@ -380,8 +380,13 @@ def figure(args, results: dict[str, dict[int, dict]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     names = list(results)
-    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.4), squeeze=False)
-    for ax, name in zip(axes[0], names, strict=True):
+    columns = min(3, len(names))
+    rows = math.ceil(len(names) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
+    panels = axes.ravel()
+    for ax in panels[len(names) :]:
+        ax.set_visible(False)
+    for ax, name in zip(panels, names, strict=False):
         for row in [*ROWS, "persistence", "extrap2", "solver"]:
             curves = [row_values(r, row) for r in results[name].values()]
             curves = [c["curve"] for c in curves if c is not None and c["curve"]]
@@ -394,10 +399,15 @@ def figure(args, results: dict[str, dict[int, dict]], path: Path) -> None:
             ax.axvspan(start + 1, end, color="0.9", zorder=0)
         ax.set_title(name)
         ax.set_xlabel("rollout step")
-    axes[0][0].set_ylabel("VRMSE (the Well's, channel mean)")
-    handles = {label: handle for ax in axes[0] for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
-    axes[0][-1].legend(handles.values(), handles.keys(), fontsize=7)  # every row drawn in any panel
-    fig.tight_layout()
+    for ax in axes[:, 0]:
+        ax.set_ylabel("VRMSE (the Well's, channel mean)")
+    handles = {label: handle for ax in panels for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    # every row drawn in any panel, once, under the panels; the shaded spans are the Well's windows 6:12 and 13:30
+    ncol = min(len(handles), 2 if columns == 1 else 5)
+    legend_inches = 0.25 + 0.2 * math.ceil(len(handles) / ncol)
+    fig.set_size_inches(4 * columns, 3.2 * rows + legend_inches)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=ncol, fontsize=8)
+    fig.tight_layout(rect=(0, legend_inches / (3.2 * rows + legend_inches), 1, 1))
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=110)
     os.replace(tmp, path)

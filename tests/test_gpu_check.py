@@ -168,7 +168,8 @@ def test_dry_run_rehearses_every_stage_but_the_rollout(tmp_path):
 
 @pytest.mark.slow
 def test_dry_run_rehearses_the_rollout_stage(tmp_path):
-    """Four minutes on two busy cores: two K = 4 harness runs (UPAO, supervised) and their evaluation."""
+    """About a minute on two idle cores (four on busy ones): two K = 4 harness runs (UPAO, supervised) and their
+    evaluation."""
     data = dry_run(tmp_path / "check", ("rollout",))
     rollout = data["stages"]["rollout"]
     costs = {(r["rollout_steps"], r["pushforward"]): r for r in rollout["costs"]}

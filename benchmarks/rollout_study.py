@@ -13,7 +13,8 @@ and, from ``well-upao evaluate``, persistence, extrap1/extrap2 and the solver wh
 study replicas (``benchmarks/study_data.py``) and wave2d / advdiff2d (``well-upao generate-exact`` at 64^2, 12
 trajectories of 101 frames, a quarter for validation), all at stride 1 and history 8, so that every validation
 trajectory holds the 13:30 window. Seeds: the training order (``data.shuffle_seed``) and ``+seed`` (initial adapter
-weights) together.
+weights) together; ``+seed`` reaches the adapters through the model config since the fix of 2026-11-26 (the runs of
+reports/rollout.md and reports/rollout_gpu.md predate it: their adapters were drawn unseeded).
 
 Facts from ``metrics.jsonl`` and evaluate's JSON only. The columns: one-step (the Well's VRMSE, channel mean), the
 windows 6:12 and 13:30 (``loss[a:b].mean()`` over 0-based steps of up to ``--rollout-starts`` rollouts per

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
+
 from well_upao.data.source import WellSource
 from well_upao.models import na_transformer as backbone
 from well_upao.models.assembly import assemble
@@ -30,11 +32,17 @@ def na_transformer(
     channel_slots: Sequence[int] | None = None,
     pretrained: str | None = None,
     adapter: Mapping[str, Any] | None = None,
+    seed: int | None = None,
     **architecture: Any,
 ) -> backbone.NATransformer:
     """An NA Transformer for ``dataset_name`` (its channels read from the files under ``well_base_path``, within
     the field selection ``fields``), from ``pretrained`` with ``adapter``; other arguments are the architecture
-    and the harness's sizes (``NATransformer``'s constructor)."""
+    and the harness's sizes (``NATransformer``'s constructor). ``seed`` (the run's ``+seed``, which the model
+    config reads): torch's generator is seeded with it right before the weights are drawn, so the random ones
+    (the adapters' ``A``, a backbone built without ``pretrained``) are the same in every run with that seed, through
+    ``python -m the_well.benchmark.train`` (which itself seeds nothing) as through ``well_upao.train``."""
+    if seed is not None:
+        torch.manual_seed(int(seed))
     if channel_slots is None and dataset_name is not None:
         if well_base_path is None:
             raise ValueError("dataset_name needs well_base_path to read the dataset's channels")

@@ -676,34 +676,19 @@ ROLLOUT_RUNS = {
 
 
 def rollout_cost(base: Path, work: Path, steps: int, pushforward: bool, batch: int, device, repeats: int) -> dict:
-    """One K-step UPAO loss on the device (``benchmarks/rollout_memory.build``, the harness's own constructors):
+    """One K-step UPAO loss on the device (``benchmarks/rollout_memory.measure``, the harness's own constructors):
     the bytes autograd saves for its backward (device independent: the CPU report's column), the peak memory the
-    forward + backward adds on the device, and the median forward + backward time. The trainer sits where the
-    harness puts it (CUDA when present, whatever ``--device`` says): ``ran_on`` records where."""
-    from rollout_memory import build, saved_bytes
+    forward + backward adds on the device, and the median forward + backward time (CUDA events). The trainer sits
+    where the harness puts it (CUDA when present, whatever ``--device`` says): ``ran_on`` records where."""
+    from rollout_memory import measure
 
-    trainer = build(base, work / f"k{steps}-{pushforward}-{batch}", steps, pushforward, batch)
-    data = next(iter(trainer.datamodule.train_dataloader()))
-    trainer.model.train()
-    torch.manual_seed(0)
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-    before = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
-    loss, saved = saved_bytes(lambda: trainer.loss(data)[0])
-    loss.backward()
-    synchronize(device)
-    peak = torch.cuda.max_memory_allocated(device) - before if device.type == "cuda" else None
-    del loss
+    def timing(step, n: int) -> float:
+        return median_seconds(step, device, repeats=n, warmup=1)
 
-    def step() -> None:
-        trainer.model.zero_grad(set_to_none=True)
-        trainer.loss(data)[0].backward()
-
-    seconds = median_seconds(step, device, repeats=repeats, warmup=1)
-    return {"rollout_steps": steps, "pushforward": pushforward, "batch": batch, "saved_bytes": saved,
-            "peak_added_bytes": peak, "step_s": seconds, "repeats": repeats,
-            "ran_on": str(next(trainer.model.parameters()).device)}  # fmt: skip
+    row = measure(base, work, steps, pushforward, batch, repeats, timing=timing)
+    return {"rollout_steps": steps, "pushforward": pushforward, "batch": batch, "saved_bytes": row["saved_bytes"],
+            "peak_added_bytes": row["peak_added_bytes"], "step_s": row["step_seconds"], "repeats": repeats,
+            "ran_on": row["device"]}  # fmt: skip
 
 
 def stage_rollout(results: Results, device: torch.device, sizes: Sizes) -> dict:

@@ -71,24 +71,50 @@ def build(base: Path, work: Path, steps: int, pushforward: bool, batch_size: int
     return instantiate_trainer(cfg, Distributed(0, 1, 0), *folders)
 
 
-def measure(base: Path, work: Path, steps: int, pushforward: bool, batch_size: int, repeats: int) -> dict:
-    trainer = build(base, work / f"k{steps}-{pushforward}", steps, pushforward, batch_size)
+def host_median_seconds(step, repeats: int) -> float:
+    """The median wall-clock seconds of ``repeats`` calls of ``step`` (the host's clock: CPU work)."""
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def measure(
+    base: Path, work: Path, steps: int, pushforward: bool, batch_size: int, repeats: int, timing=host_median_seconds
+) -> dict:
+    """One K-step loss evaluation and its backward, on the device the harness puts the model on: the bytes autograd
+    saves (any device), the peak memory forward + backward add (CUDA only, else ``None``) and ``timing(step,
+    repeats)`` of a forward + backward ``step`` (``benchmarks/gpu_check.py`` passes a CUDA-event timer)."""
+    trainer = build(base, work / f"k{steps}-{pushforward}-b{batch_size}", steps, pushforward, batch_size)
     batch = next(iter(trainer.datamodule.train_dataloader()))
     trainer.model.train()
     torch.manual_seed(0)
+    device = next(trainer.model.parameters()).device
+    on_cuda = device.type == "cuda"
+    if on_cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device) if on_cuda else 0
     loss, memory = saved_bytes(lambda: trainer.loss(batch)[0])
     loss.backward()
-    seconds = []
-    for _ in range(repeats):
+    if on_cuda:
+        torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device) - before if on_cuda else None
+    del loss
+
+    def step() -> None:
         trainer.model.zero_grad(set_to_none=True)
-        start = time.perf_counter()
         trainer.loss(batch)[0].backward()
-        seconds.append(time.perf_counter() - start)
+
     return {
         "rollout_steps": steps,
         "pushforward": pushforward,
         "saved_bytes": memory,
-        "step_seconds": statistics.median(seconds),
+        "peak_added_bytes": peak,
+        "step_seconds": timing(step, repeats),
+        "device": str(device),
     }
 
 

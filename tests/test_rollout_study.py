@@ -93,3 +93,29 @@ def test_a_step_budget_replaces_the_time_budget_in_every_run_command(tmp_path):
     assert "+trainer.max_steps=75" in stepped
     assert not any(part.startswith(("trainer.max_minutes", "trainer.budget_clock")) for part in stepped)
     assert "trainer.rollout_steps=4" in stepped and f"experiment_dir={tmp_path}" in stepped
+
+
+def test_the_header_names_where_the_runs_trained_from_their_metrics(tmp_path):
+    import json
+    from argparse import Namespace
+
+    args = Namespace(out=tmp_path, seeds=[0], datasets=["wave2d"], rows=["UPAO one-step", "UPAO 4-step"])
+    for row, first in (("UPAO one-step", {"device": "cuda", "device_name": "NVIDIA H200"}), ("UPAO 4-step", {})):
+        folder = tmp_path / "runs" / rollout_study.run_name("wave2d", row, 0) / "experiment" / "run" / "0" / "artifacts"
+        folder.mkdir(parents=True)
+        (folder / "metrics.jsonl").write_text(json.dumps({"epoch": 0, **first}) + "\n")
+    assert rollout_study.run_devices(args) == ["cuda (NVIDIA H200)"]  # a run that says nothing adds nothing
+
+
+def test_no_solver_reaches_the_evaluate_command(tmp_path, monkeypatch):
+    from argparse import Namespace
+
+    ran = []
+    monkeypatch.setattr(rollout_study, "latest_run", lambda folder: folder)
+    monkeypatch.setattr(rollout_study.subprocess, "run", lambda cmd, **kw: ran.append(cmd) or Namespace(returncode=0))
+    for no_solver in (True, False):
+        args = Namespace(out=tmp_path / str(no_solver), rows=["UPAO one-step"], rollout_starts=3, threads=1,
+                         no_solver=no_solver)  # fmt: skip
+        rollout_study.evaluate(args, "wave2d", 0)
+    assert "--no-solver" in ran[0] and "--no-solver" not in ran[1]
+    assert ran[0][3:7] == [rollout_study.sys.executable, "-m", "well_upao.cli", "evaluate"]  # after `nice -n 10`

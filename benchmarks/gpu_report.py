@@ -130,8 +130,9 @@ def build(runs: list[tuple[Path, dict]]) -> list[str]:
         # the folder the device machine wrote to is a path of that machine: named OUT here
         run = dict(run, command=re.sub(r"--out \S+", "--out OUT", run["command"]))
         body = report(run).splitlines()
-        lines += [f"## Run `{path.name}`", "", *["#" + line if line.startswith("#") else line for line in body[1:]]]
-    return [*lines, "", *plan_lines([run for _, run in runs])]
+        sectioned = ["#" + line if line.startswith("#") else line for line in body[1:]]
+        lines += [f"## Run `{path.name}`", "", *sectioned, ""]
+    return [*lines, *plan_lines([run for _, run in runs])]
 
 
 def main() -> None:

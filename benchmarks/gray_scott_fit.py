@@ -26,17 +26,18 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
-from readings import portable_paths  # benchmarks/ is on the path of a script run from it
+from jobs import WELL_UPAO  # benchmarks/ is on the path of a script run from it
+from readings import portable_paths
 
 from well_upao.data.replicas import ReplicaRequest, generate_replica
 from well_upao.families.replicas.families import REPLICAS, GrayScottReplica
-from well_upao.families.replicas.gray_scott import DELTA_A, DELTA_B, PATTERNS
+from well_upao.families.replicas.gray_scott import DELTA_A, DELTA_B
+from well_upao.families.replicas.parameters import PATTERNS
 
 NAME = "gray_scott_reaction_diffusion"
 #: (label, delta_A, delta_B) the data is made with
@@ -88,8 +89,7 @@ def fit_one(work: Path, resolution: int, set_index: int, delta: tuple, window: t
         with mock.patch.dict(REPLICAS, {NAME: family}):
             generate_replica(request, progress=False)
     out = base / "fit.json"
-    well_upao = str(Path(sys.executable).with_name("well-upao"))
-    command = [well_upao, "residual-floor", "--data", NAME, "--base-path", str(base), "--stride", "1"]
+    command = [*WELL_UPAO, "residual-floor", "--data", NAME, "--base-path", str(base), "--stride", "1"]
     command += ["--fit", "delta_A", "delta_B", "--json", str(out)]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, OMP_NUM_THREADS="1"))
     fit = json.loads(out.read_text())["fits"][0]

@@ -20,6 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+#: ``well-upao`` run by this interpreter: ``python -m well_upao.cli`` works where no console script was installed
+#: beside it (a ``pip install --target``, as on the GPU machine)
+WELL_UPAO = [sys.executable, "-m", "well_upao.cli"]
+
 
 @dataclass(frozen=True)
 class Finished:

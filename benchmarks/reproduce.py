@@ -59,7 +59,7 @@ import sys
 from pathlib import Path
 
 # benchmarks/ is on the path of a script run from it
-from jobs import run_all, run_logged, sharing_note, thread_env, write_done
+from jobs import WELL_UPAO, run_all, run_logged, sharing_note, thread_env, write_done
 from readings import exit_if_stale, write_keeping_reading
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
@@ -294,9 +294,8 @@ def ensure_dataset(args: argparse.Namespace, dataset: str, base: Path, env: dict
         return
     if (base / dataset).exists():
         return
-    well_upao = str(Path(sys.executable).with_name("well-upao"))
     steps = max(51, (HISTORY + 1) * max(args.strides) + 11)
-    command = [well_upao, "generate-exact", "--pde", dataset, "--n-traj", str(args.n_traj)]
+    command = [*WELL_UPAO, "generate-exact", "--pde", dataset, "--n-traj", str(args.n_traj)]
     command += ["--resolution", str(args.resolution), "--n-steps", str(steps)]
     subprocess.run([*command, "--out", str(base), "--quiet"], check=True, env=env)
 
@@ -369,7 +368,6 @@ def run_transfer_study(args: argparse.Namespace) -> None:
     out = args.out.resolve()
     base = data_base(args)
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
-    well_upao = str(Path(sys.executable).with_name("well-upao"))
     stride, datasets = args.strides[0], args.datasets
     n = len(datasets)
     minutes = args.budget_minutes / (len(TRANSFER_MODELS) * n * n + n)  # diagonal + off-diagonal, + ours
@@ -441,7 +439,7 @@ def run_transfer_study(args: argparse.Namespace) -> None:
                 source_run = trained[(model, source, source)]
                 zero_shot += ["--zero-shot-from", f"{model} zero-shot from {source}={source_run}"]
         eval_out = out / "evaluation" / f"{target}-s{stride}"
-        command = [well_upao, "evaluate", *[f"{label}={path}" for label, path in rows], *zero_shot]
+        command = [*WELL_UPAO, "evaluate", *[f"{label}={path}" for label, path in rows], *zero_shot]
         command += ["--data", target, "--stride", str(stride), "--out", str(eval_out), "--quiet"]
         subprocess.run([*command, "--rollout-steps", "5"], check=True, env=env, stdout=subprocess.DEVNULL)
         collect_scores(eval_out, target, stride, results)
@@ -593,7 +591,6 @@ def main() -> None:
     rows = [r for r in study_rows if not args.rows or r[0] in args.rows]
     out = args.out.resolve()
     base = data_base(args)
-    well_upao = str(Path(sys.executable).with_name("well-upao"))
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
     minutes = minutes_per_run(args, rows)
     commands: dict[tuple, str] = {}
@@ -618,7 +615,7 @@ def main() -> None:
                 )
             eval_out = out / "evaluation" / f"{dataset}-s{stride}"
             command = [
-                well_upao,
+                *WELL_UPAO,
                 "evaluate",
                 *[f"{name}={folder}" for name, folder in folders],  # rows named by label: run names can clash
                 "--data",

@@ -43,10 +43,9 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from jobs import add_study_arguments, run_study_case, sharing_note, study_arguments, thread_env
+from jobs import WELL_UPAO, add_study_arguments, run_study_case, sharing_note, study_arguments, thread_env
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
 from readings import portable_paths
 from study_data import STUDY_REPLICAS, ensure_study_dataset, replica_note
@@ -155,9 +154,8 @@ def evaluate(args, dataset: str, seed: int) -> None:
     folders = {row: latest_run(args.out / "runs" / run_name(dataset, row, seed) / "experiment") for row in args.rows}
     if target.is_file() or any(f is None for f in folders.values()):
         return
-    well_upao = [sys.executable, "-m", "well_upao.cli"]  # no console script where the package was pip --target'ed
     rows = [f"{row}={folder}" for row, folder in folders.items()]
-    cmd = [*well_upao, "evaluate", *rows, "--rollout-steps", "30", "--rollout-starts", str(args.rollout_starts),
+    cmd = [*WELL_UPAO, "evaluate", *rows, "--rollout-steps", "30", "--rollout-starts", str(args.rollout_starts),
            "--history", str(HISTORY), "--out", str(target.parent), "--quiet",
            *(["--no-solver"] if args.no_solver else [])]  # fmt: skip
     env = thread_env(dict(os.environ, WELL_BASE_PATH=str(args.out / "datasets")), args.threads)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from jobs import WELL_UPAO  # benchmarks/ is on the path of a script run from it
 
 #: generate-replica arguments of each study replica (besides --dataset and --out)
 STUDY_REPLICAS: dict[str, list[str]] = {
@@ -38,8 +39,7 @@ def replica_command(dataset: str, base: Path) -> list[str]:
     """The ``well-upao generate-replica`` command that makes ``dataset``'s study replica under ``base``."""
     if dataset not in STUDY_REPLICAS:
         raise ValueError(f"{dataset!r} has no study replica; known: {', '.join(STUDY_REPLICAS)}")
-    well_upao = str(Path(sys.executable).with_name("well-upao"))
-    return [well_upao, "generate-replica", "--dataset", dataset, *STUDY_REPLICAS[dataset], "--out", str(base)]
+    return [*WELL_UPAO, "generate-replica", "--dataset", dataset, *STUDY_REPLICAS[dataset], "--out", str(base)]
 
 
 def replica_note(dataset: str) -> str:

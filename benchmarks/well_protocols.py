@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 # benchmarks/ is on the path of a script run from it
-from jobs import run_all, run_logged, sharing_note, thread_env, write_done
+from jobs import WELL_UPAO, run_all, run_logged, sharing_note, thread_env, write_done
 from readings import exit_if_stale, write_keeping_reading
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
@@ -120,7 +120,7 @@ def summary(run: Path) -> dict:
 
 def evaluate(args, dataset: str, runs: dict[str, Path], env: dict) -> dict:
     out = args.out.resolve() / f"evaluation-{dataset}"
-    command = [str(Path(sys.executable).with_name("well-upao")), "evaluate", *[f"{k}={v}" for k, v in runs.items()]]
+    command = [*WELL_UPAO, "evaluate", *[f"{k}={v}" for k, v in runs.items()]]
     command += ["--out", str(out), "--quiet", "--rollout-steps", "5", "--split", "valid"]
     if args.no_solver:
         command.append("--no-solver")

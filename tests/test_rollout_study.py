@@ -118,4 +118,4 @@ def test_no_solver_reaches_the_evaluate_command(tmp_path, monkeypatch):
                          no_solver=no_solver)  # fmt: skip
         rollout_study.evaluate(args, "wave2d", 0)
     assert "--no-solver" in ran[0] and "--no-solver" not in ran[1]
-    assert ran[0][3:7] == [rollout_study.sys.executable, "-m", "well_upao.cli", "evaluate"]  # after `nice -n 10`
+    assert ran[0][3:7] == [sys.executable, "-m", "well_upao.cli", "evaluate"]  # after `nice -n 10`

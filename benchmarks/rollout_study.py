@@ -412,6 +412,12 @@ def figure(args, results: dict[str, dict[int, dict]], path: Path) -> None:
     os.replace(tmp, path)
 
 
+def exact_sets_note(datasets: list[str]) -> str:
+    """The header's words on the exact sets of the study (``none`` where only replicas ran)."""
+    exact = [name for name in datasets if name in EXACT]
+    return f"{', '.join(exact)} at 64^2 (12 trajectories of 101 frames, 3 for validation)" if exact else "none"
+
+
 def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
     records = [json.loads(p.read_text()) for p in (args.out / "runs").glob("*/done.json")]
     cpu_minutes = sum(r["cpu_seconds"] for r in records) / 60
@@ -428,7 +434,7 @@ def report(args, results: dict[str, dict[int, dict]], guard: list[dict]) -> str:
         f"({sharing_note(records, args.jobs, args.threads)}), trained on {' and '.join(run_devices(args)) or '?'}. "
         "Backbone `shipped_extrap2`, `model.base=extrap2`, "
         f"history {HISTORY}, stride 1, batch 4, lr 1e-3, {args.steps} steps per epoch. Replicas: {replicas or 'none'}; "
-        "exact sets at 64^2 (12 trajectories of 101 frames, 3 for validation). Cells: the mean over seeds "
+        f"exact sets: {exact_sets_note(args.datasets)}. Cells: the mean over seeds "
         "(± half the range), the Well's VRMSE (channel mean) of the validation split; windows over up to "
         f"{args.rollout_starts} rollouts per trajectory.",
         "",

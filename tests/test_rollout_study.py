@@ -107,6 +107,12 @@ def test_the_header_names_where_the_runs_trained_from_their_metrics(tmp_path):
     assert rollout_study.run_devices(args) == ["cuda (NVIDIA H200)"]  # a run that says nothing adds nothing
 
 
+def test_the_header_names_only_the_exact_sets_that_ran():
+    assert rollout_study.exact_sets_note(["gray_scott_reaction_diffusion"]) == "none"
+    note = rollout_study.exact_sets_note(["shear_flow", "advdiff2d"])
+    assert note.startswith("advdiff2d at 64^2") and "wave2d" not in note
+
+
 def test_no_solver_reaches_the_evaluate_command(tmp_path, monkeypatch):
     from argparse import Namespace
 

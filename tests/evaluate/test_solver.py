@@ -1,0 +1,65 @@
+"""The solver baseline's de-aliasing (``well_upao.evaluate.solver``, the 3/2 rule) against closed forms.
+
+Viscous Burgers ``d_t u = -d_x(u^2 / 2) + nu d_xx u`` at ``u = sin(k x)`` on ``N`` points of ``[0, 2 pi)``:
+
+    d_t u = -(k / 2) sin(2 k x) - nu k^2 sin(k x).
+
+For ``2 k >= N / 2`` the mode ``2 k`` is beyond the grid: the de-aliased tendency, the true one truncated to the kept
+modes, is ``-nu k^2 sin(k x)`` alone. On the ``N``-point grid the product ``u^2 / 2 = (1 - cos(2 k x)) / 4`` takes
+``cos(2 k x)`` for ``cos((N - 2 k) x)`` (the same grid values), whose derivative adds the spurious mode
+``-((N - 2 k) / 4) sin((N - 2 k) x)`` to the tendency."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from well_upao.evaluate.solver import PDESolver
+from well_upao.physics.pdes import get_pde
+from well_upao.physics.stencils import Grid
+
+N, K, NU = 32, 10, 0.01  # 2K = 20 > N/2 = 16: the product folds onto mode N - 2K = 12
+
+
+def burgers_tendency(dealias: float) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.arange(N, dtype=torch.float64) * 2 * math.pi / N
+    solver = PDESolver(get_pde("burgers1d"), Grid((2 * math.pi / N,), (True,)), dealias=dealias)
+    rate = solver.tendency({"Vx": torch.sin(K * x)[None]}, {"nu": torch.tensor([NU], dtype=torch.float64)})
+    return x, rate["Vx"][0]
+
+
+def test_the_dealiased_burgers_tendency_is_the_true_one_truncated_to_the_kept_modes():
+    x, rate = burgers_tendency(dealias=1.5)
+    torch.testing.assert_close(rate, -NU * K**2 * torch.sin(K * x), atol=1e-10, rtol=0)
+
+
+def test_on_the_data_grid_the_product_folds_onto_mode_n_minus_2k():
+    """Negative control: without de-aliasing the tendency has the folded mode (the module docstring)."""
+    x, rate = burgers_tendency(dealias=1)
+    folded = N - 2 * K
+    torch.testing.assert_close(
+        rate, -NU * K**2 * torch.sin(K * x) - folded / 4 * torch.sin(folded * x), atol=1e-10, rtol=0
+    )
+
+
+def test_a_resolved_product_is_the_same_either_way():
+    """With ``2 k < N / 2`` nothing folds: both give the closed form, de-aliasing changes nothing."""
+    x = torch.arange(N, dtype=torch.float64) * 2 * math.pi / N
+    k = 3
+    expected = -(k / 2) * torch.sin(2 * k * x) - NU * k**2 * torch.sin(k * x)
+    for dealias in (1, 1.5, 2):
+        solver = PDESolver(get_pde("burgers1d"), Grid((2 * math.pi / N,), (True,)), dealias=dealias)
+        rate = solver.tendency({"Vx": torch.sin(k * x)[None]}, {"nu": torch.tensor([NU], dtype=torch.float64)})
+        torch.testing.assert_close(rate["Vx"][0], expected, atol=1e-10, rtol=0)
+
+
+def test_a_finer_grid_is_required():
+    with pytest.raises(ValueError, match="dealias must be >= 1"):
+        PDESolver(get_pde("burgers1d"), Grid((0.1,), (True,)), dealias=0.5)
+
+
+def test_walls_keep_the_data_grid():
+    """Finite differences on a non-periodic grid have no spectrum to truncate: no de-aliasing there."""
+    assert PDESolver(get_pde("burgers1d"), Grid((0.1,), (False,))).dealias == 1

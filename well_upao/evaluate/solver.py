@@ -4,9 +4,9 @@ Method of lines with classical RK4, spatial operators from the PDE registry (spe
 axes, our finite differences otherwise), sub-stepped until halving the step changes the result by less than
 ``tolerance`` (step doubling), so no CFL constant has to be guessed per PDE.
 
-On a fully periodic grid the right-hand side is de-aliased by the 3/2 rule, as pseudo-spectral solvers (Dedalus,
-which generated The Well's periodic sets, and our replicas) compute it: the state is Fourier-interpolated onto a
-grid ``dealias = 3/2`` times finer, the tendency evaluated there, and its spectrum truncated back to the kept modes
+On a fully periodic grid the right-hand side is de-aliased by the 3/2 rule, as pseudo-spectral codes commonly do
+(Dedalus's Fourier bases pad by a ``dealias`` factor, 3/2 in its examples; our shear-flow replica truncates by the
+equivalent 2/3 rule): the state is Fourier-interpolated onto a grid ``dealias = 3/2`` times finer, the tendency evaluated there, and its spectrum truncated back to the kept modes
 (``well_upao.physics.resample``). The tendency's kept modes are then exact for quadratic terms (``u d_x u``,
 ``d_x(u^2 / 2)``): a product of two fields with modes ``|k| < N/2`` reaches ``|k| < N``, which the finer grid
 resolves for every kept mode, where on the ``N``-point grid the modes ``N/2 <= |k| < N`` fold back onto ``N - |k|``.

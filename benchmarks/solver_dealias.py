@@ -54,7 +54,7 @@ def report_lines(evaluation: Evaluation, args: argparse.Namespace, seconds: floa
         "",
         "Command:",
         "",
-        f"    python benchmarks/solver_dealias.py {' '.join(args.argv)}",
+        f"    python benchmarks/solver_dealias.py {' '.join(args.argv)}".rstrip(),
         "",
         f"Data: {replica_note(args.dataset)}, validation split ({trajectories}), stride {evaluation.stride}, history "
         f"{evaluation.history}; rollouts of {evaluation.rollout_steps_run} steps from up to {starts} per trajectory. "

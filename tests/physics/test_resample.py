@@ -41,3 +41,17 @@ def test_modes_above_the_coarse_nyquist_are_removed_and_batches_are_independent(
 def test_impossible_shapes_are_refused():
     with pytest.raises(ValueError, match="cannot resample"):
         fourier_resample(torch.zeros(8), (4, 4))
+
+
+@pytest.mark.parametrize("n, m", [(33, 50), (33, 64), (15, 23)])
+def test_an_odd_grid_keeps_its_highest_mode_both_ways(n, m):
+    """An odd size ``2j + 1`` has no Nyquist mode: its highest mode ``j`` is a real mode, sampled exactly on any
+    larger grid and recovered from it (it was dropped once)."""
+    j = n // 2
+
+    def wave(points: int) -> torch.Tensor:
+        x = torch.arange(points, dtype=torch.float64) * 2 * math.pi / points
+        return torch.sin(j * x) + 0.5 * torch.cos(j * x + 0.3)
+
+    torch.testing.assert_close(fourier_resample(wave(n), (m,)), wave(m), rtol=0, atol=1e-12)
+    torch.testing.assert_close(fourier_resample(wave(m), (n,)), wave(n), rtol=0, atol=1e-12)

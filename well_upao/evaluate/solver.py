@@ -6,13 +6,16 @@ axes, our finite differences otherwise), sub-stepped until halving the step chan
 
 On a fully periodic grid the right-hand side is de-aliased by the 3/2 rule, as pseudo-spectral codes commonly do
 (Dedalus's Fourier bases pad by a ``dealias`` factor, 3/2 in its examples; our shear-flow replica truncates by the
-equivalent 2/3 rule): the state is Fourier-interpolated onto a grid ``dealias = 3/2`` times finer, the tendency evaluated there, and its spectrum truncated back to the kept modes
-(``well_upao.physics.resample``). The tendency's kept modes are then exact for quadratic terms (``u d_x u``,
-``d_x(u^2 / 2)``): a product of two fields with modes ``|k| < N/2`` reaches ``|k| < N``, which the finer grid
-resolves for every kept mode, where on the ``N``-point grid the modes ``N/2 <= |k| < N`` fold back onto ``N - |k|``.
-Without it the folded energy piles up at the highest kept modes and an autoregressive rollout of an under-resolved
-flow blows up (the shear-flow replica at Reynolds 5e4: non-finite from step 28 of 30). Higher powers (Gray-Scott's
-``A B^2``) keep a smaller aliasing error. ``dealias=1`` evaluates on the data's grid. Two families:
+equivalent 2/3 rule): the state is Fourier-interpolated onto a grid ``dealias = 3/2`` times finer, the tendency
+evaluated there, and its spectrum truncated back to the kept modes (``well_upao.physics.resample``). The
+tendency's kept modes are then exact for quadratic terms (``u d_x u``, ``d_x(u^2 / 2)``): a product of two fields
+with modes ``|k| < N/2`` reaches ``|k| < N``, which the finer grid resolves for every kept mode, where on the
+``N``-point grid the modes ``N/2 <= |k| < N`` fold back onto ``N - |k|``. The Nyquist mode of an even axis is not
+a kept mode (a product with it would fold onto it again): its tendency is zero, so a state's Nyquist content is
+carried over unchanged. Without the rule the folded energy piles up at the highest kept modes and an
+autoregressive rollout of an under-resolved flow can blow up (the shear-flow study replica, 64x128 at Reynolds 1e4
+and 5e4: non-finite from step 28 of 30). Higher powers (Gray-Scott's ``A B^2``) keep a smaller aliasing error.
+``dealias=1`` evaluates on the data's grid. Two families:
 
 * every sub-equation steps a field directly (``rate`` is a slot name): ``d_t u_k = -N_k(u)``;
 * incompressible flow (a ``pressure`` variable and a ``continuity`` constraint, periodic grid): the momentum
@@ -77,6 +80,7 @@ class PDESolver:
     def tendency(self, state: Fields, params: Mapping) -> dict[str, torch.Tensor]:
         """``d_t u`` of every evolved field: ``-N(u)`` (projected for incompressible flow), de-aliased on a periodic
         grid (the module docstring): evaluated on the grid ``dealias`` times finer and truncated back."""
+        params = broadcast_parameters(params, next(iter(state.values())).ndim)  # (B,) -> (B, 1, ...); idempotent
         if self.dealias == 1:
             return self._rhs(state, params)
         shape, solver, fine = self._finer(state)

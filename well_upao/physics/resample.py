@@ -21,12 +21,14 @@ def _resample_axis(field: torch.Tensor, axis: int, n_out: int) -> torch.Tensor:
     n_in = field.shape[axis]
     if n_in == n_out:
         return field
-    half = min(n_in, n_out) // 2  # modes 0..half-1 and -(half-1)..-1
+    # the modes |k| < min(n_in, n_out) / 2 are 0..kept-1 and -(kept-1)..-1: for an even size 2m kept = m (its Nyquist
+    # mode m dropped), for an odd size 2m + 1 kept = m + 1 (every mode: an odd size has no Nyquist mode)
+    kept = (min(n_in, n_out) + 1) // 2
     spectrum = torch.fft.fft(field, dim=axis)
-    positive = spectrum.narrow(axis, 0, half)
-    negative = spectrum.narrow(axis, n_in - (half - 1), half - 1)
+    positive = spectrum.narrow(axis, 0, kept)
+    negative = spectrum.narrow(axis, n_in - (kept - 1), kept - 1)
     gap = list(spectrum.shape)
-    gap[axis] = n_out - 2 * half + 1
+    gap[axis] = n_out - 2 * kept + 1
     resized = torch.cat([positive, spectrum.new_zeros(gap), negative], dim=axis)
     return torch.fft.ifft(resized, dim=axis).real * (n_out / n_in)
 

@@ -5,10 +5,10 @@
 The evaluation's classical rows (persistence, extrap1, extrap2, the solver, which de-aliases its right-hand side by
 the 3/2 rule, ``well_upao.evaluate.solver``) plus the same solver evaluated on the data's grid (``dealias=1``, the
 baseline before the rule), on the validation split of a study replica (``benchmarks/study_data.py``; made under
-``--base`` when missing), one-step and 30-step rollouts from 3 starts per trajectory: the rollout of the shear-flow
-replica at Reynolds 5e4 went non-finite at step 28 of the rollout study (reports/rollout.md). Writes the
-evaluation's JSON beside the report and the report's table; the reading (from ``## Reading`` on) is kept and checked
-(``benchmarks/readings.py``).
+``--base`` when missing), one-step and 30-step rollouts from 3 starts per trajectory: the solver's rollouts of the
+shear-flow replica (Reynolds 1e4 and 5e4) went non-finite at step 28 in the rollout study (reports/rollout.md).
+Writes the evaluation's JSON beside the report and the report's table; the reading (from ``## Reading`` on) is kept
+and checked (``benchmarks/readings.py``).
 """
 
 from __future__ import annotations

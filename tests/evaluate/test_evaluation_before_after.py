@@ -14,8 +14,8 @@ How the stored values were made: ``tests/fixtures/evaluation_before.json`` was w
 only on purpose (a change of the training or of a metric), never to make a refactoring pass. Regenerated once since,
 when the solver baseline began to de-alias its right-hand side (the 3/2 rule, ``well_upao.evaluate.solver``): the
 solver row and the ladder's rows changed (at most 3.6% relative, on VRMSEs of 5e-8: on this linear PDE the rule only
-removes the Nyquist mode's tendency),
-every other number of the JSON was equal to 1e-6 relative before it was rewritten."""
+removes the Nyquist mode's tendency); every other number of the JSON was equal to 1e-6 relative before it was
+rewritten."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ Viscous Burgers ``d_t u = -d_x(u^2 / 2) + nu d_xx u`` at ``u = sin(k x)`` on ``N
 
     d_t u = -(k / 2) sin(2 k x) - nu k^2 sin(k x).
 
-For ``N / 2 <= 2 k < N`` the mode ``2 k`` is beyond the grid: the de-aliased tendency, the true one truncated to the kept
-modes, is ``-nu k^2 sin(k x)`` alone. On the ``N``-point grid the product ``u^2 / 2 = (1 - cos(2 k x)) / 4`` takes
+For ``N / 2 <= 2 k < N`` the mode ``2 k`` is beyond the grid: the de-aliased tendency, the true one truncated to the
+kept modes, is ``-nu k^2 sin(k x)`` alone. On the ``N``-point grid the product ``u^2 / 2 = (1 - cos(2 k x)) / 4`` takes
 ``cos(2 k x)`` for ``cos((N - 2 k) x)`` (the same grid values), whose derivative adds the spurious mode
 ``-((N - 2 k) / 4) sin((N - 2 k) x)`` to the tendency."""
 

@@ -21,9 +21,38 @@ from well_upao.models.lora import (
 from well_upao.models.na_transformer import NATransformer
 
 
+#: Muon's quintic Newton-Schulz coefficients as published: K. Jordan et al., "Muon: An optimizer for hidden layers
+#: in neural networks" (2024, kellerjordan.github.io/posts/muon, function ``zeropower_via_newtonschulz5``), the
+#: paper's ref. [jordan2024muon] and its appendix "NSLoRA Implementation Details": (a, b, c) = (3.4445, -4.7750,
+#: 2.0315). Written here, not imported, so that the code is checked against the source.
+PUBLISHED_MUON = (3.4445, -4.7750, 2.0315)
+
+
+def test_the_coefficients_are_muons_published_ones():
+    assert tuple(MUON_COEFFICIENTS) == PUBLISHED_MUON
+
+
+def test_one_newton_schulz_step_of_a_2x2_matrix_by_hand():
+    """M = [[1, 2], [0, 2]], ||M||_F = 3, so X0 = M / 3. By hand (in ninths, 27ths, 81sts and 243rds):
+    X0 X0^T = [[5, 4], [4, 4]] / 9; (X0 X0^T) X0 = [[5, 18], [4, 16]] / 27;
+    (X0 X0^T)^2 = [[41, 36], [36, 32]] / 81; (X0 X0^T)^2 X0 = [[41, 154], [36, 136]] / 243;
+    X1 = a X0 + b (X0 X0^T) X0 + c (X0 X0^T)^2 X0 with Muon's (a, b, c)."""
+    a, b, c = PUBLISHED_MUON
+    x0 = [[1 / 3, 2 / 3], [0.0, 2 / 3]]
+    gram_x = [[5 / 27, 18 / 27], [4 / 27, 16 / 27]]
+    gram2_x = [[41 / 243, 154 / 243], [36 / 243, 136 / 243]]
+    expected = torch.tensor(
+        [[a * x0[i][j] + b * gram_x[i][j] + c * gram2_x[i][j] for j in range(2)] for i in range(2)],
+        dtype=torch.float64,
+    )
+    matrix = torch.tensor([[1.0, 2.0], [0.0, 2.0]], dtype=torch.float64)
+    got = newton_schulz(matrix, steps=1, eps=0.0, dtype=torch.float64)
+    torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)
+
+
 def reference_ns(matrix, steps=5, eps=1e-7):
     """The iteration written plainly, on the matrix itself (no transposition): X <- aX + b(XX^T)X + c(XX^T)^2 X."""
-    a, b, c = MUON_COEFFICIENTS
+    a, b, c = PUBLISHED_MUON
     x = matrix.double() / (matrix.double().norm() + eps)
     for _ in range(steps):
         gram = x @ x.T

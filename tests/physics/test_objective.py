@@ -87,6 +87,30 @@ def test_the_true_next_frames_have_zero_band_loss_and_the_papers_normalised_resi
         torch.testing.assert_close((ms[k][:7] / terms.s2[k][0]).mean(), torch.tensor(1.0, dtype=torch.float64))
 
 
+def test_the_band_loss_of_a_planted_error_by_hand():
+    """burgers2d at 8^2: the band S_b holds 8^2 - 6^2 = 28 cells. In the last predicted frame, plant +0.3 on V_x at
+    band cell (0, 3) and -0.4 on V_y at band cell (7, 5), plus 5.0 on an inactive slot (masked out). By the paper's
+    L_BC (sum over channels, mean over band cells, square root): L_BC = sqrt((0.3^2 + 0.4^2) / 28) = 0.5 / sqrt(28)
+    in that frame and 0 in the others; the frame's total adds lambda_BC = 1e4 times it to L_PDE."""
+    frames, scalars, grid, mask, dt = exact_window("burgers2d", resolution=8, steps=4)
+    prediction = frames[:, 1:].clone()
+    prediction[0, -1, 0, 3, SLOT_INDEX["Vx"]] += 0.3
+    prediction[0, -1, 7, 5, SLOT_INDEX["Vy"]] -= 0.4
+    prediction[0, -1, 0, 0, SLOT_INDEX["density"]] += 5.0  # an inactive slot: not in the loss
+    objective = UpaoObjective(get_pde("burgers2d"), normalization="norm", lambda_bc=1e4)
+    clean = evaluate(objective, frames, scalars, grid, mask, dt)
+    planted = evaluate(objective, frames, scalars, grid, mask, dt, prediction)
+    hand = 0.5 / math.sqrt(28)
+    steps = prediction.shape[1]
+    assert planted.boundary.item() == pytest.approx(hand / steps, rel=1e-9)  # mean over the 3 predicted frames
+    residual_only = UpaoObjective(get_pde("burgers2d"), normalization="norm", lambda_bc=0.0)
+    no_band = evaluate(residual_only, frames, scalars, grid, mask, dt, prediction)
+    band_part = planted.per_frame[0, -1] - no_band.per_frame[0, -1]  # lambda_BC L_BC of the last frame
+    assert band_part.item() == pytest.approx(1e4 * hand, rel=1e-9)
+    # the planted cells are band cells: the interior, hence the residual of the other frames, is untouched
+    torch.testing.assert_close(planted.per_frame[0, :-1], clean.per_frame[0, :-1], rtol=1e-12, atol=1e-12)
+
+
 def test_perturbed_predictions_are_penalised_by_both_terms():
     frames, scalars, grid, mask, dt = exact_window()
     objective = UpaoObjective(get_pde("burgers2d"), normalization="norm")

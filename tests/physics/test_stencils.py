@@ -85,6 +85,41 @@ def test_upwind_matches_a_hand_computed_stencil():
     assert mixed[3].item() == pytest.approx(((face_right - face_left) / dx).item())
 
 
+@pytest.mark.parametrize("speed", [0.7, -0.7])
+def test_upwind_of_a_linear_flux_is_the_one_sided_difference_from_the_upwind_side(speed):
+    """Flux ``F = c u`` with a constant velocity ``c``: the faces are all upwinded from the same side, so the
+    conservative derivative is the classic second-order one-sided difference, written out here:
+    ``c > 0``: ``(3 F_i - 4 F_{i-1} + F_{i-2}) / (2 dx)``; ``c < 0``: ``(-3 F_i + 4 F_{i+1} - F_{i+2}) / (2 dx)``.
+    Random values (not a polynomial, for which both candidates coincide) make the side visible."""
+    n, dx = 12, 0.25
+    u = torch.rand(n, generator=torch.Generator().manual_seed(3))
+    flux = speed * u
+    got = Stencils(Grid((dx,), (True,))).upwind_derivative(flux, torch.full((n,), speed), 0)
+    f = flux.tolist()
+    for i in range(n):
+        if speed > 0:
+            expected = (3 * f[i] - 4 * f[i - 1] + f[i - 2]) / (2 * dx)
+        else:
+            expected = (-3 * f[i] + 4 * f[(i + 1) % n] - f[(i + 2) % n]) / (2 * dx)
+        assert got[i].item() == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    # the negative control: the downwind one-sided difference is a different number on these values
+    downwind = (-3 * f[5] + 4 * f[6] - f[7]) / (2 * dx) if speed > 0 else (3 * f[5] - 4 * f[4] + f[3]) / (2 * dx)
+    assert abs(got[5].item() - downwind) > 1e-3
+
+
+@pytest.mark.parametrize("speed", [1.0, -1.0])
+def test_each_upwind_side_converges_at_second_order_for_a_linear_flux(speed):
+    """``d(c u)/dx`` for ``u = sin x + 0.3 cos 3x`` on a periodic grid: second order from either side."""
+    errors = []
+    for n in (32, 64, 128):
+        x, ops = grid_1d(n, True)
+        u = torch.sin(x) + 0.3 * torch.cos(3 * x)
+        exact = speed * (torch.cos(x) - 0.9 * torch.sin(3 * x))
+        errors.append((ops.upwind_derivative(speed * u, torch.full_like(x, speed), 0) - exact).abs().max().item())
+    assert 1.9 < math.log2(errors[0] / errors[1]) < 2.1
+    assert 1.9 < math.log2(errors[1] / errors[2]) < 2.1
+
+
 @pytest.mark.parametrize("periodic", [True, False])
 def test_upwind_is_second_order(periodic):
     errors = []

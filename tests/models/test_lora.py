@@ -20,7 +20,6 @@ from well_upao.models.lora import (
 )
 from well_upao.models.na_transformer import NATransformer
 
-
 #: Muon's quintic Newton-Schulz coefficients as published: K. Jordan et al., "Muon: An optimizer for hidden layers
 #: in neural networks" (2024, kellerjordan.github.io/posts/muon, function ``zeropower_via_newtonschulz5``), the
 #: paper's ref. [jordan2024muon] and its appendix "NSLoRA Implementation Details": (a, b, c) = (3.4445, -4.7750,

@@ -1,8 +1,9 @@
 """Every part of the Well's file specification is read as the Well reads it or refused by name
 (``well_upao.data.specification``): constant fields are not channels, time-varying scalars are per frame,
 sample-varying time has T frames, boundary masks give each edge's type, and grid_type / masks marking more than
-edges / boundary values / scalar shapes that disagree with their attributes stop the readers and ``validate``. Each
-refusal has its negative control: the fixture without the bad attribute is read and validates."""
+edges / scalar shapes that disagree with their attributes stop the readers and ``validate``; boundary values are
+not read, as the Well does not read them. Each refusal has its negative control: the fixture without the bad
+attribute is read and validates."""
 
 from __future__ import annotations
 
@@ -101,16 +102,27 @@ def test_a_spherical_grid_is_refused_by_name(wall2d):
     "change, message",
     [
         (lambda g: g["mask"].__setitem__(5, True), r"/boundary_conditions/x_wall: 'mask' marks 1 points inside"),
-        (lambda g: g.create_dataset("values", data=np.ones(2)), r"/boundary_conditions/x_wall: dataset 'values'"),
         (lambda g: g.attrs.__setitem__("time_varying", True), r"x_wall: attribute time_varying = true"),
     ],
 )
-def test_boundary_masks_beyond_the_edges_and_boundary_values_are_refused(wall2d, change, message):
+def test_boundary_masks_beyond_the_edges_are_refused(wall2d, change, message):
     assert WellSource(wall2d.parent, wall2d.name).layout.edges == (("WALL", "WALL"), ("WALL", "WALL"))
     edit(wall2d, lambda f: change(f["boundary_conditions"]["x_wall"]))
     with pytest.raises(SpecificationError, match=message):
         _ = WellSource(wall2d.parent, wall2d.name).layout
     assert any("x_wall" in p for p in validate_dataset(wall2d, check_values=False))
+
+
+def test_boundary_values_shaped_as_the_specification_shows_are_read_past_with_a_warning(wall2d, caplog):
+    """The specification's ``values``: float32, one value per True mask entry. The Well's loader does not read them;
+    neither do we (they were refused with no fix named): the layout is the same, validate passes, a warning says so."""
+    before = WellSource(wall2d.parent, wall2d.name).layout
+    edit(wall2d, lambda f: f["boundary_conditions"]["x_wall"].create_dataset("values", data=np.ones(2, np.float32)))
+    with caplog.at_level("WARNING"):
+        layout = WellSource(wall2d.parent, wall2d.name).layout
+    assert layout.edges == before.edges and layout.periodic == before.periodic
+    assert "/boundary_conditions/x_wall: dataset 'values' (2 boundary values) is not read" in caplog.text
+    assert validate_dataset(wall2d, check_values=False) == []
 
 
 def test_a_periodic_mask_marks_both_edges(tmp_path):

@@ -234,3 +234,13 @@ def test_a_placed_model_row_predicts_what_it_predicted_in_place():
     classical = Extrapolation(2)
     classical.place("cpu")
     assert classical.device is None
+
+
+def test_leaderboard_says_which_evaluations_it_has_no_published_numbers_for(tmp_path, capsys):
+    evaluation = tmp_path / "evaluation_dummy_dataset_valid_stride1.json"
+    score = {"name": "fno", "mean_vrmse_well": 1.5, "mean_vrmse_paper": 1.7, "notes": {}}
+    evaluation.write_text(json.dumps({"dataset": "dummy_dataset", "split": "valid", "scores": [score, score]}))
+    assert main(["leaderboard", str(evaluation)]) == 0
+    table = capsys.readouterr().out
+    assert "Not shown: evaluations of dummy_dataset (2 rows), which have no published leaderboard" in table
+    assert "| dummy_dataset |" not in table

@@ -1,4 +1,5 @@
-"""The Well's validation plots inside our trainers: a figure numpy cannot draw is skipped, not fatal."""
+"""The Well's validation inside our trainers: a figure numpy cannot draw is skipped, not fatal; short rollouts log no
+empty time window."""
 
 import logging
 from types import SimpleNamespace
@@ -7,7 +8,7 @@ import pytest
 import torch
 from the_well.benchmark.metrics.plottable_data import field_histograms
 
-from well_upao.harness.well_trainer import skip_when_undrawable
+from well_upao.harness.well_trainer import WellTrainer, skip_when_undrawable
 
 
 def uniform_target_case(tmp_path):
@@ -47,3 +48,17 @@ def test_other_plot_errors_are_raised(tmp_path):
 
     with pytest.raises(ValueError, match="broadcast"):
         skip_when_undrawable(broken_plot)(*uniform_target_case(tmp_path))
+
+
+def test_a_three_step_rollout_logs_no_empty_time_window():
+    """The Well's trainer splits a 3-step rollout at 0, 1, 1, 3 (``split_up_losses``: ``int(exp(linspace(0, log 3,
+    3)))`` after a 0), logging ``T=1:1`` as the nan mean of no step. Ours logs 0:1 and 1:3, with their means."""
+    trainer = object.__new__(WellTrainer)  # the method reads nothing of the instance
+    losses = torch.tensor([1.0, 2.0, 4.0])
+    logged = trainer.temporal_split_losses(losses, [0, 1, 1, 3], "VRMSE", "valid_x", "full")
+    assert logged == {
+        "valid_x/full_VRMSE_T=all": pytest.approx(7 / 3),
+        "valid_x/full_VRMSE_T=0:1": pytest.approx(1.0),
+        "valid_x/full_VRMSE_T=1:3": pytest.approx(3.0),
+    }
+    assert set(trainer.temporal_split_losses(losses, [0, 1, 1], "VRMSE", "valid_x")) == {"valid_x/full_VRMSE_T=all"}

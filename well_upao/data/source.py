@@ -47,6 +47,7 @@ from well_upao.data.specification import (
     SpecificationError,
     boundary_edges,
     check_grid_type,
+    check_periodic_endpoints,
     field_entries,
     read_constant_scalar,
     read_field,
@@ -161,10 +162,11 @@ class Layout:
 
 def read_layout(path: str | Path) -> Layout:
     """Decode the layout of one Well file. What the package does not read is refused here with its file, group and
-    attribute (``well_upao.data.specification.SpecificationError``: a grid_type other than cartesian, boundary masks
-    marking more than whole edges, boundary values, a scalar whose shape disagrees with its attributes). Axes that
-    are not equally spaced at their stored precision are refused when a step is asked for, not here: coordinates by
-    :meth:`Layout.require_spacing` (``spacing`` holds nan), time by :attr:`Layout.time_axis`."""
+    attribute (``well_upao.data.specification.SpecificationError``: a grid_type other than cartesian, a periodic axis
+    stored with its endpoint twice, boundary masks marking more than whole edges, a scalar whose shape disagrees
+    with its attributes). Axes that are not equally spaced at their stored precision are refused when a step is
+    asked for, not here: coordinates by :meth:`Layout.require_spacing` (``spacing`` holds nan), time by
+    :attr:`Layout.time_axis`."""
     with h5py.File(path, "r") as f:
         check_grid_type(f, str(path))
         spatial = tuple(str(d) for d in f["dimensions"].attrs["spatial_dims"])
@@ -179,6 +181,7 @@ def read_layout(path: str | Path) -> Layout:
                 problems.append(str(error))
         resolution = tuple(int(c.shape[-1]) for c in coords)
         edges = boundary_edges(f, str(path), spatial, resolution)
+        check_periodic_endpoints(f, str(path), spatial, edges)
         bc_types = []
         for axis in spatial:
             bc_types.append(

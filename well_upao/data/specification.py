@@ -14,9 +14,13 @@ Implemented here, for :mod:`well_upao.data.source` (the readers) and :mod:`well_
 * ``/boundary_conditions/<group>`` (:func:`boundary_edges`): its ``mask`` (shape: the grid along the group's
   ``associated_dims``) must mark whole edges of the domain along those axes and nothing inside; a ``PERIODIC``
   group marks both edges of each of its axes; two groups may not mark the same edge. A mask that marks interior
-  points or part of an edge, a time- or sample-varying mask, and a non-empty ``values`` dataset (boundary values
-  are not read) are refused. Edges no group marks are ``OPEN``, as in the Well's reader; a group whose mask marks
-  nothing applies nowhere, as there (a warning; ``validate`` reports a PERIODIC one as a problem).
+  points or part of an edge and a time- or sample-varying mask are refused. A ``values`` dataset (the boundary
+  values, one per marked point) is not read, as the Well's loader does not read it (a warning). Edges no group
+  marks are ``OPEN``, as in the Well's reader; a group whose mask marks nothing applies nowhere, as there (a
+  warning, also in ``validate``).
+
+* a PERIODIC axis stored endpoint-inclusive (``linspace(0, L, N)``: first and last point one period apart, the same
+  values in every field) is refused with the fix (:func:`check_periodic_endpoints`), never read as another grid.
 
 Every refusal is a :class:`SpecificationError` naming the file, the group and the attribute.
 """
@@ -187,10 +191,10 @@ def boundary_edges(f: h5py.File, path: str, spatial: Sequence[str], resolution: 
                     f"{where}: attribute {attribute} = true is not supported (boundaries fixed in time and shared by "
                     "every trajectory only)"
                 )
-        if "values" in group and np.asarray(group["values"]).size:
-            raise SpecificationError(
-                f"{where}: dataset 'values' holds {np.asarray(group['values']).size} boundary values; boundary values "
-                "are not read (only the boundary's type is)"
+        if "values" in group and group["values"].size:
+            logger.warning(
+                f"{where}: dataset 'values' ({group['values'].size} boundary values) is not read, as in the Well's "
+                "loader: only the boundary's type is; UPAO's band loss takes its reference from the frames' band"
             )
         if "mask" not in group:
             raise SpecificationError(f"{where}: no 'mask' dataset (the specification stores one per group)")
@@ -254,3 +258,47 @@ def boundary_edges(f: h5py.File, path: str, spatial: Sequence[str], resolution: 
                 f"{path}: /boundary_conditions: axis {spatial[axis]!r} is PERIODIC on one edge only ({low}, {high})"
             )
     return tuple((low or UNMARKED_EDGE, high or UNMARKED_EDGE) for low, high in edges)
+
+
+#: relative size (to a field's largest magnitude) below which two stored values count as the same: float32 rounding
+DUPLICATE_TOLERANCE = 1e-5
+
+
+def check_periodic_endpoints(f: h5py.File, path: str, spatial: Sequence[str], edges: Sequence[tuple[str, str]]) -> None:
+    """Refuse a PERIODIC axis stored endpoint-inclusive (e.g. ``linspace(0, L, N)``, the Well's dummy writer's grid):
+    its first and last points are one period apart, the same point stored twice, so every field holds the same
+    values there. Read as ``N`` distinct periodic points it would be a different grid (wrong neighbours at the seam,
+    a period ``N / (N - 1)`` too long). Detected on the time-varying fields of the first trajectory at its first,
+    middle and last frame: an axis along which some field varies, and whose two end slices agree in every field to
+    :data:`DUPLICATE_TOLERANCE` of the field's size, is refused by name with the fix."""
+    entries = [e for e in field_entries(f) if e.time_varying]
+    for axis, (low, _) in enumerate(edges):
+        if low != "PERIODIC" or not entries:
+            continue
+        same_ends, varies = True, False
+        for entry in entries:
+            group = f[FIELD_GROUPS[entry.order]]
+            if entry.name not in group or len(entry.dim_varying) != len(spatial) or not entry.dim_varying[axis]:
+                continue  # a missing or misshapen field: validate names it
+            dataset = group[entry.name]
+            stored_axes = [a for a, used in enumerate(entry.dim_varying) if used]
+            if dataset.ndim != entry.sample_varying + 1 + len(stored_axes) + (entry.order > 0):
+                continue
+            n_steps = dataset.shape[1 if entry.sample_varying else 0]
+            frames = sorted({0, n_steps // 2, n_steps - 1})
+            lead = ((0,) if entry.sample_varying else ()) + (frames,)
+            data = np.asarray(dataset[lead], dtype=np.float64)  # (frames, *space[, components])
+            along = 1 + stored_axes.index(axis)
+            scale = max(float(np.abs(data).max()), 1e-30)
+            first, last = data.take(0, axis=along), data.take(-1, axis=along)
+            same_ends &= bool(np.abs(first - last).max() <= DUPLICATE_TOLERANCE * scale)
+            varies |= bool(np.abs(data - np.expand_dims(first, along)).max() > DUPLICATE_TOLERANCE * scale)
+        if same_ends and varies:
+            name = spatial[axis]
+            raise SpecificationError(
+                f"{path}: /dimensions/{name}: the periodic axis {name!r} stores its endpoint twice (its first and last "
+                f"points hold the same values in every field: one period apart, e.g. linspace(0, L, N)); read as "
+                f"{int(f['dimensions'][name].shape[-1])} distinct periodic points it would be another grid. Store it "
+                "without the endpoint (linspace(0, L, N - 1, endpoint=False), dropping the last point of every field "
+                "along it) or mark the axis other than PERIODIC"
+            )

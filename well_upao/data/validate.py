@@ -23,6 +23,7 @@ from well_upao.data.specification import (
     SpecificationError,
     boundary_edges,
     check_grid_type,
+    check_periodic_endpoints,
     scalar_entries,
     scalar_shape_problem,
 )
@@ -111,7 +112,7 @@ def validate_file(
                 bad(f"/dimensions/{d} has shape {coordinate.shape} but its attribute sample_varying = {varying}")
         shape = tuple(f["dimensions"][d].shape[-1] for d in spatial)
         try:
-            boundary_edges(f, path.name, spatial, shape)
+            check_periodic_endpoints(f, path.name, spatial, boundary_edges(f, path.name, spatial, shape))
         except SpecificationError as error:
             problems.append(str(error))
 
@@ -128,7 +129,8 @@ def validate_file(
                 bad(f"bc {bc_name}: no mask dataset")
             elif str(bc_type).upper() == "PERIODIC":
                 mask = np.asarray(bc["mask"])
-                if mask.dtype != bool or not (mask.reshape(-1)[0] and mask.reshape(-1)[-1]):
+                # a mask marking nothing applies nowhere, as in the Well's reader (boundary_edges warns: read as OPEN)
+                if mask.dtype != bool or (mask.any() and not (mask.reshape(-1)[0] and mask.reshape(-1)[-1])):
                     bad(f"bc {bc_name}: a periodic mask must be boolean and True at both ends")
 
         scalars = f["scalars"]
@@ -197,7 +199,10 @@ def validate_file(
             if missing:
                 bad(f"channels {missing} have no slot in the slot table row of {dataset_name!r}")
         else:
-            bad(f"dataset {dataset_name!r} has no row in the slot table")
+            bad(
+                f"dataset {dataset_name!r} has no row in the slot table: register its DatasetSpec in a module and "
+                "name it with --imports MODULE"
+            )
 
         if check_exact and not problems:
             problems += _check_exact(f, path)
@@ -264,6 +269,7 @@ def validate_dataset(
     problems: list[str] = []
     signatures = set()
     fields_seen: dict[str, int] = {}
+    varying_fields: set[str] = set()
     for split in SPLITS:
         split_dir = path / "data" / split
         files = split_files(split_dir)
@@ -279,6 +285,8 @@ def validate_dataset(
                     for order, group in enumerate(FIELD_GROUPS):
                         for field in f[group].attrs["field_names"]:
                             fields_seen[str(field)] = len(spatial) ** order
+                            if str(field) in f[group] and bool(f[group][str(field)].attrs.get("time_varying", True)):
+                                varying_fields.add(str(field))
             except (OSError, KeyError):
                 pass
     if len(signatures) > 1:
@@ -294,6 +302,8 @@ def validate_dataset(
                 continue
             for field, components in fields_seen.items():
                 value = stats[key].get(field)
+                if value is None and key.endswith("_delta") and field not in varying_fields:
+                    continue  # the Well's statistics script writes increments of time-varying fields only
                 if value is None:
                     problems.append(f"{stats_path}: {key} has no entry for field {field!r}")
                 elif np.size(value) != components or not np.all(np.isfinite(value)):

@@ -79,6 +79,14 @@ def leaderboard_markdown(paths: list[Path]) -> str:
                 f"| {name} | ours: {row['name']} | {row['split']}: Well VRMSE {row['well']:.4g}, "
                 f"paper VRMSE {row['paper']:.4g} |" + " |" * (len(MODELS) + 2)
             )
+    unlisted = sorted(set(ours) - set(DATASETS))
+    if unlisted:
+        counts = ", ".join(f"{name} ({len(ours[name])} rows)" for name in unlisted)
+        lines += [
+            "",
+            f"Not shown: evaluations of {counts}, which have no published leaderboard here (only "
+            f"{', '.join(DATASETS)} do); `well-upao evaluate` prints their tables with the classical baselines.",
+        ]
     lines += [
         "",
         "The Well revised its shear_flow test numbers on 2024-12-09 (the_well commit c923631); the rows above are the "

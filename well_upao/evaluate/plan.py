@@ -26,13 +26,15 @@ from well_upao.harness.samples import grid_of, named_scalars
 from well_upao.models.na_transformer import T_IN
 from well_upao.physics.floor import best_row, choose_discretisation, floor_rows
 from well_upao.physics.objective import DEFAULT_DERIVATIVE, DEFAULT_SCHEME
-from well_upao.physics.pdes import PDE, pde_for_dataset
+from well_upao.physics.pdes import PDE, find_pde_for_dataset
 
 #: the history of an evaluation whose rows do not say (classical rows only): the paper's T_in
 DEFAULT_HISTORY = T_IN
 #: the reason every label-free cell gives when the evaluated frames have no residual floor (its note, under the
 #: table and in the JSON's ``residual_floor``, says why)
 UNSCORED_NO_FLOOR = "no residual floor of these frames: see the note under the table"
+#: the reason of every physics cell (label-free scores, residual floor) of a dataset without a PDE
+NO_PDE = "no PDE registered: pass --imports MODULE that registers one"
 
 
 class EvaluationError(ValueError):
@@ -110,13 +112,13 @@ def plan_evaluation(request: EvaluationRequest, source: WellSource, rows: Sequen
     context = sample_context(
         opened[0], list(opened.metadata.constant_scalar_names), source.channel_slots, file_time_axis(source)
     )
-    pde = pde_for_dataset(source.name) if source.spec is not None else None
+    pde = find_pde_for_dataset(source.name)
     floor = residual_floor_summary(source, request.stride, pde) if pde is not None else {"note": no_pde(source.name)}
     derivative, scheme = discretisation_of(source, floor) if pde is not None else (None, None)
     return EvaluationPlan(
         source, opened, history, request.stride, request.rollout_steps, request.rollout_starts,
         request.max_trajectories, context, pde, derivative, scheme, floor,
-        UNSCORED_NO_FLOOR if "note" in floor else None,
+        (NO_PDE if pde is None else UNSCORED_NO_FLOOR) if "note" in floor else None,
     )  # fmt: skip
 
 
@@ -205,6 +207,6 @@ def discretisation_of(source: WellSource, floor: dict) -> tuple[str, str]:
 def no_pde(dataset: str) -> str:
     """The floor's note for a dataset without a PDE (nothing to compute a residual with)."""
     return (
-        f"no PDE is registered for dataset {dataset!r} (register its DatasetSpec with a pde, in a module named by "
-        "--imports)"
+        f"no PDE is registered for dataset {dataset!r}: the physics columns are n/a (register its DatasetSpec with "
+        "a pde, in a module you pass with --imports MODULE)"
     )

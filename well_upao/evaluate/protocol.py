@@ -11,6 +11,8 @@ A ``Predictor`` (``well_upao.evaluate.predictors``) maps windows ``(B, T, *space
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from well_upao.evaluate.predictors import Context, Predictor
@@ -36,11 +38,12 @@ def one_step_all(
 
 
 def batch_context(context: Context | None, n: int) -> Context | None:
-    """``context`` for a batch of ``n`` windows of one trajectory (its dt and scalars expanded)."""
+    """``context`` for a batch of ``n`` windows of one trajectory: its dt and scalars expanded, its grid, slots and
+    constant fields (a one-frame model reads them after the frames, as in training) kept."""
     if context is None:
         return None
     scalars = {k: v.expand(n) for k, v in context.scalars.items()}
-    return Context(context.dt.expand(n), context.grid, scalars, context.channel_slots)
+    return dataclasses.replace(context, dt=context.dt.expand(n), scalars=scalars)
 
 
 def rollout(

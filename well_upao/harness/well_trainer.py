@@ -13,6 +13,8 @@
 * Its validation logs ``param_norm``, the square root of the sum of ``p.pow(2).sum().item()`` over the parameters,
   which a parameter sharded by FSDP2 (a ``DTensor``) refuses: during our validations it is
   :func:`sharded_param_norm`, the same number from the shards.
+* Its rollout metrics per time window come from log-spaced bounds that repeat on short rollouts (3 steps: 0, 1, 1,
+  3), logging an empty window ``T=1:1`` as nan: repeated bounds are dropped (:meth:`WellTrainer.temporal_split_losses`).
 * Its validation runs under ``torch.inference_mode``, in which FSDP2 would gather parameters into inference tensors
   that training cannot write to afterwards: a sharded model validates under ``torch.no_grad`` instead (the same
   numbers).
@@ -97,6 +99,13 @@ class WellTrainer(Trainer):
         """Format model inputs with the Well's formatter ``name`` (``channels_first_default`` or
         ``channels_last_default``) from now on."""
         self.formatter, self.formatter_name = FORMATTERS[name](self.dset_metadata), name
+
+    def temporal_split_losses(self, loss_values, temporal_loss_intervals, loss_name, dset_name, fname="full"):
+        """The Well's per-window rollout metrics, without its empty windows: its log-spaced bounds repeat on short
+        rollouts (3 steps give the bounds 0, 1, 1, 3, so a window ``T=1:1`` whose mean is nan); a repeated bound is
+        dropped, so every logged window holds at least one step."""
+        bounds = list(dict.fromkeys(int(b) for b in temporal_loss_intervals))
+        return super().temporal_split_losses(loss_values, bounds, loss_name, dset_name, fname)
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
         plots, norm = well_training.validation_plots, well_training.param_norm

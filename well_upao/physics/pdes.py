@@ -484,3 +484,12 @@ def pde_for_dataset(dataset_name: str) -> PDE:
     spec = DATASETS.get(dataset_name)
     chosen = spec.pde if spec is not None and spec.pde is not None else dataset_name
     return chosen if isinstance(chosen, PDE) else get_pde(chosen)
+
+
+def find_pde_for_dataset(dataset_name: str) -> PDE | None:
+    """:func:`pde_for_dataset`, or ``None`` where the dataset names no PDE and no PDE carries its name (supervised
+    training and the classical rows need none; a PDE the registry entry names but nobody registered is an error)."""
+    spec = DATASETS.get(dataset_name)
+    if (spec is None or spec.pde is None) and dataset_name not in PDE_REGISTRY:
+        return None
+    return pde_for_dataset(dataset_name)

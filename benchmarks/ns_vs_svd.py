@@ -6,7 +6,9 @@ one run on this machine (the paper, appendix "Newton-Schulz vs SVD", reports 1.3
    tokens; and the orthogonalisation alone (what differs between the two paths).
 2. A full forward of the tiny preset with every adapter in NS mode, NS vs SVD.
 
-    python benchmarks/ns_vs_svd.py [--threads 2] [--repeats 5]
+    python benchmarks/ns_vs_svd.py [--threads 2] [--repeats 5] [--device cuda]
+
+On a GPU (``--device cuda``) every clock reading waits for the device (``torch.cuda.synchronize``).
 """
 
 from __future__ import annotations
@@ -47,34 +49,56 @@ def orthogonalizer(function):
         lora.newton_schulz = original
 
 
+def synchronizer(device: torch.device):
+    """What waits for ``device`` before a clock reading (``None`` on the CPU)."""
+    return torch.cuda.synchronize if device.type == "cuda" else None
+
+
+def layer_timings(device: torch.device, repeats: int = 5, tokens: int = 1024) -> list[dict]:
+    """Per module shape of the paper: seconds of NS and SVD orthogonalisation of A and B, and of the NSLoRA layer
+    forward with each, on ``device`` (rank 16, batch 8 x ``tokens``, fp32)."""
+    wait, rows = synchronizer(device), []
+    for name, d_in, d_out in SHAPES:
+        layer = LoRALinear(nn.Linear(d_in, d_out), rank=16).to(device)
+        with torch.no_grad():
+            layer.lora_B.normal_(0, 0.02)
+        set_ns_active(layer, True)
+        x = torch.randn(8, tokens, d_in, device=device)
+        row = {"module": name, "d_in": d_in, "d_out": d_out}
+        for label, function in (("ns", lora.newton_schulz), ("svd", svd_polar)):
+            row[f"{label}_orthogonalise_s"] = best_time(
+                lambda f=function, m=layer: (f(m.lora_A), f(m.lora_B)), repeats, wait
+            )
+            with orthogonalizer(function), torch.no_grad():
+                row[f"{label}_forward_s"] = best_time(lambda m=layer, inputs=x: m(inputs), repeats, wait)
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=1024)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (timings wait for the device)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    device = torch.device(args.device)
 
-    print(f"torch {torch.__version__}, {args.threads} threads, rank 16, batch 8 x {args.tokens} tokens, fp32\n")
+    print(
+        f"torch {torch.__version__}, {device}, {args.threads} threads, rank 16, batch 8 x {args.tokens} tokens, fp32\n"
+    )
     print(
         "| module | in -> out | NS orthogonalise ms | SVD orthogonalise ms | speed-up "
         "| NS layer fwd ms | SVD layer fwd ms | speed-up |"
     )
     print("|---|---|---|---|---|---|---|---|")
     total_ns = total_svd = 0.0
-    for name, d_in, d_out in SHAPES:
-        layer = LoRALinear(nn.Linear(d_in, d_out), rank=16)
-        with torch.no_grad():
-            layer.lora_B.normal_(0, 0.02)
-        set_ns_active(layer, True)
-        x = torch.randn(8, args.tokens, d_in)
-        ortho = {}
-        forward = {}
-        for label, function in (("ns", lora.newton_schulz), ("svd", svd_polar)):
-            ortho[label] = best_time(lambda f=function, m=layer: (f(m.lora_A), f(m.lora_B)), args.repeats)
-            with orthogonalizer(function), torch.no_grad():
-                forward[label] = best_time(lambda m=layer, inputs=x: m(inputs), args.repeats)
+    for row in layer_timings(device, args.repeats, args.tokens):
+        name, d_in, d_out = row["module"], row["d_in"], row["d_out"]
+        ortho = {k: row[f"{k}_orthogonalise_s"] for k in ("ns", "svd")}
+        forward = {k: row[f"{k}_forward_s"] for k in ("ns", "svd")}
         total_ns += forward["ns"]
         total_svd += forward["svd"]
         print(
@@ -93,12 +117,13 @@ def main() -> None:
         for layer in lora.adapter_layers(model).values():
             layer.lora_B.normal_(0, 0.02)
     set_ns_active(model, True)
-    frames = torch.zeros(2, 8, 64, 64, 18)
-    frames[..., :2] = torch.randn(2, 8, 64, 64, 2)
+    model = model.to(device)
+    frames = torch.zeros(2, 8, 64, 64, 18, device=device)
+    frames[..., :2] = torch.randn(2, 8, 64, 64, 2, device=device)
     timings = {}
     for label, function in (("NS", lora.newton_schulz), ("SVD", svd_polar)):
         with orthogonalizer(function), torch.no_grad():
-            timings[label] = best_time(lambda: model.forward_sequence(frames), args.repeats)
+            timings[label] = best_time(lambda: model.forward_sequence(frames), args.repeats, synchronizer(device))
     print(
         f"\ntiny preset, full forward (2 x 8 frames x 64^2, {len(lora.adapter_layers(model))} adapters in NS mode): "
         f"NS {timings['NS'] * 1e3:.0f} ms, SVD {timings['SVD'] * 1e3:.0f} ms, "

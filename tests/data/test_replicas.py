@@ -69,6 +69,23 @@ def test_parameter_sets_and_file_names_are_the_wells():
     }
 
 
+def test_every_parameter_set_is_a_file_of_the_wells_registry():
+    """Every full parameter set's file name is one the Well ships (its installed ``the_well/utils/registry.yaml``
+    lists every file of every split): the parameter tables (Gray-Scott's F and k per pattern, shear flow's Reynolds
+    and Schmidt, Rayleigh-Benard's Rayleigh and Prandtl, active matter's zeta and alpha) are checked against the
+    Well's own names, not against themselves."""
+    import importlib.resources
+
+    import yaml
+
+    registry = yaml.safe_load((importlib.resources.files("the_well") / "utils" / "registry.yaml").read_text())
+    for name, family in REPLICAS.items():
+        urls = [url for split in ("train", "valid", "test") for url in registry[name][split]]
+        shipped = {url.rsplit("/", 1)[-1].removesuffix(".hdf5") for url in urls}
+        stems = {family.file_stem(s) for s in family.parameter_sets(True)}
+        assert stems == shipped, (name, sorted(stems ^ shipped)[:6])
+
+
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_replica_files_have_the_wells_layout_and_validate(replicas, name):
     family = REPLICAS[name]

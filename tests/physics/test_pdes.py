@@ -269,6 +269,33 @@ def test_compressible_ns_uniform_translation(dims):
     assert 1.7 < math.log2(sizes[0] / sizes[1]) < 2.3
 
 
+def test_compressible_ns_viscous_terms_have_the_papers_coefficients():
+    """1D, rho = p = 1, u = A sin x, frames equal (no rate), spectral derivatives: the viscous part of the residual
+    (eta, zeta on minus off) is, from the paper's momentum equation ``... = eta u_xx + (zeta + eta / 3) d_x div u``,
+    ``-(zeta + 4 eta / 3) u_xx = (zeta + 4 eta / 3) A sin x``, and from its energy flux ``(E + p) u - u sigma'``
+    with ``sigma'_xx = (zeta + 4 eta / 3) u_x``, ``-(zeta + 4 eta / 3) d_x(u u_x) = -(zeta + 4 eta / 3) A^2 cos 2x``."""
+    n, amplitude, eta, zeta = 64, 0.3, 0.03, 0.05
+    x = torch.arange(n, dtype=torch.float64) * (2 * math.pi / n)
+    ops = Stencils(Grid((2 * math.pi / n,), (True,)), "spectral")
+    state = {"density": torch.ones(1, 1, n, dtype=torch.float64), "pressure": torch.ones(1, 1, n, dtype=torch.float64),
+             "Vx": amplitude * torch.sin(x)[None, None]}  # fmt: skip
+    pde = get_pde("compressible_ns_1d")
+
+    def residuals(eta_value, zeta_value):
+        params = pde.resolve_parameters({"eta": torch.tensor([eta_value]), "zeta": torch.tensor([zeta_value])})
+        return pde_residuals(pde, state, state, torch.tensor([0.1]), params, ops)
+
+    viscous, inviscid = residuals(eta, zeta), residuals(0.0, 0.0)
+    coefficient = zeta + 4 * eta / 3
+    expected = {
+        "momentum_x": coefficient * amplitude * torch.sin(x),
+        "energy": -coefficient * amplitude**2 * torch.cos(2 * x),
+    }
+    for name, value in expected.items():
+        torch.testing.assert_close((viscous[name] - inviscid[name])[0, 0], value, rtol=0, atol=1e-12)
+    torch.testing.assert_close(viscous["mass"], inviscid["mass"], rtol=0, atol=0)  # no viscosity in the mass
+
+
 def test_active_matter_concentration_transport_and_incompressibility():
     (X, _), ops = periodic_grid(64, 2)
     speed, d_t, dt = 0.5, 0.05, 0.01

@@ -111,3 +111,28 @@ def schedule_budget(clock: str):
     from well_upao.trainers.schedule import Budget
 
     return Budget.of(1.0, None, clock)
+
+
+def test_a_schedule_spread_over_runs_continues_where_the_last_one_stopped():
+    """Runs of 30 steps each over a budget of 100 (warm-up 10, lr 1e-3 down to 1e-5): the second starts at step 30
+    of the closed form (linear warm-up, then ``lr_min + (lr - lr_min) (1 + cos(pi p)) / 2``), its first 5 steps
+    ramping up by ``(s + 1) / 5``."""
+    import math
+
+    from well_upao.trainers.schedule import step_scheduler
+
+    def closed_form(step):
+        if step < 10:
+            return 1e-3 * (step + 1) / 10
+        progress = (step - 10) / 90
+        return 1e-5 + (1e-3 - 1e-5) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+    schedule = step_scheduler(optimizer, 100, 10, 1e-5, start_step=30, rewarm_steps=5)
+    rates = []
+    for _ in range(30):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    expected = [closed_form(30 + s) * min(1.0, (s + 1) / 5) for s in range(30)]
+    assert rates == pytest.approx(expected, rel=1e-12)

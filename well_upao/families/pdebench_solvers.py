@@ -10,7 +10,7 @@ project does not install; these are short, run on CPU or CUDA, and each is valid
   volumes, MUSCL (minmod) reconstruction, Rusanov fluxes, SSP-RK2, zero-gradient (open) borders.
 * ``vorticity_ns``: 2D incompressible NS with forcing in vorticity form ``w_t + v.grad w = nu Lap w + f`` on the
   periodic unit square: pseudo-spectral with 2/3 de-aliasing, RK4; velocity from the stream function.
-* ``compressible_ns``: 1D/2D ``rho, rho v, E = p/(gamma-1) + rho|v|^2/2`` (gamma = 5/3) with shear and bulk
+* ``compressible_ns``: 1D/2D/3D ``rho, rho v, E = p/(gamma-1) + rho|v|^2/2`` (gamma = 5/3) with shear and bulk
   viscosity (PDEBench's CFD): finite volumes, MUSCL + Rusanov, central viscous stresses, SSP-RK2, periodic.
 """
 
@@ -175,7 +175,7 @@ def vorticity_ns(w0, forcing, nu, length, times, cfl=0.5):
 
 # ---------------------------------------------------------------------------- compressible NS
 def compressible_ns(rho0, velocity0, p0, eta, zeta, dx, times, cfl=0.4):
-    """Periodic compressible NS in 1D/2D; ``velocity0`` is a list of d fields. Returns ``rho, [v_a], p``."""
+    """Periodic compressible NS in 1D/2D/3D; ``velocity0`` is a list of d fields. Returns ``rho, [v_a], p``."""
     dims = rho0.ndim
 
     def primitive(rho, momentum, energy):

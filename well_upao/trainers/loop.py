@@ -205,6 +205,9 @@ class Trainer(WellTrainer):
         max_minutes: float | None = None,
         budget_clock: str = "all",
         max_steps: int | None = None,
+        schedule_steps: int | None = None,
+        start_step: int = 0,
+        rewarm_steps: int = 0,
         epoch_steps: int | None = None,
         checkpoint_steps: int | None = None,
         checkpoint_minutes: float | None = None,
@@ -244,6 +247,10 @@ class Trainer(WellTrainer):
         self.grad_clip = float(grad_clip)
         self.warmup_steps = int(warmup_steps)
         self.lr_min = float(lr_min)
+        #: a per-step schedule spread over several runs (``schedule.step_scheduler``): its total, where this run
+        #: starts in it and the re-warm of fresh optimizer moments (``None``, 0, 0: the run's own epochs)
+        self.schedule_steps = None if schedule_steps is None else int(schedule_steps)
+        self.start_step, self.rewarm_steps = int(start_step), int(rewarm_steps)
         self.started = time.time()
         #: which candidate best.pt holds and why (``trainers/selection.py``), before the Well's trainer sets
         #: ``best_val_loss`` (a view of it)
@@ -396,8 +403,11 @@ class Trainer(WellTrainer):
                 self.min_lr_ratio,
                 self._scheduler_state,
             )
-        total = batches_per_epoch * self.max_epoch
-        return step_scheduler(self.optimizer, total, self.warmup_steps, self.lr_min, self._scheduler_state)
+        total = self.schedule_steps or batches_per_epoch * self.max_epoch
+        return step_scheduler(
+            self.optimizer, total, self.warmup_steps, self.lr_min, self._scheduler_state, self.start_step,
+            self.rewarm_steps,
+        )  # fmt: skip
 
     def protocol_facts(self) -> dict[str, Any]:
         """The protocol's name and every setting of the run that changes its numbers (history, normalisation,
@@ -423,6 +433,9 @@ class Trainer(WellTrainer):
             }
         else:
             settings |= {"warmup_steps": self.warmup_steps, "lr_min": self.lr_min}
+            if self.schedule_steps is not None:  # a schedule spread over runs records its place in it
+                settings |= {"schedule_steps": self.schedule_steps, "start_step": self.start_step,
+                             "rewarm_steps": self.rewarm_steps}  # fmt: skip
         settings |= {"grad_clip": self.grad_clip, "epochs": self.max_epoch, "patience": self.selection.patience}
         if not self.rollout.one_step:  # one-step runs keep the settings they always recorded
             settings |= {f"rollout_{k}": v for k, v in vars(self.rollout).items()}

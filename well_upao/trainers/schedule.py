@@ -36,11 +36,22 @@ def warmup_cosine(step: int, warmup_steps: int, total_steps: int, min_ratio: flo
 
 
 def step_scheduler(
-    optimizer: torch.optim.Optimizer, total_steps: int, warmup_steps: int, lr_min: float, state: dict | None = None
+    optimizer: torch.optim.Optimizer,
+    total_steps: int,
+    warmup_steps: int,
+    lr_min: float,
+    state: dict | None = None,
+    start_step: int = 0,
+    rewarm_steps: int = 0,
 ) -> LambdaLR:
     """The per-step warm-up + cosine schedule of ``optimizer`` over ``total_steps`` optimizer steps, from its
     initial learning rate down to ``lr_min`` (restored from ``state`` when resuming). Short runs never spend more
-    than half of their steps warming up."""
+    than half of their steps warming up.
+
+    A schedule spread over several runs (a backbone pretrained over lent device calls, each resuming from the
+    last one's weights without its optimizer moments): ``total_steps`` is the budget of all of them, fixed up front,
+    and this run starts at step ``start_step`` of it; its first ``rewarm_steps`` steps ramp linearly up to the
+    schedule's rate (``(s + 1) / rewarm_steps`` times it), the fresh moments' warm-up."""
     total = max(1, total_steps)
     group = optimizer.param_groups[0]
     if "initial_lr" not in group:
@@ -49,7 +60,12 @@ def step_scheduler(
     base_lr = group["initial_lr"]
     ratio = min(1.0, lr_min / base_lr) if base_lr > 0 else 0.0
     warmup = max(1, min(warmup_steps, total // 2))
-    scheduler = LambdaLR(optimizer, lambda s: warmup_cosine(s, warmup, total, ratio))
+
+    def factor(step: int) -> float:
+        rewarm = min(1.0, (step + 1) / rewarm_steps) if rewarm_steps > 0 else 1.0
+        return rewarm * warmup_cosine(start_step + step, warmup, total, ratio)
+
+    scheduler = LambdaLR(optimizer, factor)
     if state is not None:
         scheduler.load_state_dict(state)
         for g, lr in zip(optimizer.param_groups, scheduler.get_last_lr(), strict=True):

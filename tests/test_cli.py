@@ -242,12 +242,12 @@ def test_validate_reports_missing_path(tmp_path, capsys):
 
 
 def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
-    import well_upao.cli as cli
+    import well_upao.commands.fix_harness as fix_harness
 
     def broken(args):
         raise RuntimeError("something odd\nover two lines")
 
-    monkeypatch.setattr(cli, "_run_fix_harness", broken)
+    monkeypatch.setattr(fix_harness, "run", broken)
     assert main(["fix-harness"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "RuntimeError: something odd over two lines (--debug shows the traceback)" in err

@@ -74,6 +74,7 @@ def test_views_of_the_registry():
         "incompressible_ns_forced_2d",
         "compressible_ns_1d",
         "compressible_ns_2d",
+        "compressible_ns_3d",
     }
     assert slots.DATASET_SLOTS is DATASET_SLOTS  # the slot module's old names still answer
 

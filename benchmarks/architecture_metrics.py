@@ -1,0 +1,208 @@
+"""The reading-cost numbers of issue 52, measured on the package's source (``well_upao/``) by parsing it (``ast``):
+
+* calls of the discretisation choosers (``floor_rows``, ``choose_discretisation``, ``best_row``,
+  ``fit_discretised``, ``dataset_defaults``) outside ``physics/``;
+* calls that rebuild the physics: ``Stencils(...)`` and ``.resolve_parameters(...)``;
+* functions taking three or more of ``pde, params, ops, scheme, dims, dt``, or a PDE and a ``Stencils`` together
+  (by annotation, or the parameter names ``pde`` and ``ops``): the argument clump;
+* statements of ``run_evaluation`` after its ``score(...)`` call, the return excepted;
+* ``trainers/upao.py``'s lines; the methods of ``UpaoLoss`` and ``TrainingLoss`` with those of their in-package base
+  classes; functions or classes named for the guard in ``physics/``;
+* package files over 500 lines, functions over 60 lines, imports inside functions (``importlib.import_module`` and
+  ``__import__`` calls included).
+
+    python benchmarks/architecture_metrics.py [--json]
+
+``tests/test_architecture_metrics.py`` runs it in the default suite against the issue's targets (:data:`TARGETS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "well_upao"
+CHOOSERS = {"floor_rows", "choose_discretisation", "best_row", "fit_discretised", "dataset_defaults"}
+CLUMP = {"pde", "params", "ops", "scheme", "dims", "dt"}
+#: issue 52's "done when", as upper bounds
+TARGETS = {
+    "chooser_calls_outside_physics": 0,
+    "physics_rebuilds": 6,
+    "clumped_functions": 2,
+    "statements_after_score": 0,
+    "upao_py_lines": 350,
+    "upao_loss_methods": 12,
+    "training_loss_methods": 6,
+    "guard_names_in_physics": 0,
+    "files_over_500_lines": 0,
+    "functions_over_60_lines": 2,
+    "imports_inside_functions": 15,
+}
+
+
+@dataclass
+class Module:
+    path: Path
+    tree: ast.Module
+    lines: int
+
+    @property
+    def relative(self) -> str:
+        return str(self.path.relative_to(PACKAGE.parent))
+
+
+@dataclass
+class Metrics:
+    values: dict[str, int] = field(default_factory=dict)
+    where: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, name: str, place: str) -> None:
+        self.values[name] = self.values.get(name, 0) + 1
+        self.where.setdefault(name, []).append(place)
+
+
+def modules() -> list[Module]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        out.append(Module(path, ast.parse(text), len(text.splitlines())))
+    return out
+
+
+def called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def functions(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+
+
+def parameter_names(function: ast.FunctionDef) -> list[tuple[str, str]]:
+    """``(name, annotation text)`` of every parameter."""
+    args = function.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    return [(a.arg, ast.unparse(a.annotation) if a.annotation is not None else "") for a in every]
+
+
+def is_clumped(function: ast.FunctionDef) -> bool:
+    params = parameter_names(function)
+    names = {n for n, _ in params}
+    if len(names & CLUMP) >= 3:
+        return True
+    has_pde = any(n == "pde" or a.split(".")[-1] in ("PDE", "PDE | None") for n, a in params)
+    has_stencils = any(n == "ops" or "Stencils" in a for n, a in params)
+    return has_pde and has_stencils
+
+
+def nested_imports(function: ast.FunctionDef) -> int:
+    count = 0
+    for node in ast.walk(function):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            count += 1
+        elif isinstance(node, ast.Call) and called_name(node) in ("import_module", "__import__"):
+            count += 1
+    return count
+
+
+def class_methods(classes: dict[str, ast.ClassDef], name: str) -> set[str]:
+    """Methods of class ``name`` and of its bases defined in the package."""
+    node = classes.get(name)
+    if node is None:
+        return set()
+    own = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for base in node.bases:
+        base_name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)
+        if base_name in classes and base_name != name:
+            own |= class_methods(classes, base_name)
+    return own
+
+
+def statements_after_score(tree: ast.Module) -> list[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "run_evaluation":
+            after, seen = [], False
+            for statement in node.body:
+                if seen and not isinstance(statement, ast.Return):
+                    after.append(ast.unparse(statement).splitlines()[0])
+                if any(isinstance(c, ast.Call) and called_name(c) == "score" for c in ast.walk(statement)):
+                    seen = True
+            return after
+    return []
+
+
+def measure() -> Metrics:
+    metrics = Metrics(dict.fromkeys(TARGETS, 0))
+    mods = modules()
+    classes: dict[str, ast.ClassDef] = {}
+    for module in mods:
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, node)
+    for module in mods:
+        in_physics = module.relative.startswith("well_upao/physics/")
+        if module.lines > 500:
+            metrics.add("files_over_500_lines", f"{module.relative} ({module.lines})")
+        if module.relative == "well_upao/trainers/upao.py":
+            metrics.values["upao_py_lines"] = module.lines
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Call):
+                name = called_name(node)
+                place = f"{module.relative}:{node.lineno}"
+                if name in CHOOSERS and not in_physics:
+                    metrics.add("chooser_calls_outside_physics", place)
+                if name == "Stencils" or (name == "resolve_parameters" and isinstance(node.func, ast.Attribute)):
+                    metrics.add("physics_rebuilds", place)
+            if in_physics and isinstance(node, ast.FunctionDef | ast.ClassDef) and "guard" in node.name.lower():
+                metrics.add("guard_names_in_physics", f"{module.relative}:{node.name}")
+        for function in functions(module.tree):
+            place = f"{module.relative}:{function.name}"
+            if is_clumped(function):
+                metrics.add("clumped_functions", place)
+            length = (function.end_lineno or function.lineno) - function.lineno + 1
+            if length > 60:
+                metrics.add("functions_over_60_lines", f"{place} ({length})")
+        top_functions = [n for n in module.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        methods = [m for c in module.tree.body if isinstance(c, ast.ClassDef) for m in c.body
+                   if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]  # fmt: skip
+        for function in top_functions + methods:  # outermost functions: their nested ones are counted inside
+            for _ in range(nested_imports(function)):
+                metrics.add("imports_inside_functions", f"{module.relative}:{function.name}")
+        if module.relative == "well_upao/evaluate/pipeline.py":
+            for statement in statements_after_score(module.tree):
+                metrics.add("statements_after_score", statement)
+    metrics.values["upao_loss_methods"] = len(class_methods(classes, "UpaoLoss"))
+    metrics.values["training_loss_methods"] = len(class_methods(classes, "TrainingLoss"))
+    return metrics
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print the numbers and where they come from as JSON")
+    parser.add_argument("--where", action="store_true", help="list where each count comes from")
+    args = parser.parse_args()
+    metrics = measure()
+    if args.json:
+        print(json.dumps({"values": metrics.values, "where": metrics.where, "targets": TARGETS}, indent=1))
+        return
+    print("| measure | value | target (at most) | met |")
+    print("|---|---|---|---|")
+    for name, target in TARGETS.items():
+        value = metrics.values.get(name, 0)
+        print(f"| {name} | {value} | {target} | {'yes' if value <= target else 'no'} |")
+    if args.where:
+        for name, places in metrics.where.items():
+            print(f"\n{name}:\n  " + "\n  ".join(places))
+
+
+if __name__ == "__main__":
+    main()

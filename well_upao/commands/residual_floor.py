@@ -1,0 +1,48 @@
+"""``well-upao residual-floor``: how far the observed frames are from making the PDE residual vanish."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from well_upao.commands.options import CommandError
+from well_upao.data.atomic import atomic_write_text
+from well_upao.data.source import WellSource, default_base_path
+from well_upao.physics.floor import fit_discretised, floor_markdown, floor_rows
+from well_upao.physics.pdes import pde_for_dataset
+
+
+def run(args: argparse.Namespace) -> int:
+    source = WellSource(args.base_path or default_base_path(), args.data, args.split)
+    _ = source.files  # a clear error when the split is missing
+    try:
+        pde = pde_for_dataset(args.data)
+    except KeyError as error:
+        raise CommandError(
+            f"no PDE registered for {args.data!r} (register one with its dataset, and name its module with --imports)"
+        ) from error
+    if min(args.stride) < 1 or args.max_frames < 3 or args.max_trajectories < 1:
+        raise CommandError("--stride must be >= 1, --max-frames >= 3 and --max-trajectories >= 1")
+    try:
+        observed = {s: source.observed(s, args.max_trajectories, args.max_frames) for s in args.stride}
+        rows = [row for stride, frames in observed.items() for row in floor_rows(frames, stride, pde)]
+    except (ValueError, KeyError) as error:
+        raise CommandError(str(error).strip("'\"")) from error
+    print(floor_markdown(rows, args.data))
+    fits = []
+    for stride in args.stride if args.fit else []:
+        try:
+            (derivative, scheme), fitted, _ = fit_discretised(observed[stride], pde, args.fit)
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        fits.append({"stride": stride, "derivative": derivative, "scheme": scheme, **asdict(fitted)})
+        values = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
+        floors = ", ".join(
+            f"{k} {fitted.floor_initial[k]:.2e} -> {fitted.floor_fitted[k]:.2e}" for k in fitted.floor_fitted
+        )
+        print(f"\nstride {stride}, {derivative}/{scheme}: {values}; floor {floors}")
+    if args.json:
+        payload = {"rows": [asdict(r) | {"mean": r.mean} for r in rows], "fits": fits}
+        atomic_write_text(args.json, json.dumps(payload, indent=2))
+    return 0

@@ -342,10 +342,11 @@ def interval(boot) -> dict:
 def simulate(run: dict, guard: bool) -> int:
     """The index of the validation line the label-free selection keeps, replayed from the logged scores: the start,
     then every candidate whose criterion is lower than the best so far, unless (``guard``) the guard refuses it
-    (``well_upao.physics.scores.guard_decision`` with the default thresholds, against the start's card measured on
+    (``well_upao.trainers.guard.guard_decision`` with the default thresholds, against the start's card measured on
     the same batches). A guard-off run gets the guard it would have had; a guard-on run's replay is checked against
     its ``best_epoch``."""
-    from well_upao.physics.scores import Scorecard, guard_decision
+    from well_upao.physics.scores import Scorecard
+    from well_upao.trainers.guard import guard_decision
 
     lines = run["lines"]
     best, best_valid = 0, lines[0]["valid"]

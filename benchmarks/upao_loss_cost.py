@@ -71,7 +71,8 @@ def objective_cost(
 
     def objective_step():
         leaf = prediction.clone().requires_grad_(True)
-        objective(leaf, inputs, next_band, dt, scalar_tensors, grid, mask).total.backward()
+        bound = objective.bind(grid, scalar_tensors)  # once per batch, as in training
+        objective(leaf, inputs, next_band, dt, bound, mask).total.backward()
 
     synchronize = torch.cuda.synchronize if device.type == "cuda" else None
     return dict(

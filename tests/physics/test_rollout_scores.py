@@ -19,9 +19,9 @@ import torch
 from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.datasets_exact.advdiff2d import AdvectionDiffusion2D
 from well_upao.evaluate.solver import PDESolver
+from well_upao.physics.bound import BoundResidual
 from well_upao.physics.objective import UpaoObjective, band_values
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.physics.scores import rollout_scorecard, scorecard
 from well_upao.physics.stencils import Grid, Stencils
 
 N, T, K, DT = 32, 6, 4, 0.01
@@ -65,7 +65,9 @@ def solver_rollout(window: torch.Tensor, scalars, perturb_step: int | None = Non
 
 def card(window, rollout, scalars):
     dt = torch.tensor([DT], dtype=torch.float64)
-    return rollout_scorecard(PDE_, window, rollout, dt, scalars, Stencils(GRID, "spectral"), "crank_nicolson", 2)
+    return BoundResidual(PDE_, scalars, Stencils(GRID, "spectral"), "crank_nicolson").rollout_scorecard(
+        window, rollout, dt
+    )
 
 
 def step_ratios(out) -> list[float]:
@@ -98,7 +100,7 @@ def objective_residual(window, rollout, scalars) -> float:
     mask = torch.zeros(N_SLOTS, dtype=torch.float64)
     mask[SLOT_INDEX[VARIABLE]] = 1
     dt = torch.tensor([DT], dtype=torch.float64)
-    terms = objective(rollout, inputs, bands, dt, scalars, GRID, mask, window=window)
+    terms = objective(rollout, inputs, bands, dt, objective.bind(GRID, scalars), mask, window=window)
     return float(terms.residual)
 
 
@@ -111,16 +113,15 @@ def test_the_objectives_rollout_residual_is_at_the_floor_and_a_doubled_coefficie
 
 # ---------------------------------------------------------------- the rollout card's other scores
 def test_one_step_rollout_card_is_the_one_step_card(case):
-    """K = 1: the rollout card equals :func:`scorecard` (same floor, ratio, departure, backtest; ``scorecard`` is
-    that card, checked against closed forms in tests/physics/test_scores.py) and the one-step card has no per-step
-    key."""
+    """K = 1: the rollout card equals the one-step ``scorecard`` (same floor, ratio, departure, backtest; the one-step
+    card is checked against closed forms in tests/physics/test_scores.py) and the one-step card has no per-step key."""
     window, scalars = case
     rollout = solver_rollout(window, scalars)[:, :1]
     reference = 1.01 * rollout
     backtest = 0.99 * window[:, -1]
-    ops, dt = Stencils(GRID, "spectral"), torch.tensor([DT], dtype=torch.float64)
-    one = scorecard(PDE_, window, rollout[:, 0], dt, scalars, ops, "crank_nicolson", 2, reference[:, 0], backtest)
-    many = rollout_scorecard(PDE_, window, rollout, dt, scalars, ops, "crank_nicolson", 2, reference, backtest)
+    bound, dt = BoundResidual(PDE_, scalars, Stencils(GRID, "spectral"), "crank_nicolson"), torch.tensor([DT]).double()
+    one = bound.scorecard(window, rollout[:, 0], dt, reference[:, 0], backtest)
+    many = bound.rollout_scorecard(window, rollout, dt, reference, backtest)
     for name in ("floor", "residual_ratio", "departure", "backtest"):
         assert float(many[name]) == pytest.approx(float(one[name]), rel=1e-12), name
     assert set(one) == {"floor", "residual_ratio", "departure", "backtest"}
@@ -133,6 +134,6 @@ def test_rollout_departure_is_measured_in_the_references_last_step(case):
     reference = solver_rollout(window, scalars)
     rollout = reference.clone()
     rollout[:, -1] = reference[:, -1] + 0.5 * (reference[:, -1] - reference[:, -2])
-    ops, dt = Stencils(GRID, "spectral"), torch.tensor([DT], dtype=torch.float64)
-    out = rollout_scorecard(PDE_, window, rollout, dt, scalars, ops, "crank_nicolson", 2, reference=reference)
+    bound, dt = BoundResidual(PDE_, scalars, Stencils(GRID, "spectral"), "crank_nicolson"), torch.tensor([DT]).double()
+    out = bound.rollout_scorecard(window, rollout, dt, reference=reference)
     assert float(out["departure"]) == pytest.approx(0.5, rel=1e-9)

@@ -14,8 +14,10 @@ import torch
 
 from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.physics import PDE, SubEquation
-from well_upao.physics.scores import GuardSettings, Scorecard, guard_decision, scorecard
+from well_upao.physics.bound import BoundResidual
+from well_upao.physics.scores import Scorecard
 from well_upao.physics.stencils import Grid, Stencils
+from well_upao.trainers.guard import GuardSettings, guard_decision
 
 A, DT, T = 0.7, 0.01, 6
 SLOT = SLOT_INDEX["concentration_rho"]
@@ -49,15 +51,11 @@ def cards(prediction_factor: float, reference_factor: float | None = None, backt
     window, frames, _ = window_and_frames()
     last, before = frames[T - 1], frames[T - 2]
     grid = Grid((2 * math.pi / 11,) * 2, (True, True))
-    return scorecard(
-        DECAY,
+    bound = BoundResidual(DECAY, {"a": A}, Stencils(grid, "fd"), "explicit")
+    return bound.scorecard(
         window,
         slotted(prediction_factor * last)[None],
         torch.tensor([DT], dtype=torch.float64),
-        {"a": A},
-        Stencils(grid, "fd"),
-        "explicit",
-        2,
         reference=None if reference_factor is None else slotted(reference_factor * last)[None],
         backtest=None if backtest_factor is None else slotted(backtest_factor * before)[None],
     )

@@ -16,8 +16,9 @@ import torch
 
 from well_upao.evaluate.predictors import Context, HarnessModel
 from well_upao.harness.samples import one_frame_prediction
-from well_upao.physics.scores import Scorecard, guard_unchecked
+from well_upao.physics.scores import Scorecard
 from well_upao.physics.stencils import Grid
+from well_upao.trainers.guard import guard_unchecked
 from well_upao.trainers.upao import START_WEIGHTS, UpaoLoss
 
 COMPLETE = Scorecard(floor=1e-3, residual_ratio=1.5, departure=0.2, backtest=0.3)

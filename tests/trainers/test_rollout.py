@@ -40,13 +40,13 @@ def hand_objective(trainer, batch, prediction, inputs, bands):
     """The objective on hand-assembled physical 18-slot frames (raw batch: the model works in physical units)."""
     loss = trainer.loss
     scalars = named_scalars(batch.get("constant_scalars"), loss.scalar_names)
+    bound = loss.objective.bind(batch_grid(batch), {k: v.float() for k, v in scalars.items()})
     return loss.objective(
         prediction,
         inputs,
         bands,
         batch_dt(batch, loss.time_axis).float(),
-        {k: v.float() for k, v in scalars.items()},
-        batch_grid(batch),
+        bound,
         slots_mask(loss.channel_slots),
         window=batch_history(trainer, batch),
     )

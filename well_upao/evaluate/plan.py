@@ -24,6 +24,7 @@ from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import grid_of, named_scalars
 from well_upao.models.na_transformer import T_IN
+from well_upao.physics.bound import BoundResidual
 from well_upao.physics.floor import best_row, choose_discretisation, floor_rows
 from well_upao.physics.objective import DEFAULT_DERIVATIVE, DEFAULT_SCHEME
 from well_upao.physics.pdes import PDE, find_pde_for_dataset
@@ -101,6 +102,13 @@ class EvaluationPlan:
         if self.unscored is not None or self.pde is None:
             return None
         return self.pde, self.derivative, self.scheme
+
+    def bind(self, context: Context) -> BoundResidual | None:
+        """The plan's residual on one trajectory (its grid and scalars, in float64); ``None`` without a PDE."""
+        if self.pde is None:
+            return None
+        scalars = {k: v.double() for k, v in context.scalars.items()}
+        return BoundResidual.of(self.pde, context.grid, self.derivative, self.scheme, scalars)
 
 
 def plan_evaluation(request: EvaluationRequest, source: WellSource, rows: Sequence[Predictor]) -> EvaluationPlan:

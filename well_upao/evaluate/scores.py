@@ -39,10 +39,8 @@ from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.evaluate.windows import rollout_starts as spread_starts
 from well_upao.evaluate.windows import window_means
 from well_upao.harness.samples import into_slots
-from well_upao.physics.pdes import PDE
-from well_upao.physics.residual import pde_residuals, slot_fields
-from well_upao.physics.scores import scorecard
-from well_upao.physics.stencils import Stencils
+from well_upao.physics.bound import BoundResidual
+from well_upao.physics.residual import slot_fields
 
 #: the scorecard's columns in evaluation tables, in order
 LABEL_FREE = ("residual_ratio", "departure_extrap2", "backtest")
@@ -185,17 +183,19 @@ def score(
         frames = torch.cat([sample["input_fields"], sample["output_fields"]]).float()
         context = sample_context(sample, names, source.channel_slots, time_axis)
         slotted = into_slots(frames.double(), source.channel_slots)  # the trajectory in slots, once
+        bound = plan.bind(context)  # its residual, once (None without a PDE)
+        scored = bound if scoring is not None else None
         steps = min(plan.rollout_steps, frames.shape[0] - plan.history)
         starts = spread_starts(frames.shape[0], plan.history, steps, plan.rollout_starts)
         counts += [0] * (steps - len(counts))
         for step in range(steps):
             counts[step] += len(starts)
-        first = {p.name: score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, scoring)
+        first = {p.name: score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, scored)
                  for p in predictors}  # fmt: skip
         for p in ladder:
             score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, None)
         if index == 0:
-            figures = figure_frames(plan, frames, slotted, context, first)
+            figures = figure_frames(plan, frames, slotted, context, first, bound)
     scores = [row_scores(p, sums[p.name], data, counts, unscored if scoring is None else None) for p in predictors]
     evaluation = Evaluation(
         source.name, source.split, plan.stride, float(context.dt), plan.history, plan.rollout_steps, count,
@@ -215,17 +215,18 @@ def score_trajectory(
     slotted: torch.Tensor,
     context: Context,
     starts: list[int],
-    scoring: tuple[PDE, str, str] | None,
+    bound: BoundResidual | None,
 ) -> torch.Tensor:
-    """Add one row's scores on one trajectory to ``sums``: one-step VRMSEs, its scorecard (with ``scoring``) and
-    its rollouts from ``starts``; returns its one-step predictions ``(T - history, *space, C)``."""
+    """Add one row's scores on one trajectory to ``sums``: one-step VRMSEs, its scorecard (with ``bound``, the
+    trajectory's residual) and its rollouts from ``starts``; returns its one-step predictions
+    ``(T - history, *space, C)``."""
     history, dims = plan.history, plan.opened.metadata.n_spatial_dims
     truth = frames[history:]
     prediction = one_step_all(predictor, frames, history, context)
     sums.one_well.append(vrmse_well(prediction, truth, dims).mean(0))
     sums.one_paper.append(vrmse_paper(prediction, truth, constant_as_nan=True))
-    if scoring is not None:
-        cards = label_free_scores(predictor, frames, slotted, prediction, history, context, *scoring)
+    if bound is not None:
+        cards = label_free_scores(predictor, frames, slotted, prediction, history, context, bound)
         for name, value in cards.items():
             sums.cards.setdefault(name, []).append(value)
     if starts:
@@ -268,40 +269,37 @@ def figure_frames(
     slotted: torch.Tensor,
     context: Context,
     predictions: dict[str, torch.Tensor],
+    bound: BoundResidual | None,
 ) -> FigureFrames:
     """The figures' frames of the first trajectory: its middle predicted frame, each row's prediction of it and
-    ``|R_k|`` of that prediction under the plan's discretisation (:func:`residual_fields`)."""
+    ``|R_k|`` of that prediction under the trajectory's residual ``bound`` (:func:`residual_fields`)."""
     offset = (frames.shape[0] - plan.history) // 2
     t = plan.history + offset
     figures = FigureFrames(t, frames[t])
     for name, prediction in predictions.items():
         figures.predictions[name] = prediction[offset]
-        if plan.pde is not None:
+        if bound is not None:
             predicted = into_slots(prediction[offset].double(), context.channel_slots)
-            figures.residuals[name] = residual_fields(plan, slotted, predicted, t, context)
+            figures.residuals[name] = residual_fields(bound, slotted, predicted, t, context)
     return figures
 
 
 def residual_fields(
-    plan: EvaluationPlan, slotted: torch.Tensor, predicted: torch.Tensor, t: int, context: Context
+    bound: BoundResidual, slotted: torch.Tensor, predicted: torch.Tensor, t: int, context: Context
 ) -> dict[str, torch.Tensor]:
     """``|R_k|`` of each sub-equation between the true frame ``t - 1`` of a trajectory in slots and a predicted frame
-    ``t`` (in slots), under the plan's derivative and time scheme (the central scheme also reads the true frame
-    ``t - 2``; ``{}`` where there is none, or where the dataset lacks one of the PDE's variables)."""
-    pde, scheme = plan.pde, plan.scheme
+    ``t`` (in slots), under the bound residual's derivative and time scheme (the central scheme also reads the true
+    frame ``t - 2``; ``{}`` where there is none, or where the dataset lacks one of the PDE's variables)."""
     names = [SLOT_NAMES[s] for s in context.channel_slots]
-    if not set(pde.variables) <= set(names) or (scheme == "central" and t < 2):
+    central = bound.scheme == "central"
+    if not set(bound.pde.variables) <= set(names) or (central and t < 2):
         return {}
 
     def fields(frame: torch.Tensor) -> dict[str, torch.Tensor]:
         return slot_fields(frame[None, None], names)
 
-    older = fields(slotted[t - 2]) if scheme == "central" else None
-    params = pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
-    ops = Stencils(context.grid, plan.derivative)
-    residuals = pde_residuals(
-        pde, fields(slotted[t - 1]), fields(predicted), context.dt.double(), params, ops, scheme, older=older
-    )
+    older = fields(slotted[t - 2]) if central else None
+    residuals = bound.residuals(fields(slotted[t - 1]), fields(predicted), context.dt.double(), older=older)
     return {k: r[0, 0].abs().float() for k, r in residuals.items()}
 
 
@@ -337,9 +335,7 @@ def label_free_scores(
     prediction: torch.Tensor,
     history: int,
     context: Context,
-    pde: PDE,
-    derivative: str,
-    scheme: str,
+    bound: BoundResidual,
     chunk: int = 8,
 ) -> dict[str, torch.Tensor]:
     """The scorecard (``well_upao.physics.scores.scorecard``) of one row's one-step predictions of a trajectory,
@@ -357,8 +353,6 @@ def label_free_scores(
     slots = context.channel_slots
     predicted = into_slots(prediction.double(), slots)
     guesses = into_slots(backtests.double(), slots) if backtests is not None else None
-    params = pde.resolve_parameters({k: v.double() for k, v in context.scalars.items()})
-    ops = Stencils(context.grid, derivative)
     out: dict[str, list[torch.Tensor]] = {}
     targets = range(history, frames.shape[0])
     for start in range(0, len(targets), chunk):
@@ -368,18 +362,8 @@ def label_free_scores(
         if history >= 3:
             reference = 3 * windows[:, -1] - 3 * windows[:, -2] + windows[:, -3]
         guess = None if guesses is None else guesses[[t - history for t in index]]
-        card = scorecard(
-            pde,
-            windows,
-            predicted[[t - history for t in index]],
-            context.dt.double().expand(len(index)),
-            params,
-            ops,
-            scheme,
-            context.grid.dims,
-            reference=reference,
-            backtest=guess,
-        )
+        dt = context.dt.double().expand(len(index))
+        card = bound.scorecard(windows, predicted[[t - history for t in index]], dt, reference, guess)
         if "departure" in card:
             card["departure_extrap2"] = card.pop("departure")
         for name, value in card.items():

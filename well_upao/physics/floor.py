@@ -20,7 +20,7 @@ part any); :func:`choose_discretisation` picks among them the lowest floor, for 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import TypeVar
@@ -30,9 +30,10 @@ import torch
 
 from well_upao.axes import uniform_step
 from well_upao.data.source import ObservedFrames
+from well_upao.physics.bound import BoundResidual, frames
 from well_upao.physics.pdes import PDE
-from well_upao.physics.residual import SCHEMES, residuals_and_scales
-from well_upao.physics.stencils import Grid, Stencils, interior
+from well_upao.physics.residual import SCHEMES
+from well_upao.physics.stencils import Grid, interior
 
 
 def derivatives_for(periodic: Sequence[bool]) -> tuple[str, ...]:
@@ -85,7 +86,7 @@ def relative_residuals(
     schemes, triples (the middle frame's spatial terms) for ``central``. A parameter stored as a time-varying scalar
     is refused (:func:`refuse_time_varying_parameters`)."""
     refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset)
-    return _relative(observed, pde, pde.resolve_parameters(observed.scalars), derivative, scheme)
+    return _relative(observed, observed_residual(observed, pde, derivative, scheme))
 
 
 @dataclass
@@ -172,7 +173,7 @@ def fit_constants(
     by Gauss-Newton with a forward-difference Jacobian (one step is exact when the residual is linear in
     ``theta``, as it is for diffusivities, viscosities and reaction rates), starting from the documented values."""
     refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset, names)
-    base = pde.resolve_parameters(observed.scalars)
+    base = observed_residual(observed, pde, derivative, scheme).params
     unknown = [n for n in names if n not in base]
     if unknown:
         raise ValueError(f"{pde.name} has no coefficient {unknown}; it has {sorted(base)}")
@@ -185,8 +186,7 @@ def fit_constants(
     def residual_vector(values: np.ndarray) -> torch.Tensor:
         nonlocal weights
         overrides = dict(zip(names, values.tolist(), strict=True))
-        params = pde.resolve_parameters(observed.scalars, overrides)
-        residuals, scales = _residuals(observed, pde, params, derivative, scheme)
+        residuals, scales = _residuals(observed, observed_residual(observed, pde, derivative, scheme, overrides))
         dims = len(observed.spacing)
         if weights is None:
             weights = {k: 1.0 / float(interior(scales[k], dims).norm()) for k in residuals}
@@ -207,7 +207,7 @@ def fit_constants(
             break
     values = dict(zip(names, theta.tolist(), strict=True))
     before = relative_residuals(observed, pde, derivative, scheme)
-    after = _relative(observed, pde, pde.resolve_parameters(observed.scalars, values), derivative, scheme)
+    after = _relative(observed, observed_residual(observed, pde, derivative, scheme, values))
     return FittedConstants(values, initial, before, after, iterations)
 
 
@@ -231,30 +231,32 @@ def fit_discretised(
     return best, fits[best], floors
 
 
-def _residuals(observed: ObservedFrames, pde: PDE, params, derivative: str, scheme: str):
+def observed_residual(
+    observed: ObservedFrames, pde: PDE, derivative: str, scheme: str, constants: Mapping[str, float] = ()
+) -> BoundResidual:
+    """``pde`` bound to the observed frames' scalars and grid (``constants``: coefficients set over the PDE's)."""
+    grid = Grid(observed.spacing, observed.periodic)
+    return BoundResidual.of(pde, grid, derivative, scheme, observed.scalars, constants)
+
+
+def _residuals(observed: ObservedFrames, bound: BoundResidual):
     """Residuals and term sizes of every sub-equation over the observed frames (equally spaced)."""
     fields = observed.fields
-    needed = 2 if scheme == "central" else 1
+    needed = 2 if bound.scheme == "central" else 1
     if len(observed.times) < needed + 1:
-        raise ValueError(f"the {scheme} residual needs at least {needed + 1} frames, got {len(observed.times)}")
+        raise ValueError(f"the {bound.scheme} residual needs at least {needed + 1} frames, got {len(observed.times)}")
     # the frames' step from the file's whole time axis, else fitted to their times at their stored precision
     # (``well_upao.axes``: refuses, with its numbers, frames that are not equally spaced)
     step = observed.step
     if step is None:
         step = uniform_step(observed.times, observed.time_dtype, "time", observed.dataset)
     dt = torch.tensor(float(step), dtype=torch.float64)
-    ops = Stencils(Grid(observed.spacing, observed.periodic), derivative)
-    if scheme == "central":
-        older = {k: v[:, :-2] for k, v in fields.items()}
-        old = {k: v[:, 1:-1] for k, v in fields.items()}
-        new = {k: v[:, 2:] for k, v in fields.items()}
-        return residuals_and_scales(pde, old, new, dt, params, ops, "central", older=older)
-    old = {k: v[:, :-1] for k, v in fields.items()}
-    new = {k: v[:, 1:] for k, v in fields.items()}
-    return residuals_and_scales(pde, old, new, dt, params, ops, scheme)
+    if bound.scheme == "central":
+        return bound.residuals_and_scales(frames(fields, 1, -1), frames(fields, 2, None), dt, frames(fields, 0, -2))
+    return bound.residuals_and_scales(frames(fields, 0, -1), frames(fields, 1, None), dt)
 
 
-def _relative(observed: ObservedFrames, pde: PDE, params, derivative: str, scheme: str) -> dict[str, float]:
-    residuals, scales = _residuals(observed, pde, params, derivative, scheme)
+def _relative(observed: ObservedFrames, bound: BoundResidual) -> dict[str, float]:
+    residuals, scales = _residuals(observed, bound)
     dims = len(observed.spacing)
     return {k: float(interior(residuals[k], dims).norm() / interior(scales[k], dims).norm()) for k in residuals}

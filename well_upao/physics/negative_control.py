@@ -22,7 +22,7 @@ Check a new PDE the same way (tests/physics/test_negative_controls.py does it fo
 
     window = ObservedWindow(fields={"temperature": frames}, dt=0.01, grid=Grid((dx,), (True,)),
                             scalars={"kappa": torch.tensor([0.1])})   # frames: (trajectories, time, *space)
-    for control in negative_controls(my_pde, window, scheme="central", factor=2.0):
+    for control in negative_controls(window.bound(my_pde, "central"), window, factor=2.0):
         assert control.ratio >= 3, control
 """
 
@@ -34,9 +34,10 @@ from dataclasses import dataclass
 
 import torch
 
+from well_upao.physics.bound import BoundResidual
 from well_upao.physics.pdes import PDE, SubEquation
-from well_upao.physics.residual import broadcast_parameters, residuals_and_scales
-from well_upao.physics.stencils import Grid, Stencils, interior
+from well_upao.physics.residual import broadcast_parameters
+from well_upao.physics.stencils import Grid, interior
 
 #: the time derivative's place in a mutation's ``term``
 RATE = "d_t"
@@ -55,6 +56,12 @@ class ObservedWindow:
     scalars: Mapping[str, torch.Tensor | float] = dataclasses.field(default_factory=dict)
     derivative: str = "spectral"
 
+    def bound(self, pde: PDE, scheme: str, params: Mapping | None = None) -> BoundResidual:
+        """``pde`` bound to this window (its grid, derivative and scalars; ``params``: resolved parameters to use
+        instead of the window's)."""
+        bound = BoundResidual.of(pde, self.grid, self.derivative, scheme, self.scalars)
+        return bound if params is None else dataclasses.replace(bound, params=dict(params))
+
     def frame_sets(self, scheme: str) -> tuple[dict, dict, dict | None]:
         """``(old, new, older)``: consecutive pairs for the two-frame schemes, triples for ``central``."""
         f = self.fields
@@ -66,11 +73,11 @@ class ObservedWindow:
 
 @dataclass(frozen=True)
 class Mutation:
-    """One wrong PDE entry: ``pde`` (terms mutated) with ``params`` (coefficients mutated)."""
+    """One wrong PDE entry: the bound residual with its ``pde`` (terms mutated) or its ``params`` (coefficients
+    mutated)."""
 
     name: str
-    pde: PDE
-    params: Mapping[str, torch.Tensor | float]
+    bound: BoundResidual
 
 
 @dataclass(frozen=True)
@@ -89,17 +96,13 @@ class ControlResult:
         return f"{self.name}: ratio {self.ratio:.3g}"
 
 
-def residual_norms(
-    pde: PDE, window: ObservedWindow, params: Mapping, scheme: str = "crank_nicolson", relative: bool = False
-) -> dict[str, float]:
+def residual_norms(bound: BoundResidual, window: ObservedWindow, relative: bool = False) -> dict[str, float]:
     """``||R_k||`` over the interior of every frame pair (triple for ``central``) of the window, per sub-equation;
     ``relative``: divided by the norm of the equation's term sizes ``|d_t Q_k| + sum_i |N_k,i|`` (the floor as a
     fraction of the equation, ``well_upao.physics.residual.residuals_and_scales``)."""
-    old, new, older = window.frame_sets(scheme)
+    old, new, older = window.frame_sets(bound.scheme)
     dt = torch.tensor(float(window.dt), dtype=next(iter(old.values())).dtype)
-    residuals, scales = residuals_and_scales(
-        pde, old, new, dt, params, Stencils(window.grid, window.derivative), scheme, with_scales=relative, older=older
-    )
+    residuals, scales = bound.residuals_and_scales(old, new, dt, older, with_scales=relative)
     dims = window.grid.dims
     norms = {k: float(interior(r, dims).norm()) for k, r in residuals.items()}
     if relative:
@@ -107,13 +110,13 @@ def residual_norms(
     return norms
 
 
-def term_counts(pde: PDE, window: ObservedWindow, params: Mapping) -> dict[str, int]:
+def term_counts(bound: BoundResidual, window: ObservedWindow) -> dict[str, int]:
     """How many terms each sub-equation's ``flux`` returns on the window's first frame."""
     state = {k: v[:, :1] for k, v in window.fields.items()}
-    params = broadcast_parameters(params, next(iter(state.values())).ndim)
+    params = broadcast_parameters(bound.params, next(iter(state.values())).ndim)
     counts = {}
-    for equation in pde.equations:
-        terms = equation.flux(state, params, Stencils(window.grid, window.derivative))
+    for equation in bound.pde.equations:
+        terms = equation.flux(state, params, bound.ops)
         counts[equation.name] = 1 if isinstance(terms, torch.Tensor) else len(tuple(terms))
     return counts
 
@@ -146,42 +149,35 @@ def with_term_scaled(pde: PDE, equation_name: str, term: int | str, factor: floa
 
 
 def mutations(
-    pde: PDE, window: ObservedWindow, params: Mapping, factor: float = 2.0, swaps: Mapping[str, Mapping] = ()
+    bound: BoundResidual, window: ObservedWindow, factor: float = 2.0, swaps: Mapping[str, Mapping] = ()
 ) -> list[Mutation]:
-    """Every term flipped and removed, every coefficient of ``params`` scaled by ``factor``, and the named
+    """Every term flipped and removed, every coefficient of ``bound.params`` scaled by ``factor``, and the named
     ``swaps`` (``{name: parameter overrides}``, e.g. two diffusivities exchanged)."""
     out = []
-    counts = term_counts(pde, window, params)
+    pde, params = bound.pde, dict(bound.params)
+    counts = term_counts(bound, window)
     for equation in pde.equations:
         terms = ([RATE] if equation.rate is not None else []) + list(range(counts[equation.name]))
         for term in terms:
             label = "d_t Q" if term == RATE else f"term {term + 1} of {counts[equation.name]}"
             for verb, value in (("flipped", -1.0), ("removed", 0.0)):
-                out.append(
-                    Mutation(
-                        f"{equation.name}: {label} {verb}", with_term_scaled(pde, equation.name, term, value), params
-                    )
-                )
+                mutated = dataclasses.replace(bound, pde=with_term_scaled(pde, equation.name, term, value))
+                out.append(Mutation(f"{equation.name}: {label} {verb}", mutated))
     for name, value in params.items():
-        out.append(Mutation(f"{name} x {factor:g}", pde, {**params, name: value * factor}))
+        out.append(
+            Mutation(f"{name} x {factor:g}", dataclasses.replace(bound, params={**params, name: value * factor}))
+        )
     for name, overrides in dict(swaps).items():
-        out.append(Mutation(name, pde, {**params, **overrides}))
+        out.append(Mutation(name, dataclasses.replace(bound, params={**params, **overrides})))
     return out
 
 
 def negative_controls(
-    pde: PDE,
-    window: ObservedWindow,
-    scheme: str = "crank_nicolson",
-    factor: float = 2.0,
-    swaps: Mapping[str, Mapping] = (),
-    params: Mapping | None = None,
+    bound: BoundResidual, window: ObservedWindow, factor: float = 2.0, swaps: Mapping[str, Mapping] = ()
 ) -> list[ControlResult]:
-    """The floor of ``pde`` on ``window`` and every mutation's residual (see the module docstring). ``params``
-    defaults to the PDE's parameters resolved from the window's scalars."""
-    params = dict(pde.resolve_parameters(window.scalars) if params is None else params)
-    floor = residual_norms(pde, window, params, scheme)
+    """The floor of the bound PDE on ``window`` (:meth:`ObservedWindow.bound`) and every mutation's residual (see
+    the module docstring)."""
+    floor = residual_norms(bound, window)
     return [
-        ControlResult(m.name, floor, residual_norms(m.pde, window, m.params, scheme))
-        for m in mutations(pde, window, params, factor, swaps)
+        ControlResult(m.name, floor, residual_norms(m.bound, window)) for m in mutations(bound, window, factor, swaps)
     ]

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 import torch
 
 from well_upao.data.slot_inventory import N_SLOTS, SLOT_INDEX
+from well_upao.physics.bound import BoundResidual, frames
 from well_upao.physics.pdes import PDE
-from well_upao.physics.residual import SCHEMES, pde_residuals, residuals_and_scales, slot_fields
-from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior_mean_square
+from well_upao.physics.residual import SCHEMES, slot_fields
+from well_upao.physics.stencils import Grid, boundary_band_mask, interior_mean_square
 from well_upao.tensor_cache import cached_tensors
 
 STRATEGIES = ("norm", "rescaled_norm", "no_norm")
@@ -86,20 +87,21 @@ class UpaoObjective:
         if missing:
             raise ValueError(f"PDE {self.pde.name!r} needs slots {missing} that the dataset does not provide")
 
-    def residual_mean_squares(self, old, new, dt, params, ops, dims) -> dict[str, torch.Tensor]:
+    def bind(self, grid: Grid, scalars: Mapping[str, torch.Tensor]) -> BoundResidual:
+        """The objective's residual on a batch's ``grid`` with its ``scalars`` (built once per batch)."""
+        return BoundResidual.of(self.pde, grid, self.derivative, self.scheme, scalars, self.constants, self.band_width)
+
+    def residual_mean_squares(self, old, new, dt, bound: BoundResidual) -> dict[str, torch.Tensor]:
         """Mean over S_p of R_k^2 per sample and frame: ``{k: (B, T)}``. The central scheme needs the frame
         before ``old``: the first frame (no observed frame before it) uses Crank-Nicolson."""
-        if self.scheme != "central":
-            residuals = pde_residuals(self.pde, old, new, dt, params, ops, self.scheme)
-            return {k: interior_mean_square(r, dims, self.band_width) for k, r in residuals.items()}
-        first = pde_residuals(self.pde, _frames(old, 0, 1), _frames(new, 0, 1), dt, params, ops, "crank_nicolson")
-        out = {k: interior_mean_square(r, dims, self.band_width) for k, r in first.items()}
+        dims, width = bound.dims, self.band_width
+        if bound.scheme != "central":
+            return {k: interior_mean_square(r, dims, width) for k, r in bound.residuals(old, new, dt).items()}
+        first = bound.with_scheme("crank_nicolson").residuals(frames(old, 0, 1), frames(new, 0, 1), dt)
+        out = {k: interior_mean_square(r, dims, width) for k, r in first.items()}
         if next(iter(old.values())).shape[1] > 1:
-            later = pde_residuals(
-                self.pde, _frames(old, 1, None), _frames(new, 1, None), dt, params, ops, "central",
-                older=_frames(old, 0, -1),
-            )  # fmt: skip
-            out = {k: torch.cat([out[k], interior_mean_square(later[k], dims, self.band_width)], 1) for k in out}
+            later = bound.residuals(frames(old, 1, None), frames(new, 1, None), dt, older=frames(old, 0, -1))
+            out = {k: torch.cat([out[k], interior_mean_square(later[k], dims, width)], 1) for k in out}
         return out
 
     def __call__(
@@ -108,22 +110,20 @@ class UpaoObjective:
         inputs: torch.Tensor,
         next_band: torch.Tensor,
         dt: torch.Tensor,
-        scalars: Mapping[str, torch.Tensor],
-        grid: Grid,
+        bound: BoundResidual,
         mask: torch.Tensor,
         window: torch.Tensor | None = None,
     ) -> UpaoTerms:
         """``prediction``/``inputs``: ``(B, T, *space, 18)`` physical; ``next_band``: ``(B, n_band, 18)``;
-        ``dt``: ``(B,)``; ``scalars``: the sample's named parameters ``(B,)``; ``mask``: ``(18,)`` active slots.
+        ``dt``: ``(B,)``; ``bound``: the residual on the batch's grid with its parameters (:meth:`bind`);
+        ``mask``: ``(18,)`` active slots.
         ``next_band`` may also be ``(B, K, n_band, 18)``, the bands of the ``K`` frames after the history (a
         rollout, ``trainers/rollout.py``): they are the band references of the last ``K`` predicted frames, the
         observed inputs those of the frames before.
         ``window``: the observed history ``s_k`` is computed on (default ``inputs``; a one-frame model predicts only
         the frame after the last input, so it passes ``inputs = history[:, -1:]`` and ``window = history``)."""
-        dims = grid.dims
+        dims = bound.dims
         batch, steps = inputs.shape[:2]
-        ops = Stencils(grid, self.derivative)
-        params = self.pde.resolve_parameters(scalars, self.constants)
         channel_mask = mask.to(prediction.dtype).view(*([1] * 3), N_SLOTS)
 
         # boundary band: references are the observed later inputs and the bands of the frames after the history
@@ -138,9 +138,9 @@ class UpaoObjective:
 
         old = slot_fields(inputs, self.pde.variables)
         new = slot_fields(prediction, self.pde.variables)
-        mean_squares = self.residual_mean_squares(old, new, dt, params, ops, dims)
+        mean_squares = self.residual_mean_squares(old, new, dt, bound)
 
-        s2 = self.input_window_scales(inputs if window is None else window, dt, params, ops, dims)
+        s2 = self.input_window_scales(inputs if window is None else window, dt, bound)
         normalized = torch.stack([mean_squares[k] / s2[k][:, None] for k in mean_squares]).mean(0)
         l_pde = torch.sqrt(normalized + 1e-30)  # (B, T)
         if self.normalization == "rescaled_norm":
@@ -159,22 +159,21 @@ class UpaoObjective:
         )
 
     @torch.no_grad()
-    def input_window_scales(self, inputs, dt, params, ops, dims) -> dict[str, torch.Tensor]:
+    def input_window_scales(self, inputs, dt, bound: BoundResidual) -> dict[str, torch.Tensor]:
         """``s_k^2`` per sample from the observed window (floored), or ones for ``no_norm``."""
-        batch = inputs.shape[0]
+        batch, dims = inputs.shape[0], bound.dims
         names = [e.name for e in self.pde.equations]
         if self.normalization == "no_norm":
             return {k: torch.ones(batch, device=inputs.device, dtype=inputs.dtype) for k in names}
         if inputs.shape[1] < 2:
             raise ValueError(f"{self.normalization!r} needs at least 2 history frames to compute s_k")
         fields = slot_fields(inputs, self.pde.variables)
-        if self.scheme == "central" and inputs.shape[1] >= 3:
-            old, new, older = _frames(fields, 1, -1), _frames(fields, 2, None), _frames(fields, 0, -2)
-            residuals, scales = residuals_and_scales(self.pde, old, new, dt, params, ops, "central", older=older)
+        if bound.scheme == "central" and inputs.shape[1] >= 3:
+            old, new, older = frames(fields, 1, -1), frames(fields, 2, None), frames(fields, 0, -2)
+            residuals, scales = bound.residuals_and_scales(old, new, dt, older)
         else:
-            scheme = "crank_nicolson" if self.scheme == "central" else self.scheme
-            old, new = _frames(fields, 0, -1), _frames(fields, 1, None)
-            residuals, scales = residuals_and_scales(self.pde, old, new, dt, params, ops, scheme)
+            two_frames = bound.with_scheme("crank_nicolson" if bound.scheme == "central" else bound.scheme)
+            residuals, scales = two_frames.residuals_and_scales(frames(fields, 0, -1), frames(fields, 1, None), dt)
         out = {}
         for k in names:
             mean_square = interior_mean_square(residuals[k], dims, self.band_width).mean(-1)
@@ -182,8 +181,3 @@ class UpaoObjective:
             floor = torch.clamp(self.floor_rel**2 * scale2, min=self.floor_abs)
             out[k] = torch.maximum(mean_square, floor)
         return out
-
-
-def _frames(fields: Mapping[str, torch.Tensor], start: int, stop: int | None) -> dict[str, torch.Tensor]:
-    """The time slice ``start:stop`` (axis 1) of every field."""
-    return {k: v[:, start:stop] for k, v in fields.items()}

@@ -2,13 +2,19 @@
 scorecards its validation logged (``valid_score_*``, ``well_upao.physics.scores``), never from labels.
 
 * the guard (``trainer.guard``): a candidate the scorecard finds worse than the start is refused
-  (:func:`well_upao.physics.scores.guard_decision`, against the start's card on the same batches, else the card of
+  (:func:`guard_decision`, against the start's card on the same batches, else the card of
   the start's own validation);
 * the prior (``trainer.prior_candidate``): the selected candidate is set aside for the model's prior, its
   extrapolation base with the correction switched off, when it predicts the observed last frame of the history
   worse than the prior does by more than the guard's backtest tolerance:
   ``candidate.backtest > (1 + guard_backtest_tolerance) * prior.backtest`` (the rule fixed before it was measured);
 * the verdict of the first validation: the start against its prior, by the same rule.
+
+The guard's rules (:func:`guard_decision`): why its ``floor`` rule compares the departure with the start's backtest:
+when the start's residual is at the floor, the residual cannot tell predictions apart within about ``rho_obs`` of a
+step, so it gives no reason for any move; and if the start's error on the target is about its backtest ``e`` (both
+in step units), a candidate that moved by ``m`` has an error of at least ``m - e`` (triangle inequality), worse than
+the start's once ``m > 2 e``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,67 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from well_upao.physics.scores import GuardSettings, Scorecard, guard_decision, guard_unchecked
+from well_upao.physics.scores import Scorecard
+
+
+@dataclass
+class GuardSettings:
+    """``trainer.guard_*``: ``floor_tolerance``: the start's residual ratio at or below which its residual counts as
+    *at the floor*; ``departure_limit``: the departure from the start, in multiples of the start's backtest error,
+    beyond which a candidate moved further than anything the floor can justify (2: provably worse than the start
+    when the backtest estimates the start's error); ``backtest_tolerance``: the relative increase of the backtest
+    error over the start's that makes a candidate worse on the observed history."""
+
+    floor_tolerance: float = 2.0
+    departure_limit: float = 2.0
+    backtest_tolerance: float = 0.1
+
+
+def guard_decision(start: Scorecard, candidate: Scorecard, settings: GuardSettings | None = None) -> str | None:
+    """Why the candidate is worse than the start by the scorecard, or ``None`` when nothing says so. Two rules,
+    each on label-free scores only:
+
+    * ``floor``: the start's residual is already at the floor (``start.residual_ratio <= floor_tolerance``), so
+      the residual cannot resolve any move, and the candidate moved further from the start than the start's own
+      estimated error allows (``candidate.departure > departure_limit * start.backtest``; see the module
+      docstring);
+    * ``backtest``: the candidate predicts the observed last frame of the history worse than the start did
+      (``candidate.backtest > (1 + backtest_tolerance) * start.backtest``).
+
+    A ``nan`` score never triggers its rule."""
+    s = settings or GuardSettings()
+    reasons = []
+    if start.residual_ratio <= s.floor_tolerance and candidate.departure > s.departure_limit * start.backtest:
+        reasons.append(
+            f"floor: the start's residual is at the floor ({start.residual_ratio:.3g}x it, <= {s.floor_tolerance:g}) "
+            f"and the candidate moved {candidate.departure:.3g} of a step from the start, more than "
+            f"{s.departure_limit:g}x the start's backtest error {start.backtest:.3g}"
+        )
+    if candidate.backtest > (1 + s.backtest_tolerance) * start.backtest:
+        reasons.append(
+            f"backtest: the candidate predicts the observed last history frame worse than the start "
+            f"({candidate.backtest:.3g} vs {start.backtest:.3g} of its step)"
+        )
+    return "; ".join(reasons) or None
+
+
+def guard_unchecked(start: Scorecard | None, candidate: Scorecard) -> list[str]:
+    """What :func:`guard_decision` could not check, one line per rule with the scores it lacked (an empty list when
+    both rules were checked): a rule whose scores are ``nan`` never triggers, so a guard that found nothing wrong
+    says here what it did not look at."""
+    if start is None:
+        return ["floor and backtest rules: no scorecard of the start (the start was not validated)"]
+    needs = {
+        "floor": (("start", "residual_ratio"), ("candidate", "departure"), ("start", "backtest")),
+        "backtest": (("candidate", "backtest"), ("start", "backtest")),
+    }
+    cards = {"start": start, "candidate": candidate}
+    out = []
+    for rule, scores in needs.items():
+        lacking = [f"{who}'s {name}" for who, name in scores if not math.isfinite(getattr(cards[who], name))]
+        if lacking:
+            out.append(f"{rule} rule not checked: {', '.join(lacking)} n/a")
+    return out
 
 
 @dataclass
@@ -44,7 +110,7 @@ class Guard:
         return guard_decision(start, Scorecard.from_logs(logs), self.settings)
 
     def unchecked(self, logs: Mapping[str, Any]) -> str | None:
-        """What the guard could not check on a candidate and why (:func:`well_upao.physics.scores.guard_unchecked`),
+        """What the guard could not check on a candidate and why (:func:`guard_unchecked`),
         or ``None`` (everything checked, or the guard is off: ``guard`` in the run's facts)."""
         if not self.enabled:
             return None

@@ -42,6 +42,7 @@ from well_upao.harness.samples import (
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
 from well_upao.models.na_transformer import BASES
+from well_upao.physics.bound import BoundResidual
 from well_upao.physics.floor import (
     choose_discretisation,
     fit_discretised,
@@ -56,16 +57,8 @@ from well_upao.physics.objective import (
     band_values,
 )
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.physics.scores import (
-    SCORE_NAMES,
-    GuardSettings,
-    Scorecard,
-    mean_card,
-    rollout_scorecard,
-    scorecard,
-)
-from well_upao.physics.stencils import Grid, Stencils
-from well_upao.trainers.guard import Guard
+from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
+from well_upao.trainers.guard import Guard, GuardSettings
 from well_upao.trainers.loop import Trainer, TrainingLoss, correction_off
 from well_upao.trainers.rollout import RolloutSettings, fed_back_frame, feed_back, noise_scale, weighted_steps
 from well_upao.trainers.sharding import is_sharded
@@ -92,8 +85,8 @@ class PreparedBatch:
     window: torch.Tensor | None  # the window s_k is computed on when it is not ``inputs``
     next_band: torch.Tensor
     dt: torch.Tensor
-    scalars: dict[str, torch.Tensor]
-    grid: Grid
+    #: the objective's residual on the batch's grid with its parameters (built once per batch)
+    bound: BoundResidual
 
 
 class UpaoLoss(TrainingLoss):
@@ -115,7 +108,7 @@ class UpaoLoss(TrainingLoss):
     Every validation also logs the label-free scorecard (``well_upao.physics.scores``) as ``valid_score_floor``,
     ``valid_score_residual_ratio``, ``valid_score_departure`` (from the starting model's predictions) and
     ``valid_score_backtest``. ``guard`` (default on): the selection refuses a candidate the scorecard finds worse
-    than the start (:func:`well_upao.physics.scores.guard_decision`, thresholds ``guard_floor_tolerance``,
+    than the start (:func:`well_upao.trainers.guard.guard_decision`, thresholds ``guard_floor_tolerance``,
     ``guard_departure_limit``, ``guard_backtest_tolerance``); it needs ``trainer.validate_start`` (the start's card).
     """
 
@@ -262,7 +255,12 @@ class UpaoLoss(TrainingLoss):
 
     # ------------------------------------------------------------------ the objective on a batch
     def prepared(
-        self, batch: Mapping[str, torch.Tensor], normalized: bool = True, model=None, train: bool = False
+        self,
+        batch: Mapping[str, torch.Tensor],
+        normalized: bool = True,
+        model=None,
+        train: bool = False,
+        bound: BoundResidual | None = None,
     ) -> PreparedBatch:
         """The model's predictions on a batch and what the objective reads beside them, in physical units: the
         history, the *bands* only of the frames after it, and the sample's metadata. ``model``: another model to
@@ -304,7 +302,10 @@ class UpaoLoss(TrainingLoss):
             predicted = model(into_slots(model_inputs, self.channel_slots), sequence=True)
             predicted = self.space.to_physical(predicted[..., self.channel_slots])
             prediction, window, inputs = into_slots(predicted, self.channel_slots), None, history
-        scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
+        if bound is None:
+            scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
+            scalars = {name: value.to(device, torch.float32) for name, value in scalars.items()}
+            bound = self.objective.bind(batch_grid(batch), scalars)
         return PreparedBatch(
             prediction=prediction,
             inputs=inputs,
@@ -312,8 +313,7 @@ class UpaoLoss(TrainingLoss):
             window=window,
             next_band=next_band,
             dt=batch_dt(batch, self.time_axis).to(device, torch.float32),
-            scalars={name: value.to(device, torch.float32) for name, value in scalars.items()},
-            grid=batch_grid(batch),
+            bound=bound,
         )
 
     def rolled_out(
@@ -352,16 +352,8 @@ class UpaoLoss(TrainingLoss):
         """The objective on a prepared batch; over a rollout, ``total`` weights its steps
         (:func:`well_upao.trainers.rollout.weighted_steps`): step 1 holds every term of the true window (a backbone's
         shifted predictions), each later step its new frame's."""
-        terms = self.objective(
-            p.prediction,
-            p.inputs,
-            p.next_band,
-            p.dt,
-            p.scalars,
-            p.grid,
-            slots_mask(self.channel_slots, self.trainer.device),
-            window=p.window,
-        )
+        mask = slots_mask(self.channel_slots, self.trainer.device)
+        terms = self.objective(p.prediction, p.inputs, p.next_band, p.dt, p.bound, mask, window=p.window)
         if not self.rollout.one_step:
             first = p.prediction.shape[1] - (self.rollout.steps - 1)
             per_frame = terms.per_frame
@@ -400,7 +392,7 @@ class UpaoLoss(TrainingLoss):
             totals["upao_loss"] += terms.total.item()
             totals["L_BC"] += terms.boundary.item()
             totals["L_PDE"] += terms.residual.item()
-            start = None if reference is None else self.prepared(batch, normalized=False, model=reference)
+            start = None if reference is None else self.prepared(batch, False, reference, bound=prepared.bound)
             start_prediction = self.kept_start_prediction(i, prepared) if start is None else start.prediction
             backtest = self.rollout_backtest(batch)
             for name, value in self.batch_scores(prepared, start_prediction, backtest).items():
@@ -409,7 +401,7 @@ class UpaoLoss(TrainingLoss):
                 start_backtest = self.rollout_backtest(batch, reference)
                 for name, value in self.batch_scores(start, None, start_backtest).items():
                     start_scores.setdefault(name, []).append(value.cpu())
-            prior = self.prior_batch(batch)
+            prior = self.prior_batch(batch, prepared.bound)
             if prior is not None:
                 prior_prepared, prior_backtest = prior
                 for name, value in self.batch_scores(prior_prepared, start_prediction, prior_backtest).items():
@@ -475,7 +467,9 @@ class UpaoLoss(TrainingLoss):
             return None
         return BASES.get(getattr(model, "base", None))
 
-    def prior_batch(self, batch: Mapping[str, torch.Tensor]) -> tuple[PreparedBatch, torch.Tensor | None] | None:
+    def prior_batch(
+        self, batch: Mapping[str, torch.Tensor], bound: BoundResidual
+    ) -> tuple[PreparedBatch, torch.Tensor | None] | None:
         """A validation batch as the prior predicts it: the model with its correction switched off
         (``trainers.loop.correction_off``), whose shifted predictions are the polynomial extrapolation of the
         window in the model's own arithmetic, what a checkpoint that keeps the prior predicts, with its rollout
@@ -483,7 +477,7 @@ class UpaoLoss(TrainingLoss):
         if self.prior_order() is None:
             return None
         with correction_off(self.trainer.bare_model):
-            return self.prepared(batch, normalized=False), self.rollout_backtest(batch)
+            return self.prepared(batch, normalized=False, bound=bound), self.rollout_backtest(batch)
 
     def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
         """The prior rule (``trainers/guard.py``): why best.pt should hold the prior instead of the selected
@@ -505,35 +499,14 @@ class UpaoLoss(TrainingLoss):
         (:func:`~well_upao.physics.scores.rollout_scorecard`) with ``backtest`` the last frame of the rollout that
         ends on the last observed frame (:meth:`rollout_backtest`)."""
         p = prepared
-        objective = self.objective
-        params = objective.pde.resolve_parameters({k: v.double() for k, v in p.scalars.items()}, objective.constants)
+        bound = p.bound.in_double()
         if not self.rollout.one_step:
             steps = self.rollout.steps
-            return rollout_scorecard(
-                objective.pde,
-                p.history,
-                p.prediction[:, -steps:],
-                p.dt.double(),
-                params,
-                Stencils(p.grid, objective.derivative),
-                objective.scheme,
-                p.grid.dims,
-                reference=None if start is None else start[:, -steps:],
-                backtest=backtest,
-            )
+            reference = None if start is None else start[:, -steps:]
+            return bound.rollout_scorecard(p.history, p.prediction[:, -steps:], p.dt.double(), reference, backtest)
         backtest = p.prediction[:, -2] if not self.one_frame and p.prediction.shape[1] >= 2 else None
-        return scorecard(
-            objective.pde,
-            p.history,
-            p.prediction[:, -1],
-            p.dt.double(),
-            params,
-            Stencils(p.grid, objective.derivative),
-            objective.scheme,
-            p.grid.dims,
-            reference=None if start is None else start[:, -1],
-            backtest=backtest,
-        )
+        reference = None if start is None else start[:, -1]
+        return bound.scorecard(p.history, p.prediction[:, -1], p.dt.double(), reference, backtest)
 
     @torch.no_grad()
     def rollout_backtest(self, batch: Mapping[str, torch.Tensor], model=None) -> torch.Tensor | None:

@@ -12,7 +12,7 @@ from well_upao.data.datasets import DATASET_SLOTS
 from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.physics import Grid, Stencils, UpaoObjective, band_values, get_pde
-from well_upao.physics.residual import equation_scales, pde_residuals, slot_fields
+from well_upao.physics.residual import pde_residuals, residuals_and_scales, slot_fields
 from well_upao.physics.stencils import interior
 
 
@@ -42,7 +42,7 @@ def evaluate(objective, frames, scalars, grid, mask, dt, prediction=None):
 
 
 def paper_terms(name, inputs, prediction, scalars, grid, dt, floor_rel=1e-4):
-    """The paper's definitions computed here from ``pde_residuals`` and ``equation_scales`` (not the objective):
+    """The paper's definitions computed here from ``pde_residuals`` and the term sizes (not the objective):
     ``ms_k(t)`` = mean over ``S_p`` of ``R_k(inputs_t, prediction_t)^2`` for each of the T predicted frames;
     ``s_k^2`` = the same mean over the T - 1 pairs of consecutive inputs, floored at ``floor_rel^2`` times their mean
     square of the terms' size; ``L_PDE`` = mean over t of ``sqrt(mean_k ms_k(t) / s_k^2)`` (``norm``) or of
@@ -59,7 +59,7 @@ def paper_terms(name, inputs, prediction, scalars, grid, dt, floor_rel=1e-4):
     window_old = {k: v[:, :-1] for k, v in old.items()}
     window_new = {k: v[:, 1:] for k, v in old.items()}
     window = pde_residuals(pde, window_old, window_new, dt, params, ops)
-    scales = equation_scales(pde, window_old, window_new, dt, params, ops)
+    scales = residuals_and_scales(pde, window_old, window_new, dt, params, ops, "crank_nicolson")[1]
     s2, floors = {}, {}
     for k, r in window.items():
         floors[k] = floor_rel**2 * interior(scales[k], dims).square().mean(space)[0].mean()

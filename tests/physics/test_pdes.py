@@ -14,7 +14,7 @@ from well_upao.data.datasets import DATASET_SLOTS
 from well_upao.datasets_exact import EXACT_PDES
 from well_upao.physics import PDE, Grid, Stencils, SubEquation, get_pde, pde_residuals, register_pde
 from well_upao.physics.pdes import PDE_REGISTRY
-from well_upao.physics.residual import equation_scales
+from well_upao.physics.residual import residuals_and_scales
 from well_upao.physics.stencils import interior
 
 
@@ -42,7 +42,7 @@ def slot_fields_from_exact(name, fields):
 def relative_residual(pde, old, new, dt, params, ops, dims, scheme="crank_nicolson", scale_states=None):
     """Worst rms residual over sub-equations, relative to the rms size of the equation's terms."""
     residuals = pde_residuals(pde, old, new, dt, params, ops, scheme)
-    scales = equation_scales(pde, *(scale_states or (old, new)), dt, params, ops)
+    scales = residuals_and_scales(pde, *(scale_states or (old, new)), dt, params, ops, "crank_nicolson")[1]
     worst = 0.0
     for k, r in residuals.items():
         scale = interior(scales[k], dims).square().mean().sqrt()

@@ -56,11 +56,9 @@ class ObservedWindow:
     scalars: Mapping[str, torch.Tensor | float] = dataclasses.field(default_factory=dict)
     derivative: str = "spectral"
 
-    def bound(self, pde: PDE, scheme: str, params: Mapping | None = None) -> BoundResidual:
-        """``pde`` bound to this window (its grid, derivative and scalars; ``params``: resolved parameters to use
-        instead of the window's)."""
-        bound = BoundResidual.of(pde, self.grid, self.derivative, scheme, self.scalars)
-        return bound if params is None else dataclasses.replace(bound, params=dict(params))
+    def bound(self, pde: PDE, scheme: str) -> BoundResidual:
+        """``pde`` bound to this window (its grid, derivative and scalars) with the time ``scheme``."""
+        return BoundResidual.of(pde, self.grid, self.derivative, scheme, self.scalars)
 
     def frame_sets(self, scheme: str) -> tuple[dict, dict, dict | None]:
         """``(old, new, older)``: consecutive pairs for the two-frame schemes, triples for ``central``."""

@@ -30,14 +30,13 @@ import torch
 
 from well_upao.data.slot_inventory import N_SLOTS, SLOT_INDEX
 from well_upao.physics.bound import BoundResidual, frames
+from well_upao.physics.discretisation import DEFAULT_DERIVATIVE, DEFAULT_SCHEME, Physics
 from well_upao.physics.pdes import PDE
 from well_upao.physics.residual import SCHEMES, slot_fields
 from well_upao.physics.stencils import Grid, boundary_band_mask, interior_mean_square
 from well_upao.tensor_cache import cached_tensors
 
 STRATEGIES = ("norm", "rescaled_norm", "no_norm")
-#: the residual's discretisation where neither a run nor its dataset chooses one
-DEFAULT_SCHEME, DEFAULT_DERIVATIVE = "crank_nicolson", "fd"
 
 
 @cached_tensors(maxsize=32)
@@ -81,6 +80,13 @@ class UpaoObjective:
             raise ValueError(f"normalization must be one of {STRATEGIES}, got {self.normalization!r}")
         if self.scheme not in SCHEMES:
             raise ValueError(f"time scheme must be one of {SCHEMES}, got {self.scheme!r}")
+
+    @classmethod
+    def of(cls, physics: Physics, **settings) -> UpaoObjective:
+        """The objective on a resolved ``physics`` (its PDE, constants, derivative and scheme; ``settings``: the
+        weights and the normalisation)."""
+        return cls(physics.pde, scheme=physics.scheme, derivative=physics.derivative,
+                   constants=dict(physics.constants), **settings)  # fmt: skip
 
     def check_slots(self, active_slots: Sequence[int]) -> None:
         missing = [v for v in self.pde.variables if SLOT_INDEX[v] not in set(active_slots)]

@@ -68,13 +68,6 @@ def pde_residuals(
     return residuals_and_scales(pde, old, new, dt, params, ops, scheme, with_scales=False, older=older)[0]
 
 
-def equation_scales(
-    pde: PDE, old: Fields, new: Fields, dt: torch.Tensor, params: Mapping, ops: Stencils
-) -> dict[str, torch.Tensor]:
-    """Pointwise size of each sub-equation's terms, ``|d_t Q_k| + sum_i |N_k,i|`` at the midpoint state."""
-    return residuals_and_scales(pde, old, new, dt, params, ops, "crank_nicolson", with_scales=True)[1]
-
-
 def sum_terms(terms: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
     """``N`` from a flux that returned one tensor or a tuple of its terms."""
     return terms if isinstance(terms, torch.Tensor) else sum(terms)

@@ -24,7 +24,6 @@ from typing import Any
 import torch
 
 from well_upao.axes import UniformAxis
-from well_upao.data.source import WellSource
 from well_upao.distributed import is_main_process
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
@@ -43,12 +42,8 @@ from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
 from well_upao.models.na_transformer import BASES
 from well_upao.physics.bound import BoundResidual
-from well_upao.physics.floor import (
-    choose_discretisation,
-    fit_discretised,
-    floor_rows,
-    refuse_time_varying_parameters,
-)
+from well_upao.physics.discretisation import Requested, resolve
+from well_upao.physics.floor import refuse_time_varying_parameters
 from well_upao.physics.objective import (
     DEFAULT_DERIVATIVE,
     DEFAULT_SCHEME,
@@ -95,9 +90,9 @@ class UpaoLoss(TrainingLoss):
     Arguments: ``pde`` (registry name; default: the dataset's), ``lambda_bc``, ``normalization``
     (``rescaled_norm`` | ``norm`` | ``no_norm``), ``time_scheme`` (``crank_nicolson`` | ``explicit`` |
     ``implicit`` | ``central`` | ``auto``), ``derivative`` (``fd`` | ``fd4`` | ``spectral`` | ``auto``; ``auto``:
-    the lowest residual floor of the training frames, :meth:`choose_automatically`), ``floor_rel``,
-    ``pde_constants`` (fixed coefficients, or ``fitted``: the PDE's constants fitted by least squares to the
-    training frames, jointly with an ``auto`` discretisation, :func:`well_upao.physics.floor.fit_discretised`),
+    the lowest residual floor of the training frames; ``well_upao.physics.discretisation.resolve`` decides, and the
+    run's checkpoints store its answer), ``floor_rel``, ``pde_constants`` (fixed coefficients, or ``fitted``: the
+    PDE's constants fitted by least squares to the training frames, jointly with an ``auto`` discretisation),
     ``paper_protocol`` (select by VRMSE), ``vrmse_trajectories`` (the first trajectories of the validation split,
     the paper's VRMSE of every validation is over them), ``rollout_vrmse_steps`` (each of them is also rolled out that
     many steps, as far as it holds, for the Well's windows ``valid_rollout_VRMSE_6:12`` / ``_13:30``; 0: off). User
@@ -145,10 +140,6 @@ class UpaoLoss(TrainingLoss):
         if int(rollout_vrmse_steps) < 0:
             raise ValueError(f"trainer.rollout_vrmse_steps must be >= 0, got {rollout_vrmse_steps}")
         self.rollout_vrmse_steps = int(rollout_vrmse_steps)
-        #: residual floors of the training frames per ``derivative/scheme`` (filled when a setting is ``auto``)
-        self.floors: dict[str, float] = {}
-        #: why :attr:`floors` is empty (``upao_floors_reason`` in the run's facts)
-        self.floors_reason = "derivative and time_scheme are fixed (not auto): no floor table was needed to choose"
         #: the last reason :meth:`unavailable_scores` logged (each new one is logged once)
         self._unavailable_said: str | None = None
         #: the training files' time axis (``bind``): batches' dt are whole numbers of its step
@@ -176,22 +167,25 @@ class UpaoLoss(TrainingLoss):
             for key, value in self.requested.items()
         }
         pde = pde_for_dataset(self.pde_name or source.name)
-        constants = self.pde_constants if isinstance(self.pde_constants, Mapping) else {}
-        refuse_time_varying_parameters(pde, source.layout.varying_scalar_names, source.name, constants)
+        fixed = self.pde_constants if isinstance(self.pde_constants, Mapping) else {}
+        refuse_time_varying_parameters(pde, source.layout.varying_scalar_names, source.name, fixed)
+        if self.pde_constants == "fitted" and not pde.constants:
+            raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
+        fit = tuple(pde.constants) if self.pde_constants == "fitted" else ()
+        requested = Requested(self.settings["derivative"], self.settings["time_scheme"], fixed, fit)
         stride = int(trainer.datamodule.settings["min_dt_stride"])
-        if self.pde_constants == "fitted":  # constants and any `auto` discretisation chosen together
-            self.pde_constants = self.fit_constants(source, stride, pde)
-        elif "auto" in (self.settings["derivative"], self.settings["time_scheme"]):
-            self.settings.update(self.choose_automatically(source, stride, pde))
-        self.objective = UpaoObjective(
-            pde=pde,
-            lambda_bc=float(self.settings["lambda_bc"]),
-            normalization=self.settings["normalization"],
-            scheme=self.settings["time_scheme"],
-            derivative=self.settings["derivative"],
-            floor_rel=self.floor_rel,
-            constants=self.pde_constants,
+        #: the run's physics (``well_upao.physics.discretisation``): stored in its checkpoints, reused by evaluate
+        self.physics = resolve(
+            lambda: source.observed(stride, max_trajectories=4, max_frames=12), pde, requested, stride
         )
+        self.settings.update(derivative=self.physics.derivative, time_scheme=self.physics.scheme)
+        if self.physics.floors:
+            table = ", ".join(f"{key} {value:.2e}" for key, value in self.physics.floors.items())
+            logger.info(f"UPAO on the training frames: {self.physics.reason}; floors {table}")
+        self.objective = UpaoObjective.of(
+            self.physics, lambda_bc=float(self.settings["lambda_bc"]), normalization=self.settings["normalization"],
+            floor_rel=self.floor_rel,
+        )  # fmt: skip
         model = trainer.bare_model
         self.one_frame = not is_sequence_model(model)
         # a harness model's channels are the dataset's, in the Well's layout; a backbone says which slots it fills
@@ -219,39 +213,16 @@ class UpaoLoss(TrainingLoss):
             + (f"; the model works in normalised units ({self.space.describe()})" if self.space.normalized else "")
         )
 
-    def choose_automatically(self, source: WellSource, stride: int, pde) -> dict[str, str]:
-        """``derivative`` / ``time_scheme`` set to ``auto``: the combination with the lowest residual floor of the
-        observed training history at the training stride (``well_upao.physics.floor``; label-free: the frames a
-        UPAO run trains on), among those the other, fixed, setting allows. Records the floors (``self.floors``,
-        which checkpoints keep beside the choice)."""
-        derivative, scheme = self.settings["derivative"], self.settings["time_scheme"]
-        observed = source.observed(stride, max_trajectories=4, max_frames=12)
-        candidates = floor_rows(observed, stride, pde, derivative, scheme)  # the rows these settings permit
-        best = choose_discretisation(candidates, derivative, scheme)
-        if best is None:
-            raise ValueError(f"no residual-floor candidate matches {derivative!r} derivatives")
-        table = ", ".join(f"{r.derivative}/{r.scheme} {r.mean:.2e}" for r in candidates)
-        logger.info(
-            f"UPAO auto: residual floors of the training frames: {table}; chose {best.derivative}/{best.scheme}"
-        )
-        self.floors = {f"{r.derivative}/{r.scheme}": r.mean for r in candidates}
-        return {"derivative": best.derivative, "time_scheme": best.scheme}
+    @property
+    def floors(self) -> dict[str, float]:
+        """The residual floors of the training frames the run's ``auto`` choice or fit was made from (empty when
+        the discretisation was fixed)."""
+        return dict(self.physics.floors)
 
-    def fit_constants(self, source: WellSource, stride: int, pde) -> dict[str, float]:
-        """The PDE's constants fitted to the training frames at the training stride (label-free, like the floor),
-        under the run's derivative and time scheme; where either is ``auto``, jointly with it (the combination
-        whose floor after the fit is lowest, :func:`well_upao.physics.floor.fit_discretised`). Logs them beside
-        the documented values."""
-        if not pde.constants:
-            raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
-        derivative, scheme = self.settings["derivative"], self.settings["time_scheme"]
-        chosen, fitted, floors = fit_discretised(source.observed(stride), pde, list(pde.constants), derivative, scheme)
-        if len(floors) > 1:
-            self.floors = floors
-        self.settings.update(derivative=chosen[0], time_scheme=chosen[1])
-        text = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
-        logger.info(f"UPAO fitted constants of {pde.name} to the training frames ({chosen[0]}/{chosen[1]}): {text}")
-        return fitted.values
+    @property
+    def floors_reason(self) -> str:
+        """Why :attr:`floors` is empty (``upao_floors_reason`` in the run's facts)."""
+        return "derivative and time_scheme are fixed (not auto): no floor table was needed to choose"
 
     # ------------------------------------------------------------------ the objective on a batch
     def prepared(
@@ -640,6 +611,7 @@ class UpaoLoss(TrainingLoss):
         return {
             "selection": "paper_vrmse" if self.paper_protocol else "upao_loss",
             "regime": "windows",
+            "physics": self.physics.record(),
             "upao": dict(self.settings),
             "pde": self.objective.pde.name,
             "pde_constants": dict(self.objective.pde.constants) | dict(self.objective.constants),

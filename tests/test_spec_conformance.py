@@ -41,6 +41,7 @@ from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import batch_dt, batch_grid
 from well_upao.models.checkpoint import read_checkpoint
+from well_upao.physics.discretisation import Physics
 from well_upao.physics.floor import floor_rows
 from well_upao.physics.pdes import pde_for_dataset
 
@@ -128,10 +129,8 @@ def test_every_reader_reads_a_file_written_to_the_specification(spec_base, case)
     assert abs(float(context.dt) - SPEC_DT) < 1e-6 and context.grid.periodic == periodic
     torch.testing.assert_close(context.scalars["kappa"].double(), torch.tensor([SPEC_KAPPA], dtype=torch.float64))
     request = EvaluationRequest(spec_base, name, history=HISTORY, rollout_steps=2, max_trajectories=1)
-    plan = dataclasses.replace(
-        plan_evaluation(request, valid, []), pde=spec_conformance_dataset.SPEC_HEAT, derivative="fd",
-        scheme="crank_nicolson", unscored=None,
-    )  # fmt: skip
+    physics = Physics(spec_conformance_dataset.SPEC_HEAT, "fd", "crank_nicolson")
+    plan = dataclasses.replace(plan_evaluation(request, valid, []), physics=physics, unscored=None)
     evaluation, _ = score(plan, [Persistence(), Extrapolation(2)], progress=False)
     assert evaluation.channels == channels and abs(evaluation.dt - SPEC_DT) < 1e-6
     for row in evaluation.scores:

@@ -61,14 +61,14 @@ def test_the_figures_residuals_use_the_plans_discretisation(advdiff, scheme):
     request = EvaluationRequest(advdiff, "advdiff2d", history=4, rollout_steps=0, max_trajectories=1, out=None)
     plan = plan_evaluation(request, source, [])
     # advdiff2d's UPAO default is auto: on periodic data the floor picks spectral derivatives, not fd
-    assert plan.derivative == plan.floor["default"]["derivative"] == "spectral"
+    assert plan.physics.derivative == plan.floor["default"]["derivative"] == "spectral"
     if scheme is not None:
-        plan = dataclasses.replace(plan, scheme=scheme)
+        plan = dataclasses.replace(plan, physics=dataclasses.replace(plan.physics, scheme=scheme))
     evaluation, figures = score(plan, [Persistence(), Extrapolation(2)], progress=False)
     assert set(figures.residuals) == {"persistence", "extrap2"}
     assert evaluation.scores[0].label_free  # the table's scorecard, with the same discretisation
     shown = figures.residuals["persistence"]
-    wanted = expected(plan, plan.derivative, plan.scheme)
+    wanted = expected(plan, plan.physics.derivative, plan.physics.scheme)
     assert shown.keys() == wanted.keys()
     for name, field in wanted.items():
         torch.testing.assert_close(shown[name], field, rtol=1e-5, atol=1e-8)

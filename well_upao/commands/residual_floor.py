@@ -9,7 +9,8 @@ from dataclasses import asdict
 from well_upao.commands.options import CommandError
 from well_upao.data.atomic import atomic_write_text
 from well_upao.data.source import WellSource, default_base_path
-from well_upao.physics.floor import fit_discretised, floor_markdown, floor_rows
+from well_upao.physics.discretisation import Requested, resolve
+from well_upao.physics.floor import floor_markdown
 from well_upao.physics.pdes import pde_for_dataset
 
 
@@ -24,18 +25,20 @@ def run(args: argparse.Namespace) -> int:
         ) from error
     if min(args.stride) < 1 or args.max_frames < 3 or args.max_trajectories < 1:
         raise CommandError("--stride must be >= 1, --max-frames >= 3 and --max-trajectories >= 1")
+    survey = Requested("auto", "auto", survey=True)
     try:
         observed = {s: source.observed(s, args.max_trajectories, args.max_frames) for s in args.stride}
-        rows = [row for stride, frames in observed.items() for row in floor_rows(frames, stride, pde)]
+        rows = [row for s, frames in observed.items() for row in resolve(frames, pde, survey, s).rows]
     except (ValueError, KeyError) as error:
         raise CommandError(str(error).strip("'\"")) from error
     print(floor_markdown(rows, args.data))
     fits = []
     for stride in args.stride if args.fit else []:
         try:
-            (derivative, scheme), fitted, _ = fit_discretised(observed[stride], pde, args.fit)
+            physics = resolve(observed[stride], pde, Requested("auto", "auto", fit=tuple(args.fit)), stride)
         except ValueError as error:
             raise CommandError(str(error)) from error
+        derivative, scheme, fitted = physics.derivative, physics.scheme, physics.fit
         fits.append({"stride": stride, "derivative": derivative, "scheme": scheme, **asdict(fitted)})
         values = ", ".join(f"{k} = {v:.5g} (documented {fitted.initial[k]:.5g})" for k, v in fitted.values.items())
         floors = ", ".join(

@@ -2,10 +2,10 @@
 
 A plan holds the split (``WellSource`` and the split opened as whole trajectories), the protocol (history, stride,
 rollout length and starts, trajectories), the first trajectory's physics (:class:`Context`: step, grid, scalars,
-slots), the dataset's PDE (resolved once, ``None`` when none is registered) and the discretisation of every residual
-the evaluation computes, the label-free scorecard's and the figures' alike: the dataset's UPAO default, an ``auto``
-part chosen by ``well_upao.physics.floor.choose_discretisation`` on the evaluated frames as the UPAO trainer
-chooses it, with the residual floor of those frames (:func:`residual_floor_summary`).
+slots) and the physics of every residual the evaluation computes, the label-free scorecard's and the figures' alike
+(``well_upao.physics.discretisation.Physics``): a run that stores its own (UPAO runs) is scored with it, every other
+row with the dataset's UPAO default, resolved on the evaluated frames (an ``auto`` part chosen as the UPAO trainer
+chooses it), with the residual floor of those frames (:func:`default_physics`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import grid_of, named_scalars
 from well_upao.models.na_transformer import T_IN
-from well_upao.physics.bound import BoundResidual
-from well_upao.physics.floor import best_row, choose_discretisation, floor_rows
-from well_upao.physics.objective import DEFAULT_DERIVATIVE, DEFAULT_SCHEME
+from well_upao.physics.discretisation import DEFAULT_DERIVATIVE, DEFAULT_SCHEME, Physics, Requested, resolve
 from well_upao.physics.pdes import PDE, find_pde_for_dataset
 
 #: the history of an evaluation whose rows do not say (classical rows only): the paper's T_in
@@ -87,28 +85,35 @@ class EvaluationPlan:
     max_trajectories: int | None
     #: the first trajectory's physics (its grid picks the solver rows)
     context: Context
-    pde: PDE | None
-    #: the derivative and time scheme of every residual of this evaluation (``None`` without a PDE)
-    derivative: str | None
-    scheme: str | None
+    #: the residuals' physics of rows without their own (classical rows, runs that record none): the dataset's
+    #: default, resolved on the evaluated frames (``well_upao.physics.discretisation``); no PDE: it says why
+    physics: Physics
     #: the residual floor of the evaluated frames (the JSON's ``residual_floor``; ``note`` where there is none)
     floor: dict
     #: why the label-free scorecard is not computed (``None``: it is)
     unscored: str | None
 
     @property
-    def scoring(self) -> tuple[PDE, str, str] | None:
-        """``(pde, derivative, scheme)`` of the label-free scorecard, ``None`` when it is not computed."""
-        if self.unscored is not None or self.pde is None:
-            return None
-        return self.pde, self.derivative, self.scheme
+    def pde(self) -> PDE | None:
+        return self.physics.pde
 
-    def bind(self, context: Context) -> BoundResidual | None:
-        """The plan's residual on one trajectory (its grid and scalars, in float64); ``None`` without a PDE."""
-        if self.pde is None:
+    @property
+    def scored(self) -> bool:
+        """Whether the label-free scorecard is computed."""
+        return self.unscored is None and self.physics.available
+
+    def physics_of(self, predictor: Predictor) -> Physics:
+        """The physics a row's residuals are scored with: its run's (a UPAO run's checkpoint stores it), else the
+        plan's default."""
+        own = predictor.physics
+        return own if own is not None and own.available else self.physics
+
+    def residuals_note(self, predictor: Predictor) -> str | None:
+        """A row's note when its residuals use another discretisation than the plan's default (``None`` else)."""
+        own = self.physics_of(predictor)
+        if own is self.physics or own.same_choice(self.physics):
             return None
-        scalars = {k: v.double() for k, v in context.scalars.items()}
-        return BoundResidual.of(self.pde, context.grid, self.derivative, self.scheme, scalars)
+        return f"{own.discretisation} (its run's: {own.reason})"
 
 
 def plan_evaluation(request: EvaluationRequest, source: WellSource, rows: Sequence[Predictor]) -> EvaluationPlan:
@@ -120,14 +125,46 @@ def plan_evaluation(request: EvaluationRequest, source: WellSource, rows: Sequen
     context = sample_context(
         opened[0], list(opened.metadata.constant_scalar_names), source.channel_slots, file_time_axis(source)
     )
-    pde = find_pde_for_dataset(source.name)
-    floor = residual_floor_summary(source, request.stride, pde) if pde is not None else {"note": no_pde(source.name)}
-    derivative, scheme = discretisation_of(source, floor) if pde is not None else (None, None)
+    physics, floor = default_physics(source, request.stride)
+    unscored = None
+    if "note" in floor:
+        unscored = NO_PDE if physics.pde is None else UNSCORED_NO_FLOOR
     return EvaluationPlan(
         source, opened, history, request.stride, request.rollout_steps, request.rollout_starts,
-        request.max_trajectories, context, pde, derivative, scheme, floor,
-        (NO_PDE if pde is None else UNSCORED_NO_FLOOR) if "note" in floor else None,
+        request.max_trajectories, context, physics, floor, unscored,
     )  # fmt: skip
+
+
+def default_physics(source: WellSource, stride: int) -> tuple[Physics, dict]:
+    """The evaluation's default physics and the residual floor of the evaluated frames at the evaluated stride
+    (``well_upao.physics.discretisation.resolve`` with the dataset's UPAO defaults, an ``auto`` part chosen as the
+    UPAO trainer chooses it; a survey of every combination for the report's lowest). Frames too few at this
+    stride, or a parameter the files lack, give the floor a ``note`` and the default settings with an ``auto``
+    part replaced by the global default."""
+    pde = find_pde_for_dataset(source.name)
+    if pde is None:
+        return resolve(None, None, Requested(), no_pde=no_pde(source.name)), {"note": no_pde(source.name)}
+    requested = Requested.of(source.defaults, survey=True)
+    try:
+        physics = resolve(lambda: source.observed(stride, max_trajectories=2, max_frames=8), pde, requested, stride)
+    except (ValueError, KeyError) as error:
+        fixed = Requested(*(default if chosen == "auto" else chosen for chosen, default in (
+            (requested.derivative, DEFAULT_DERIVATIVE), (requested.scheme, DEFAULT_SCHEME))))  # fmt: skip
+        return resolve(None, pde, fixed), {"note": str(error).strip("'\"")}
+    return physics, floor_summary(physics, requested)
+
+
+def floor_summary(physics: Physics, requested: Requested) -> dict:
+    """The JSON's ``residual_floor``: the row of the default discretisation (``chosen_by: auto`` where the dataset's
+    default is ``auto``) and the lowest row of the survey."""
+
+    def entry(row) -> dict:
+        return {"derivative": row.derivative, "scheme": row.scheme, "residuals": row.residuals}
+
+    summary = {"lowest": entry(min(physics.rows, key=lambda r: r.mean))}
+    default = next(r for r in physics.rows if r.discretisation == (physics.derivative, physics.scheme))
+    summary["default"] = entry(default) | ({"chosen_by": "auto"} if requested.automatic else {})
+    return summary
 
 
 def open_split(source: WellSource, history: int, stride: int) -> WellUpaoDataset:
@@ -171,45 +208,6 @@ def sample_context(
     grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
     constants = sample.get("constant_fields")
     return Context(window_steps(times, time_axis).float(), grid, named, channel_slots, constants)
-
-
-def residual_floor_summary(source: WellSource, stride: int, pde: PDE) -> dict:
-    """The residual floor of the evaluated frames at the evaluated stride (``well_upao.physics.floor``): the
-    dataset's default derivative and time scheme (an ``auto`` part chosen as the UPAO trainer chooses it), and the
-    lowest combination (a few trajectories and frames). Frames too few at this stride give a ``note`` instead."""
-    try:
-        rows = floor_rows(source.observed(stride, max_trajectories=2, max_frames=8), stride, pde)
-    except (ValueError, KeyError) as error:  # too few frames at this stride; a parameter the files lack
-        return {"note": str(error).strip("'\"")}
-    derivative, scheme = dataset_defaults(source)
-    default = choose_discretisation(rows, derivative, scheme)
-
-    def entry(row) -> dict:
-        return {"derivative": row.derivative, "scheme": row.scheme, "residuals": row.residuals}
-
-    summary = {"lowest": entry(best_row(rows, stride))}
-    if default is not None:
-        summary["default"] = entry(default) | ({"chosen_by": "auto"} if "auto" in (derivative, scheme) else {})
-    return summary
-
-
-def dataset_defaults(source: WellSource) -> tuple[str, str]:
-    """The dataset's UPAO derivative and time scheme (``DatasetSpec.defaults``, else the global defaults)."""
-    return source.defaults.get("derivative", DEFAULT_DERIVATIVE), source.defaults.get("time_scheme", DEFAULT_SCHEME)
-
-
-def discretisation_of(source: WellSource, floor: dict) -> tuple[str, str]:
-    """``(derivative, scheme)`` of the evaluation's residuals: the dataset's UPAO default as the residual floor
-    chose it (:func:`residual_floor_summary`); without a floor, the default with an ``auto`` part replaced by the
-    global default."""
-    default = floor.get("default")
-    if default is not None:
-        return default["derivative"], default["scheme"]
-    derivative, scheme = dataset_defaults(source)
-    return (
-        DEFAULT_DERIVATIVE if derivative == "auto" else derivative,
-        DEFAULT_SCHEME if scheme == "auto" else scheme,
-    )
 
 
 def no_pde(dataset: str) -> str:

@@ -28,6 +28,7 @@ from well_upao.models.assembly import model_from_payload
 from well_upao.models.checkpoint import CheckpointError, read_checkpoint
 from well_upao.models.kinds import ModelKind, is_sequence_model, model_kind
 from well_upao.models.lora import adapter_layers, merge_adapters
+from well_upao.physics.discretisation import Physics
 from well_upao.physics.pdes import PDE
 from well_upao.physics.resample import fourier_resample
 from well_upao.physics.stencils import Grid
@@ -57,6 +58,9 @@ class Predictor:
     history: int | None = None
     #: where a model row's network runs (:meth:`place`; ``None``: where it was built, the CPU)
     device: torch.device | None = None
+    #: the physics its run trained with (a UPAO run's checkpoint stores it): its residuals are scored with it;
+    #: ``None``: the evaluation's default
+    physics: Physics | None = None
 
     def predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
         """The next frame; timed (a model on a GPU included: its prediction is copied back, which waits for it)."""
@@ -254,6 +258,8 @@ def load_predictor(
     predictor.notes["initial weights"] = initial_weights(payload)
     predictor.notes["protocol"] = train.get("protocol") or "unrecorded"
     predictor.notes["history"] = predictor.history
+    if train.get("physics"):  # a UPAO run's: its rows are scored with the discretisation it trained with
+        predictor.physics = Physics.from_record(train["physics"])
     if predictor.space.normalized:
         predictor.notes["normalization"] = predictor.space.describe()
     return predictor

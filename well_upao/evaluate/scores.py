@@ -157,7 +157,8 @@ def score(
     plan: EvaluationPlan, predictors: Sequence[Predictor], ladder: Sequence[Predictor] = (), progress: bool = True
 ) -> tuple[Evaluation, FigureFrames]:
     """One pass over the plan's trajectories scoring every row of ``predictors`` (their scorecard where the plan
-    computes one, :meth:`EvaluationPlan.scoring`; else each row's ``label_free_reasons`` say why) and of ``ladder``
+    computes one, :attr:`EvaluationPlan.scored`, each row with its own physics, :meth:`EvaluationPlan.physics_of`;
+    else each row's ``label_free_reasons`` say why) and of ``ladder``
     (VRMSEs and timings; the evaluation's ``solver_ladder``). Every row is scored on the same target frames (those
     after the plan's history); a predictor that reads fewer frames gets the last ones of each window."""
     longer = [p.name for p in [*predictors, *ladder] if p.history is not None and p.history > plan.history]
@@ -165,9 +166,9 @@ def score(
         raise EvaluationError(
             f"rows {longer} read more than the evaluated history of {plan.history} frames (--history)"
         )
-    scoring, unscored = plan.scoring, plan.unscored
-    if scoring is not None and plan.history < 2:
-        scoring, unscored = None, NO_WINDOW
+    scored, unscored = plan.scored, plan.unscored
+    if scored and plan.history < 2:
+        scored, unscored = False, NO_WINDOW
     data, source = plan.opened, plan.source
     count = len(data) if plan.max_trajectories is None else min(plan.max_trajectories, len(data))
     if count == 0:
@@ -183,20 +184,27 @@ def score(
         frames = torch.cat([sample["input_fields"], sample["output_fields"]]).float()
         context = sample_context(sample, names, source.channel_slots, time_axis)
         slotted = into_slots(frames.double(), source.channel_slots)  # the trajectory in slots, once
-        bound = plan.bind(context)  # its residual, once (None without a PDE)
-        scored = bound if scoring is not None else None
+        bounds = bind_rows(plan, predictors, context)  # each row's residual on the trajectory, once per physics
         steps = min(plan.rollout_steps, frames.shape[0] - plan.history)
         starts = spread_starts(frames.shape[0], plan.history, steps, plan.rollout_starts)
         counts += [0] * (steps - len(counts))
         for step in range(steps):
             counts[step] += len(starts)
-        first = {p.name: score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, scored)
-                 for p in predictors}  # fmt: skip
+        first = {
+            p.name: score_trajectory(
+                plan, p, sums[p.name], frames, slotted, context, starts, bounds[p.name] if scored else None
+            )
+            for p in predictors
+        }
         for p in ladder:
             score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, None)
         if index == 0:
-            figures = figure_frames(plan, frames, slotted, context, first, bound)
-    scores = [row_scores(p, sums[p.name], data, counts, unscored if scoring is None else None) for p in predictors]
+            figures = figure_frames(plan, frames, slotted, context, first, bounds)
+    scores = [row_scores(p, sums[p.name], data, counts, None if scored else unscored) for p in predictors]
+    for p, row in zip(predictors, scores, strict=True):
+        note = plan.residuals_note(p)
+        if note is not None:
+            row.notes["residuals"] = note
     evaluation = Evaluation(
         source.name, source.split, plan.stride, float(context.dt), plan.history, plan.rollout_steps, count,
         [n for group in data.metadata.field_names.values() for n in group], "windows", scores,
@@ -205,6 +213,22 @@ def score(
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
     return evaluation, figures
+
+
+def bind_rows(
+    plan: EvaluationPlan, predictors: Sequence[Predictor], context: Context
+) -> dict[str, BoundResidual | None]:
+    """Each row's residual on one trajectory (its grid and scalars, float64): one bound per distinct physics (the
+    plan's default, and a run's own where it has one); ``None`` without a PDE."""
+    scalars = {k: v.double() for k, v in context.scalars.items()}
+    bound: dict[int, BoundResidual | None] = {}
+    out = {}
+    for predictor in predictors:
+        physics = plan.physics_of(predictor)
+        if id(physics) not in bound:
+            bound[id(physics)] = physics.bind(context.grid, scalars)
+        out[predictor.name] = bound[id(physics)]
+    return out
 
 
 def score_trajectory(
@@ -269,15 +293,16 @@ def figure_frames(
     slotted: torch.Tensor,
     context: Context,
     predictions: dict[str, torch.Tensor],
-    bound: BoundResidual | None,
+    bounds: dict[str, BoundResidual | None],
 ) -> FigureFrames:
     """The figures' frames of the first trajectory: its middle predicted frame, each row's prediction of it and
-    ``|R_k|`` of that prediction under the trajectory's residual ``bound`` (:func:`residual_fields`)."""
+    ``|R_k|`` of that prediction under the row's residual on the trajectory (``bounds``, :func:`residual_fields`)."""
     offset = (frames.shape[0] - plan.history) // 2
     t = plan.history + offset
     figures = FigureFrames(t, frames[t])
     for name, prediction in predictions.items():
         figures.predictions[name] = prediction[offset]
+        bound = bounds.get(name)
         if bound is not None:
             predicted = into_slots(prediction[offset].double(), context.channel_slots)
             figures.residuals[name] = residual_fields(bound, slotted, predicted, t, context)

@@ -25,7 +25,7 @@ from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.predictors import SolverStep
 from well_upao.evaluate.report import window_cell
-from well_upao.evaluate.scores import Evaluation
+from well_upao.evaluate.results import Evaluation
 from well_upao.evaluate.windows import WELL_WINDOWS, window_label
 from well_upao.physics.pdes import pde_for_dataset
 

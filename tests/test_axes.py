@@ -113,7 +113,7 @@ def test_uneven_axes_in_a_file_are_refused_where_a_step_is_needed_not_when_it_is
     from well_synthetic import write_well_dataset
 
     from well_upao.data.source import WellSource
-    from well_upao.evaluate.plan import file_time_axis
+    from well_upao.harness.samples import file_time_axis
 
     dataset = write_well_dataset(tmp_path, "gray_scott_reaction_diffusion", n_steps=12)
     for path in sorted((dataset / "data").glob("*/*.hdf5")):

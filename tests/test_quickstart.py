@@ -75,7 +75,7 @@ def test_the_quickstart_validates_on_three_trajectories():
 
 
 def test_the_verdict_compares_with_extrapolation_and_the_cost_matched_solver():
-    from well_upao.evaluate.scores import Scores
+    from well_upao.evaluate.results import Scores
     from well_upao.quickstart import UPAO_ROW, verdict
 
     def row(name, vrmse, ms=1.0):
@@ -105,7 +105,7 @@ def test_the_extrap2_backbone_is_shipped_and_is_the_quickstarts_default():
 def test_the_verdict_states_the_label_free_score_and_the_guard_from_metrics_jsonl(tmp_path):
     """The verdict's label-free facts are those of the run's metrics.jsonl (the selected epoch's scores, the
     guard's refusals and kept_start_reason): changing the file changes the sentence."""
-    from well_upao.evaluate.scores import Scores
+    from well_upao.evaluate.results import Scores
     from well_upao.harness.metrics_file import read_metrics
     from well_upao.quickstart import UPAO_ROW, progress_text, verdict
 

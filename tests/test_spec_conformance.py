@@ -34,12 +34,13 @@ from well_synthetic import (
 )
 
 from well_upao.data.source import WellSource
-from well_upao.evaluate.plan import EvaluationRequest, file_time_axis, open_split, plan_evaluation, sample_context
+from well_upao.evaluate.plan import EvaluationRequest, open_split, plan_evaluation
 from well_upao.evaluate.predictors import Extrapolation, Persistence
-from well_upao.evaluate.scores import LABEL_FREE, score
+from well_upao.evaluate.results import LABEL_FREE
+from well_upao.evaluate.scores import score
 from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.harness.names import register_dataset_names
-from well_upao.harness.samples import batch_dt, batch_grid
+from well_upao.harness.samples import batch_dt, batch_grid, file_time_axis, sample_context
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.physics.discretisation import Physics
 from well_upao.physics.floor import floor_rows

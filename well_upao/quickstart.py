@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
-from well_upao.evaluate.scores import Scores
+from well_upao.evaluate.results import Scores
 from well_upao.harness import runs
 from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.model_factory import na_transformer

@@ -9,7 +9,7 @@ from matched_rows import expected_matched_rows
 
 from well_upao.cli import main
 from well_upao.evaluate.matched_solver import match_solvers
-from well_upao.evaluate.scores import Scores
+from well_upao.evaluate.results import Scores
 
 
 def scores(name: str, vrmse: float, ms: float, substeps: int = 1, coarsen: int = 1) -> Scores:

@@ -11,8 +11,9 @@ import torch
 
 from well_upao.data.datasets import DATASET_SLOTS, slot_indices
 from well_upao.datasets_exact import EXACT_PDES
-from well_upao.evaluate.predictors import Context, Extrapolation, Persistence, SolverStep
+from well_upao.evaluate.predictors import Extrapolation, Persistence, SolverStep
 from well_upao.evaluate.solver import supports
+from well_upao.harness.samples import Context
 from well_upao.physics import Grid, get_pde
 
 

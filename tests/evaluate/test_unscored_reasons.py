@@ -15,7 +15,7 @@ from well_synthetic import write_spec_dataset
 
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.plan import UNSCORED_NO_FLOOR
-from well_upao.evaluate.scores import LABEL_FREE, NO_EXTRAP2, NO_WINDOW
+from well_upao.evaluate.results import LABEL_FREE, NO_EXTRAP2, NO_WINDOW
 
 
 def request(base, history: int, out) -> EvaluationRequest:

@@ -13,9 +13,10 @@ import pytest
 import torch
 
 from well_upao.evaluate.metrics import vrmse_well
-from well_upao.evaluate.predictors import Context, Persistence, Predictor
+from well_upao.evaluate.predictors import Persistence, Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.evaluate.windows import rollout_starts, window_means
+from well_upao.harness.samples import Context
 
 
 def test_windows_slice_the_per_step_curve_as_the_wells_trainer_does():

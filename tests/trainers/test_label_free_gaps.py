@@ -14,8 +14,8 @@ import harness_command as harness
 import pytest
 import torch
 
-from well_upao.evaluate.predictors import Context, HarnessModel
-from well_upao.harness.samples import one_frame_prediction
+from well_upao.evaluate.predictors import HarnessModel
+from well_upao.harness.samples import Context, one_frame_prediction
 from well_upao.physics.scores import Scorecard
 from well_upao.physics.stencils import Grid
 from well_upao.trainers.guard import guard_unchecked

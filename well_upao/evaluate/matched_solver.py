@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from well_upao.evaluate.predictors import Context, SolverStep
-from well_upao.evaluate.scores import Scores
+from well_upao.evaluate.predictors import SolverStep
+from well_upao.evaluate.results import Scores
 from well_upao.evaluate.solver import supports
+from well_upao.harness.samples import Context
 from well_upao.physics.pdes import PDE
 
 #: grids coarser than this many points per axis are left out of the ladder

@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 
 from well_upao.data.source import WellSource
-from well_upao.evaluate.matched_solver import match_solvers, solver_ladder
+from well_upao.evaluate.matched_solver import solver_ladder
 from well_upao.evaluate.plan import EvaluationError, EvaluationPlan, EvaluationRequest, plan_evaluation
 from well_upao.evaluate.predictors import Predictor, classical_predictors, load_predictor, transfer_predictors
 from well_upao.evaluate.report import EvaluationReport, write_report
-from well_upao.evaluate.scores import Evaluation, FigureFrames, explain_unscored, score
+from well_upao.evaluate.scores import score
 from well_upao.harness.runs import RunCheckpoint
 
 __all__ = ["EvaluationReport", "EvaluationRequest", "run_evaluation"]
@@ -84,22 +84,6 @@ def matched_reference(predictors: Sequence[Predictor], transfers: Sequence[tuple
         raise EvaluationError(f"--match-solver {name!r} names no row; rows: {', '.join(names)}")
 
 
-def keep_best_assignment(evaluation: Evaluation, figures: FigureFrames, label: str) -> None:
-    """Of the rows ``<label> [source channels ...]`` keep the one with the lowest mean paper VRMSE, named ``label``
-    (its channels in ``notes``); the paper reports the best ``C_tgt``-subset for zero-shot transfer."""
-    candidates = [s for s in evaluation.scores if s.name.startswith(f"{label} [source channels ")]
-    if not candidates:
-        return
-    best = min(candidates, key=lambda s: s.mean_paper)
-    for candidate in candidates:
-        if candidate is not best:
-            figures.drop(candidate.name)
-    figures.rename(best.name, label)
-    evaluation.scores = [s for s in evaluation.scores if s is best or s not in candidates]
-    best.notes["assignments tried"] = len(candidates)
-    best.name = label
-
-
 def rows_of(
     plan: EvaluationPlan, request: EvaluationRequest, models: list[Predictor], transfers: Sequence[tuple[str, Path]]
 ) -> tuple[list[Predictor], list[Predictor]]:
@@ -120,22 +104,12 @@ def run_evaluation(
     """Evaluate the baselines, the checkpoints (read once, :class:`RunCheckpoint`; a ``None`` label names a row
     after its run folder) and models already in memory (``models``); write JSON and figures to ``request.out``.
     ``transfers``: (label, checkpoint) of one-frame models of another dataset, evaluated zero-shot on every subset
-    of their channels; the best one is kept (:func:`keep_best_assignment`)."""
+    of their channels; the best one is kept (``scores.keep_best_assignment``). The scoring pass returns the finished
+    evaluation (``scores.finish``)."""
     request.check()
     source = WellSource(request.base, request.dataset, request.split)
     rows = model_rows(source, checkpoints, models, transfers, request.device)
-    plan = plan_evaluation(request, source, rows)
+    selections = {row.name: c.selection for c, row in zip(checkpoints, rows, strict=False)}
+    plan = plan_evaluation(request, source, rows, selections, [label for label, _ in transfers])
     predictors, ladder = rows_of(plan, request, rows, transfers)
-    evaluation, figures = score(plan, predictors, ladder, progress=request.progress)
-    for checkpoint, row in zip(checkpoints, rows, strict=False):
-        scored = next((s for s in evaluation.scores if s.name == row.name), None)
-        if scored is not None:
-            scored.selection = checkpoint.selection
-    for label, _ in transfers:
-        keep_best_assignment(evaluation, figures, label)
-    if ladder:
-        reference = next(s for s in evaluation.scores if s.name == request.match_solver)
-        evaluation.scores += match_solvers(evaluation.solver_ladder, reference).rows()
-    evaluation.residual_floor = plan.floor
-    explain_unscored(evaluation, plan.unscored)
-    return write_report(evaluation, figures, request.out)
+    return write_report(*score(plan, predictors, ladder, progress=request.progress), request.out)

@@ -10,19 +10,16 @@ chooses it), with the residual floor of those frames (:func:`default_physics`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
-from well_upao.axes import UnevenAxisError, UniformAxis, window_steps
 from well_upao.data.source import WellSource
-from well_upao.evaluate.predictors import Context, Predictor
+from well_upao.evaluate.predictors import Predictor
 from well_upao.evaluate.windows import LONGEST_WINDOW_END
 from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
-from well_upao.harness.samples import grid_of, named_scalars
+from well_upao.harness.samples import Context, file_time_axis, sample_context
 from well_upao.models.na_transformer import T_IN
 from well_upao.physics.discretisation import DEFAULT_DERIVATIVE, DEFAULT_SCHEME, Physics, Requested, resolve
 from well_upao.physics.pdes import PDE, find_pde_for_dataset
@@ -92,6 +89,12 @@ class EvaluationPlan:
     floor: dict
     #: why the label-free scorecard is not computed (``None``: it is)
     unscored: str | None
+    #: each run's selection facts, by its row's name (``harness.runs.RunCheckpoint.selection``)
+    selections: Mapping[str, dict] = field(default_factory=dict)
+    #: the labels of the transferred models, each evaluated on every channel assignment (the best one is kept)
+    transfer_labels: tuple[str, ...] = ()
+    #: the row the solver ladder's matched rows are picked for (``EvaluationRequest.match_solver``)
+    match_solver: str | None = None
 
     @property
     def pde(self) -> PDE | None:
@@ -116,8 +119,15 @@ class EvaluationPlan:
         return f"{own.discretisation} (its run's: {own.reason})"
 
 
-def plan_evaluation(request: EvaluationRequest, source: WellSource, rows: Sequence[Predictor]) -> EvaluationPlan:
-    """The plan of ``request`` on ``source`` for the model ``rows`` (their histories set the default history)."""
+def plan_evaluation(
+    request: EvaluationRequest,
+    source: WellSource,
+    rows: Sequence[Predictor],
+    selections: Mapping[str, dict] | None = None,
+    transfer_labels: Sequence[str] = (),
+) -> EvaluationPlan:
+    """The plan of ``request`` on ``source`` for the model ``rows`` (their histories set the default history);
+    ``selections``: the runs' selection facts by row name; ``transfer_labels``: the transferred models' labels."""
     history = request.history or max((p.history for p in rows if p.history), default=DEFAULT_HISTORY)
     opened = open_split(source, history, request.stride)
     if len(opened) == 0:
@@ -131,7 +141,8 @@ def plan_evaluation(request: EvaluationRequest, source: WellSource, rows: Sequen
         unscored = NO_PDE if physics.pde is None else UNSCORED_NO_FLOOR
     return EvaluationPlan(
         source, opened, history, request.stride, request.rollout_steps, request.rollout_starts,
-        request.max_trajectories, context, physics, floor, unscored,
+        request.max_trajectories, context, physics, floor, unscored, dict(selections or {}), tuple(transfer_labels),
+        request.match_solver,
     )  # fmt: skip
 
 
@@ -186,28 +197,6 @@ def open_split(source: WellSource, history: int, stride: int) -> WellUpaoDataset
         min_dt_stride=stride,
         max_dt_stride=stride,
     )
-
-
-def file_time_axis(source: WellSource) -> UniformAxis | None:
-    """The split's time axis (``Layout.time_axis``), or ``None`` where it is not equally spaced: each window's own
-    fit is used then, and the residual floor's note says why the label-free columns are n/a."""
-    try:
-        return source.layout.time_axis
-    except UnevenAxisError:
-        return None
-
-
-def sample_context(
-    sample: dict, scalar_names: list[str], channel_slots: list[int], time_axis: UniformAxis | None = None
-) -> Context:
-    """The physics of one whole-trajectory sample: its dt (``well_upao.axes.window_steps``: a whole number
-    of the file's step ``time_axis`` when given), grid, named scalars, slots and constant fields."""
-    times = torch.cat([sample["input_time_grid"], sample["output_time_grid"]])
-    scalars = sample.get("constant_scalars", torch.zeros(0))[None].double()
-    named = named_scalars(scalars, scalar_names)
-    grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
-    constants = sample.get("constant_fields")
-    return Context(window_steps(times, time_axis).float(), grid, named, channel_slots, constants)
 
 
 def no_pde(dataset: str) -> str:

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
-from well_upao.evaluate.scores import Evaluation, FigureFrames
+from well_upao.evaluate.results import Evaluation, FigureFrames
 from well_upao.evaluate.windows import WELL_WINDOWS, window_label
 
 

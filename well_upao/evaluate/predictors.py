@@ -23,7 +23,7 @@ from well_upao.data.source import WellSource
 from well_upao.evaluate.solver import DEALIAS, PDESolver, supports
 from well_upao.harness.normalization import ModelSpace, model_space_for
 from well_upao.harness.runs import checkpoint_file, default_row_name, initial_weights, run_history
-from well_upao.harness.samples import one_frame_prediction
+from well_upao.harness.samples import Context, one_frame_prediction
 from well_upao.models.assembly import model_from_payload
 from well_upao.models.checkpoint import CheckpointError, read_checkpoint
 from well_upao.models.kinds import ModelKind, is_sequence_model, model_kind
@@ -32,18 +32,6 @@ from well_upao.physics.discretisation import Physics
 from well_upao.physics.pdes import PDE
 from well_upao.physics.resample import fourier_resample
 from well_upao.physics.stencils import Grid
-
-
-@dataclass
-class Context:
-    """What a sample tells about its physics: time step, grid, named scalars, slot map."""
-
-    dt: torch.Tensor  # (B,)
-    grid: Grid
-    scalars: dict[str, torch.Tensor]
-    channel_slots: list[int]
-    #: the sample's constant fields ``(*space, C_const)`` (the Well's ``constant_fields``), ``None`` without
-    constant_fields: torch.Tensor | None = None
 
 
 @dataclass

@@ -15,7 +15,8 @@ import dataclasses
 
 import torch
 
-from well_upao.evaluate.predictors import Context, Predictor
+from well_upao.evaluate.predictors import Predictor
+from well_upao.harness.samples import Context
 
 
 class ProtocolError(ValueError):

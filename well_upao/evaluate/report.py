@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
-from well_upao.evaluate.scores import LABEL_FREE, NOT_FINITE, Evaluation, FigureFrames, Scores, missing_scores
+from well_upao.evaluate.results import LABEL_FREE, NOT_FINITE, Evaluation, FigureFrames, Scores, missing_scores
 from well_upao.evaluate.windows import WELL_WINDOWS, first_non_finite_step, frames_needed, window_label
 
 

@@ -23,121 +23,31 @@ Results are averaged over trajectories. Classical baselines are always part of t
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import SLOT_NAMES
+from well_upao.evaluate.matched_solver import match_solvers
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
-from well_upao.evaluate.plan import EvaluationError, EvaluationPlan, file_time_axis, sample_context
-from well_upao.evaluate.predictors import Context, Predictor
+from well_upao.evaluate.plan import EvaluationError, EvaluationPlan
+from well_upao.evaluate.predictors import Predictor
 from well_upao.evaluate.protocol import one_step_all, rollout
+from well_upao.evaluate.results import (
+    NO_WINDOW,
+    Evaluation,
+    FigureFrames,
+    Scores,
+    explain_unscored,
+    missing_scores,
+)
 from well_upao.evaluate.windows import rollout_starts as spread_starts
 from well_upao.evaluate.windows import window_means
-from well_upao.harness.samples import into_slots
+from well_upao.harness.samples import Context, file_time_axis, into_slots, sample_context
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.residual import slot_fields
-
-#: the scorecard's columns in evaluation tables, in order
-LABEL_FREE = ("residual_ratio", "departure_extrap2", "backtest")
-#: why a score of :data:`LABEL_FREE` can be missing from a scored row (:func:`missing_scores`)
-NO_EXTRAP2 = "history < 3 frames: no extrap2 of the window"
-NO_BACKTEST = "no shorter window to backtest (history 1, or the row reads the whole history)"
-NOT_FINITE = "not finite"
-NO_WINDOW = "history 1: the scorecard needs at least 2 observed frames"
-NOT_SCORED = "not scored"
-
-
-@dataclass
-class Scores:
-    name: str
-    kind: str
-    one_step_vrmse_well: dict[str, float]
-    one_step_vrmse_paper: dict[str, float]
-    #: per rollout step (step 1 first), the mean over every rollout that reached it
-    rollout_vrmse_well: list[float]
-    seconds_per_prediction: float
-    notes: dict = field(default_factory=dict)
-    #: the label-free scorecard (``floor``, ``residual_ratio``, ``departure_extrap2``, ``backtest``), means over
-    #: every target frame; empty when not computed
-    label_free: dict = field(default_factory=dict)
-    #: why a label-free score of this row was not computed (``{name: reason}``; the table prints "n/a (reason)")
-    label_free_reasons: dict = field(default_factory=dict)
-    #: for a run's row: what its selection did (``kept_start``, ``kept_start_reason``, ``guard_rejections``, from
-    #: its ``metrics.jsonl``)
-    selection: dict = field(default_factory=dict)
-    #: the Well's rollout windows (``"6:12"``, ``"13:30"``): the mean of ``rollout_vrmse_well[a:b]``, ``None``
-    #: where the rollout did not reach step ``b``
-    rollout_windows: dict = field(default_factory=dict)
-    #: how many rollouts stand behind each step of ``rollout_vrmse_well``
-    rollout_counts: list[int] = field(default_factory=list)
-
-    @property
-    def mean_well(self) -> float:
-        return sum(self.one_step_vrmse_well.values()) / len(self.one_step_vrmse_well)
-
-    @property
-    def mean_paper(self) -> float:
-        """Mean over channels with a temporal variance (constant channels are NaN and left out)."""
-        values = [v for v in self.one_step_vrmse_paper.values() if v == v]
-        return sum(values) / len(values) if values else float("nan")
-
-
-@dataclass
-class Evaluation:
-    dataset: str
-    split: str
-    stride: int
-    dt: float
-    history: int
-    rollout_steps: int
-    n_trajectories: int
-    channels: list[str]
-    regime: str
-    scores: list[Scores]
-    #: the fixed-step solvers the matched rows were picked from (``well_upao.evaluate.matched_solver``)
-    solver_ladder: list[Scores] = field(default_factory=list)
-    #: where the data came from when we know: ``replica (<grid>, well-upao generate-replica v<n>)``
-    data_source: str = ""
-    #: the residual floor of the evaluated frames (``well_upao.evaluate.plan.residual_floor_summary``)
-    residual_floor: dict = field(default_factory=dict)
-    #: the longest rollout run (``rollout_steps`` is what was asked; a trajectory holds at most its frames after the
-    #: history), and the rollout starts asked per trajectory
-    rollout_steps_run: int = 0
-    rollout_starts: int = 1
-
-    def to_json(self) -> str:
-        data = asdict(self)
-        for row, score in zip(data["scores"], self.scores, strict=True):
-            row["mean_vrmse_well"], row["mean_vrmse_paper"] = score.mean_well, score.mean_paper
-        return json.dumps(data, indent=2)
-
-
-@dataclass
-class FigureFrames:
-    """The first trajectory at one predicted frame, for the figures: the true frame ``truth`` (``(*space, C)``, frame
-    ``frame`` of the trajectory), each row's one-step prediction of it, and each row's ``|R_k|`` per sub-equation
-    between the true frame before it and its prediction, under the plan's discretisation (empty without a PDE or
-    without the PDE's variables)."""
-
-    frame: int
-    truth: torch.Tensor
-    predictions: dict[str, torch.Tensor] = field(default_factory=dict)
-    residuals: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
-
-    def rename(self, old: str, new: str) -> None:
-        """Give row ``old``'s frames the name ``new``."""
-        for held in (self.predictions, self.residuals):
-            if old in held:
-                held[new] = held.pop(old)
-
-    def drop(self, name: str) -> None:
-        self.predictions.pop(name, None)
-        self.residuals.pop(name, None)
 
 
 @dataclass
@@ -212,7 +122,41 @@ def score(
     evaluation.solver_ladder = [row_scores(p, sums[p.name], data, counts) for p in ladder]
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
+    finish(plan, evaluation, figures)
     return evaluation, figures
+
+
+def finish(plan: EvaluationPlan, evaluation: Evaluation, figures: FigureFrames) -> None:
+    """What the scored rows still need: each run's selection facts (``plan.selections``), the best channel assignment
+    of each transferred model (:func:`keep_best_assignment`), the cost- and accuracy-matched solver rows of
+    ``plan.match_solver`` (from the ladder), the residual floor of the evaluated frames and every missing score's
+    reason."""
+    for row in evaluation.scores:
+        if row.name in plan.selections:
+            row.selection = plan.selections[row.name]
+    for label in plan.transfer_labels:
+        keep_best_assignment(evaluation, figures, label)
+    if evaluation.solver_ladder:
+        reference = next(s for s in evaluation.scores if s.name == plan.match_solver)
+        evaluation.scores += match_solvers(evaluation.solver_ladder, reference).rows()
+    evaluation.residual_floor = plan.floor
+    explain_unscored(evaluation, plan.unscored)
+
+
+def keep_best_assignment(evaluation: Evaluation, figures: FigureFrames, label: str) -> None:
+    """Of the rows ``<label> [source channels ...]`` keep the one with the lowest mean paper VRMSE, named ``label``
+    (its channels in ``notes``); the paper reports the best ``C_tgt``-subset for zero-shot transfer."""
+    candidates = [s for s in evaluation.scores if s.name.startswith(f"{label} [source channels ")]
+    if not candidates:
+        return
+    best = min(candidates, key=lambda s: s.mean_paper)
+    for candidate in candidates:
+        if candidate is not best:
+            figures.drop(candidate.name)
+    figures.rename(best.name, label)
+    evaluation.scores = [s for s in evaluation.scores if s is best or s not in candidates]
+    best.notes["assignments tried"] = len(candidates)
+    best.name = label
 
 
 def bind_rows(
@@ -326,31 +270,6 @@ def residual_fields(
     older = fields(slotted[t - 2]) if central else None
     residuals = bound.residuals(fields(slotted[t - 1]), fields(predicted), context.dt.double(), older=older)
     return {k: r[0, 0].abs().float() for k, r in residuals.items()}
-
-
-def missing_scores(label_free: dict, unscored: str | None = None) -> dict[str, str]:
-    """``{name: reason}`` for each score of :data:`LABEL_FREE` a row lacks: all of them with ``unscored`` (why the
-    scorecard was not computed) or :data:`NOT_SCORED`, when ``label_free`` is empty; else the departure without a
-    window long enough for extrap2, a ``nan`` backtest (no shorter window) and any other value that is not
-    finite."""
-    if not label_free:
-        return {name: unscored or NOT_SCORED for name in LABEL_FREE}
-    reasons = {}
-    for name in LABEL_FREE:
-        value = label_free.get(name)
-        if value is None:
-            reasons[name] = NO_EXTRAP2 if name == "departure_extrap2" else NOT_SCORED
-        elif not math.isfinite(value):
-            reasons[name] = NO_BACKTEST if name == "backtest" and math.isnan(value) else NOT_FINITE
-    return reasons
-
-
-def explain_unscored(evaluation: Evaluation, reason: str | None) -> None:
-    """Give every row that lacks a label-free score its reason (rows added after :func:`evaluate`, e.g. matched
-    solvers, are not scored: ``reason`` or :data:`NOT_SCORED`)."""
-    for score in evaluation.scores:
-        for name, why in missing_scores(score.label_free, reason).items():
-            score.label_free_reasons.setdefault(name, why)
 
 
 def label_free_scores(

@@ -5,18 +5,23 @@ A sample (or a batch of them, with a leading batch axis) holds ``input_time_grid
 (min-subtracted, so differences are the true spacing, whatever the time stride), ``space_grid`` (coordinates,
 ``(*space, d)``), ``boundary_conditions`` (``(d, 2)`` codes of ``the_well.data.datasets.BoundaryCondition``) and
 ``constant_scalars`` (the per-trajectory ``/scalars``, in the metadata's ``constant_scalar_names`` order).
+
+Training decodes batches here (:func:`batch_grid`, :func:`batch_dt`) and evaluation whole-trajectory samples
+(:func:`sample_context`, with the split's time axis :func:`file_time_axis`): one place for both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import torch
 from einops import rearrange
 from the_well.data.datasets import BoundaryCondition
 
-from well_upao.axes import UniformAxis, uniform_step, window_steps
+from well_upao.axes import UnevenAxisError, UniformAxis, uniform_step, window_steps
 from well_upao.data.slot_inventory import N_SLOTS
+from well_upao.data.source import WellSource
 from well_upao.physics.stencils import Grid
 
 PERIODIC = BoundaryCondition.PERIODIC.value
@@ -87,3 +92,37 @@ def one_frame_prediction(
     if constants is not None:
         inputs = torch.cat([inputs, constants.to(inputs)], dim=-1)
     return model(inputs)
+
+
+@dataclass
+class Context:
+    """What a sample tells about its physics: time step, grid, named scalars, slot map."""
+
+    dt: torch.Tensor  # (B,)
+    grid: Grid
+    scalars: dict[str, torch.Tensor]
+    channel_slots: list[int]
+    #: the sample's constant fields ``(*space, C_const)`` (the Well's ``constant_fields``), ``None`` without
+    constant_fields: torch.Tensor | None = None
+
+
+def file_time_axis(source: WellSource) -> UniformAxis | None:
+    """The split's time axis (``Layout.time_axis``), or ``None`` where it is not equally spaced: each window's own
+    fit is used then, and the residual floor's note says why the label-free columns are n/a."""
+    try:
+        return source.layout.time_axis
+    except UnevenAxisError:
+        return None
+
+
+def sample_context(
+    sample: dict, scalar_names: list[str], channel_slots: list[int], time_axis: UniformAxis | None = None
+) -> Context:
+    """The physics of one whole-trajectory sample: its dt (``well_upao.axes.window_steps``: a whole number
+    of the file's step ``time_axis`` when given), grid, named scalars, slots and constant fields."""
+    times = torch.cat([sample["input_time_grid"], sample["output_time_grid"]])
+    scalars = sample.get("constant_scalars", torch.zeros(0))[None].double()
+    named = named_scalars(scalars, scalar_names)
+    grid = grid_of(sample["space_grid"], sample["boundary_conditions"])
+    constants = sample.get("constant_fields")
+    return Context(window_steps(times, time_axis).float(), grid, named, channel_slots, constants)

@@ -1,0 +1,134 @@
+"""What an evaluation produces (``well-upao evaluate``): each row's :class:`Scores`, the :class:`Evaluation` that holds
+them, the figures' frames (:class:`FigureFrames`), and why a label-free score is missing (:func:`missing_scores`).
+Data only: the scoring pass (``well_upao.evaluate.scores``) fills them, the report (``well_upao.evaluate.report``)
+prints them."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+#: the scorecard's columns in evaluation tables, in order
+LABEL_FREE = ("residual_ratio", "departure_extrap2", "backtest")
+#: why a score of :data:`LABEL_FREE` can be missing from a scored row (:func:`missing_scores`)
+NO_EXTRAP2 = "history < 3 frames: no extrap2 of the window"
+NO_BACKTEST = "no shorter window to backtest (history 1, or the row reads the whole history)"
+NOT_FINITE = "not finite"
+NO_WINDOW = "history 1: the scorecard needs at least 2 observed frames"
+NOT_SCORED = "not scored"
+
+
+@dataclass
+class Scores:
+    name: str
+    kind: str
+    one_step_vrmse_well: dict[str, float]
+    one_step_vrmse_paper: dict[str, float]
+    #: per rollout step (step 1 first), the mean over every rollout that reached it
+    rollout_vrmse_well: list[float]
+    seconds_per_prediction: float
+    notes: dict = field(default_factory=dict)
+    #: the label-free scorecard (``floor``, ``residual_ratio``, ``departure_extrap2``, ``backtest``), means over
+    #: every target frame; empty when not computed
+    label_free: dict = field(default_factory=dict)
+    #: why a label-free score of this row was not computed (``{name: reason}``; the table prints "n/a (reason)")
+    label_free_reasons: dict = field(default_factory=dict)
+    #: for a run's row: what its selection did (``kept_start``, ``kept_start_reason``, ``guard_rejections``, from
+    #: its ``metrics.jsonl``)
+    selection: dict = field(default_factory=dict)
+    #: the Well's rollout windows (``"6:12"``, ``"13:30"``): the mean of ``rollout_vrmse_well[a:b]``, ``None``
+    #: where the rollout did not reach step ``b``
+    rollout_windows: dict = field(default_factory=dict)
+    #: how many rollouts stand behind each step of ``rollout_vrmse_well``
+    rollout_counts: list[int] = field(default_factory=list)
+
+    @property
+    def mean_well(self) -> float:
+        return sum(self.one_step_vrmse_well.values()) / len(self.one_step_vrmse_well)
+
+    @property
+    def mean_paper(self) -> float:
+        """Mean over channels with a temporal variance (constant channels are NaN and left out)."""
+        values = [v for v in self.one_step_vrmse_paper.values() if v == v]
+        return sum(values) / len(values) if values else float("nan")
+
+
+@dataclass
+class Evaluation:
+    dataset: str
+    split: str
+    stride: int
+    dt: float
+    history: int
+    rollout_steps: int
+    n_trajectories: int
+    channels: list[str]
+    regime: str
+    scores: list[Scores]
+    #: the fixed-step solvers the matched rows were picked from (``well_upao.evaluate.matched_solver``)
+    solver_ladder: list[Scores] = field(default_factory=list)
+    #: where the data came from when we know: ``replica (<grid>, well-upao generate-replica v<n>)``
+    data_source: str = ""
+    #: the residual floor of the evaluated frames (``well_upao.evaluate.plan.residual_floor_summary``)
+    residual_floor: dict = field(default_factory=dict)
+    #: the longest rollout run (``rollout_steps`` is what was asked; a trajectory holds at most its frames after the
+    #: history), and the rollout starts asked per trajectory
+    rollout_steps_run: int = 0
+    rollout_starts: int = 1
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        for row, score in zip(data["scores"], self.scores, strict=True):
+            row["mean_vrmse_well"], row["mean_vrmse_paper"] = score.mean_well, score.mean_paper
+        return json.dumps(data, indent=2)
+
+
+@dataclass
+class FigureFrames:
+    """The first trajectory at one predicted frame, for the figures: the true frame ``truth`` (``(*space, C)``, frame
+    ``frame`` of the trajectory), each row's one-step prediction of it, and each row's ``|R_k|`` per sub-equation
+    between the true frame before it and its prediction, under the plan's discretisation (empty without a PDE or
+    without the PDE's variables)."""
+
+    frame: int
+    truth: torch.Tensor
+    predictions: dict[str, torch.Tensor] = field(default_factory=dict)
+    residuals: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+
+    def rename(self, old: str, new: str) -> None:
+        """Give row ``old``'s frames the name ``new``."""
+        for held in (self.predictions, self.residuals):
+            if old in held:
+                held[new] = held.pop(old)
+
+    def drop(self, name: str) -> None:
+        self.predictions.pop(name, None)
+        self.residuals.pop(name, None)
+
+
+def missing_scores(label_free: dict, unscored: str | None = None) -> dict[str, str]:
+    """``{name: reason}`` for each score of :data:`LABEL_FREE` a row lacks: all of them with ``unscored`` (why the
+    scorecard was not computed) or :data:`NOT_SCORED`, when ``label_free`` is empty; else the departure without a
+    window long enough for extrap2, a ``nan`` backtest (no shorter window) and any other value that is not
+    finite."""
+    if not label_free:
+        return {name: unscored or NOT_SCORED for name in LABEL_FREE}
+    reasons = {}
+    for name in LABEL_FREE:
+        value = label_free.get(name)
+        if value is None:
+            reasons[name] = NO_EXTRAP2 if name == "departure_extrap2" else NOT_SCORED
+        elif not math.isfinite(value):
+            reasons[name] = NO_BACKTEST if name == "backtest" and math.isnan(value) else NOT_FINITE
+    return reasons
+
+
+def explain_unscored(evaluation: Evaluation, reason: str | None) -> None:
+    """Give every row that lacks a label-free score its reason (rows added after :func:`evaluate`, e.g. matched
+    solvers, are not scored: ``reason`` or :data:`NOT_SCORED`)."""
+    for score in evaluation.scores:
+        for name, why in missing_scores(score.label_free, reason).items():
+            score.label_free_reasons.setdefault(name, why)

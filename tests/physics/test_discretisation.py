@@ -88,7 +88,8 @@ def test_training_and_evaluation_score_a_run_with_the_discretisation_it_trained_
     for label, settings in {"auto": ("auto", "auto"), "fixed": ("spectral", "crank_nicolson")}.items():
         runs[label] = harness.run_harness_in_process(
             small_datasets, tmp_path / "experiments", monkeypatch, "model=na_nslora", "model.layers=1",
-            "model.pretrained=null", "trainer=upao", "data=tg2d", "data.batch_size=2", "data.n_steps_input=4", "trainer.epochs=1",
+            "model.pretrained=null", "trainer=upao", "data=tg2d", "data.batch_size=2", "data.n_steps_input=4",
+            "trainer.epochs=1",
             "trainer.epoch_steps=2", "trainer.max_rollout_steps=1", "data.max_rollout_steps=2",
             "trainer.short_validation_length=1", "trainer.rollout_val_frequency=1000", f"name={label}",
             f"trainer.derivative={settings[0]}", f"trainer.time_scheme={settings[1]}",

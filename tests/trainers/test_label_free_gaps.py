@@ -19,7 +19,9 @@ from well_upao.harness.samples import Context, one_frame_prediction
 from well_upao.physics.scores import Scorecard
 from well_upao.physics.stencils import Grid
 from well_upao.trainers.guard import guard_unchecked
-from well_upao.trainers.upao import START_WEIGHTS, UpaoLoss
+from well_upao.trainers.start_model import START_WEIGHTS
+from well_upao.trainers.upao import UpaoLoss
+from well_upao.trainers.upao_validation import UpaoValidation
 
 COMPLETE = Scorecard(floor=1e-3, residual_ratio=1.5, departure=0.2, backtest=0.3)
 
@@ -42,24 +44,20 @@ def test_the_guard_names_each_rule_it_could_not_check():
 def test_a_runs_missing_scores_are_named_with_their_reasons():
     loss = UpaoLoss()
     loss.one_frame, loss.history = False, 4
-    assert loss.unavailable_scores(COMPLETE, has_reference=True) is None  # negative control
-    text = loss.unavailable_scores(Scorecard(floor=1e-3, residual_ratio=1.5), has_reference=False)
+    validation = UpaoValidation(loss, True, 2, 30)
+    assert validation.unavailable_scores(COMPLETE, has_reference=True) is None  # negative control
+    text = validation.unavailable_scores(Scorecard(floor=1e-3, residual_ratio=1.5), has_reference=False)
     assert text == (
         "departure: no starting model to compare with (a run resumed without "
         f"checkpoints/{START_WEIGHTS}, or a sharded run resumed: its start's predictions are kept in memory); "
         "backtest: not finite on the validation batches"
     )
     loss.one_frame = True
-    assert loss.unavailable_scores(Scorecard(1e-3, 1.5, 0.2), True) == (
+    assert validation.unavailable_scores(Scorecard(1e-3, 1.5, 0.2), True) == (
         "backtest: a one-frame model predicts no observed frame of the history"
     )
     loss.one_frame, loss.history = False, 1
-    assert "history of 1 frame" in loss.unavailable_scores(Scorecard(1e-3, 1.5, 0.2), True)
-
-
-def test_an_empty_floor_table_says_why():
-    loss = UpaoLoss()
-    assert "fixed (not auto)" in loss.floors_reason
+    assert "history of 1 frame" in validation.unavailable_scores(Scorecard(1e-3, 1.5, 0.2), True)
 
 
 @pytest.mark.parametrize("formatter", ["channels_first_default", "channels_last_default"])

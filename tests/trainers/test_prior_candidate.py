@@ -14,6 +14,7 @@ from well_upao.models.na_transformer import NATransformer, extrapolate_history
 from well_upao.physics.scores import SCORE_NAMES
 from well_upao.trainers.loop import correction_off
 from well_upao.trainers.upao import UpaoLoss
+from well_upao.trainers.upao_validation import UpaoValidation
 
 SLOTS = [0, 1, 15]
 
@@ -55,22 +56,18 @@ def card_logs(prefix: str, **values: float) -> dict[str, float]:
 
 
 def test_the_rule_keeps_the_prior_when_the_selected_model_backtests_worse():
-    loss = UpaoLoss()  # guard_backtest_tolerance 0.1
-
-    class Bare:
-        base = "extrap2"
-
-    loss.trainer = type("T", (), {"bare_model": Bare()})()
+    judge = UpaoLoss().judge  # guard_backtest_tolerance 0.1
+    judge.prior = "extrap2"  # what binding a model with base extrap2 sets
     prior = card_logs("valid_score_prior_", backtest=6.35e-05, residual_ratio=0.97)
     # issue 42's run: the trained model's backtest 0.031 against extrap2's 6.35e-05
-    reason = loss.prior_check(card_logs("valid_score_", backtest=0.031), prior)
+    reason = judge.prior_check(card_logs("valid_score_", backtest=0.031), prior)
     assert reason is not None and "extrap2" in reason and "0.031" in reason
     # within the tolerance (10% worse) and better: the selected model stays
-    assert loss.prior_check(card_logs("valid_score_", backtest=6.9e-05), prior) is None
-    assert loss.prior_check(card_logs("valid_score_", backtest=1e-05), prior) is None
+    assert judge.prior_check(card_logs("valid_score_", backtest=6.9e-05), prior) is None
+    assert judge.prior_check(card_logs("valid_score_", backtest=1e-05), prior) is None
     # no backtest (nan) decides nothing
-    assert loss.prior_check(card_logs("valid_score_"), prior) is None
-    verdict = loss.prior_verdict(card_logs("valid_score_", backtest=0.031) | prior)
+    assert judge.prior_check(card_logs("valid_score_"), prior) is None
+    verdict = judge.prior_verdict(card_logs("valid_score_", backtest=0.031) | prior)
     assert verdict.startswith("the pretrained correction is worse than the extrap2 it corrects")
 
 
@@ -95,7 +92,8 @@ def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scor
         formatter_name="channels_last_default",
     )
     loss.one_frame, loss.history, loss.space = False, history, ModelSpace()
-    logs = loss.paper_vrmse(full=False)
+    validation = UpaoValidation(loss, prior_candidate=True, vrmse_trajectories=2, rollout_vrmse_steps=30)
+    logs = validation.paper_vrmse(full=False)
     extrapolated = torch.stack(
         [3 * trajectory[t - 1] - 3 * trajectory[t - 2] + trajectory[t - 3] for t in range(history, 9)]
     )
@@ -109,5 +107,5 @@ def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scor
     last = vrmse_well(rolled[-1][None], trajectory[-1:], 2).mean().item()
     assert logs["valid_prior_rollout_VRMSE_steps"] == 5
     assert logs["valid_prior_rollout_VRMSE_last"] == pytest.approx(last, rel=1e-4)
-    loss.prior_candidate = False
-    assert "valid_prior_paper_VRMSE" not in loss.paper_vrmse(full=False)
+    validation.prior_candidate = False
+    assert "valid_prior_paper_VRMSE" not in validation.paper_vrmse(full=False)

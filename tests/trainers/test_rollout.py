@@ -216,7 +216,7 @@ def test_the_rollout_backtest_ends_on_the_last_observed_frame(small_datasets, tm
     frames = list(history[:, :5].unbind(1))
     for _ in range(3):
         frames.append(3 * frames[-1] - 3 * frames[-2] + frames[-3])
-    backtest = trainer.loss.rollout_backtest(batch)
+    backtest = trainer.loss.validation.rollout_backtest(batch)
     torch.testing.assert_close(backtest.double(), frames[-1], rtol=1e-4, atol=1e-5)
     assert not torch.allclose(backtest.double(), history[:, -1], rtol=1e-3, atol=0)  # a prediction, not the frame
 
@@ -228,7 +228,7 @@ def test_the_guard_refuses_a_rollout_candidate_worse_than_the_start(small_datase
     trainer = rollout_trainer(small_datasets, tmp_path, 2, model_kwargs={"base": "extrap2"}, validate_start=True)
     loader = trainer.datamodule.val_dataloader()
     _, start_logs = trainer.validation_loop(loader, full=False)  # global step 0: the start's card
-    assert trainer.loss.guard_check(start_logs) is None  # negative control
+    assert trainer.judge.check(start_logs) is None  # negative control
     trainer.global_step = 1
     torch.manual_seed(1)
     with torch.no_grad():
@@ -237,7 +237,7 @@ def test_the_guard_refuses_a_rollout_candidate_worse_than_the_start(small_datase
             parameter.add_(0.05 * torch.randn_like(parameter))
     _, logs = trainer.validation_loop(loader, full=False)
     assert logs["valid_score_backtest"] > 1.1 * logs["valid_score_start_backtest"]
-    reason = trainer.loss.guard_check(logs)
+    reason = trainer.judge.check(logs)
     assert reason is not None and "backtest" in reason
 
 
@@ -302,7 +302,7 @@ def test_validations_log_the_wells_rollout_windows_by_hand(small_datasets, tmp_p
     from well_upao.evaluate.predictors import BackboneModel
 
     trainer = make_trainer(small_datasets, tmp_path, data_kwargs={"n_steps_input": 2}, vrmse_trajectories=2)
-    logs = trainer.loss.paper_vrmse(full=False)
+    logs = trainer.loss.validation.paper_vrmse(full=False)
     dataset = trainer.datamodule.rollout_val_dataset
     predictor = BackboneModel("model", trainer.bare_model, trainer.loss.space)
     curves = []
@@ -325,7 +325,7 @@ def test_validations_log_the_wells_rollout_windows_by_hand(small_datasets, tmp_p
 
 
 def test_rollout_window_logs_slice_the_mean_curve_as_the_wells_trainer():
-    from well_upao.trainers.upao import rollout_window_logs
+    from well_upao.trainers.upao_validation import rollout_window_logs
 
     curves = [[float(k) for k in range(30)], [2.0 * k for k in range(31)]]  # mean curve 1.5 k over the 30 common steps
     logs = rollout_window_logs(curves, "v")
@@ -337,7 +337,8 @@ def test_rollout_window_logs_slice_the_mean_curve_as_the_wells_trainer():
 def test_a_sharded_run_keeps_its_starts_predictions_for_the_departure(small_datasets, tmp_path, monkeypatch, steps):
     """Under FSDP no starting model can be copied: the start's predictions of each validation batch are kept at the
     first validation, and a later candidate's departure equals the one measured against a copied start model."""
-    import well_upao.trainers.upao as upao
+    import well_upao.trainers.start_model as start_model
+    import well_upao.trainers.upao_validation as upao_validation
 
     def validate_twice(trainer):
         loader = trainer.datamodule.val_dataloader()
@@ -350,7 +351,8 @@ def test_a_sharded_run_keeps_its_starts_predictions_for_the_departure(small_data
         return first, trainer.validation_loop(loader, full=False)[1]
 
     plain = validate_twice(rollout_trainer(small_datasets, tmp_path / "plain", steps, validate_start=True))
-    monkeypatch.setattr(upao, "is_sharded", lambda model: True)  # what FSDP2 modules answer
+    for module in (start_model, upao_validation):
+        monkeypatch.setattr(module, "is_sharded", lambda model: True)  # what FSDP2 modules answer
     sharded = validate_twice(rollout_trainer(small_datasets, tmp_path / "sharded", steps, validate_start=True))
     assert sharded[0]["valid_score_departure"] == plain[0]["valid_score_departure"] == 0.0
     assert sharded[1]["valid_score_departure"] > 0

@@ -13,10 +13,10 @@ class Judge:
     def __init__(self, refuse=(), prior_backtest: float | None = None):
         self.refuse, self.prior_backtest = set(refuse), prior_backtest
 
-    def guard_check(self, logs):
+    def check(self, logs):
         return "worse than the start" if logs["epoch"] in self.refuse else None
 
-    def guard_unchecked(self, logs):
+    def unchecked(self, logs):
         return None
 
     def prior_check(self, best_logs, logs):

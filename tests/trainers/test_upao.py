@@ -283,7 +283,7 @@ def test_auto_derivative_and_time_scheme_take_the_lowest_floor_of_the_training_f
     assert trainer.loss.objective.derivative == chosen[0] and trainer.loss.objective.scheme == chosen[1]
     fixed = make_trainer(small_datasets, tmp_path / "fixed", dataset="tg2d", derivative="fd", time_scheme="auto")
     assert fixed.loss.settings["derivative"] == "fd" and fixed.loss.settings["time_scheme"] != "auto"
-    assert all(key.startswith("fd/") for key in fixed.loss.floors)
+    assert all(key.startswith("fd/") for key in fixed.loss.physics.floors)
 
 
 def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path, monkeypatch):

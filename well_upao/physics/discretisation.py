@@ -36,7 +36,7 @@ from well_upao.physics.floor import (
     floor_rows,
     permitted,
 )
-from well_upao.physics.pdes import PDE, get_pde
+from well_upao.physics.pdes import PDE, pde_named
 from well_upao.physics.stencils import Grid
 
 #: the residual's discretisation where neither a run nor its dataset chooses one
@@ -121,9 +121,10 @@ class Physics:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Physics:
-        """A stored :meth:`record` (its PDE looked up in the registry: a run's ``data.imports`` registered a user's)."""
+        """A stored :meth:`record` (its PDE looked up by name, ``pdes.pde_named``: a run's ``data.imports``
+        registered a user's)."""
         name = record.get("pde")
-        pde = get_pde(name) if name is not None else None
+        pde = pde_named(name) if name is not None else None
         return cls(
             pde, record.get("derivative"), record.get("scheme"), dict(record.get("constants") or {}),
             dict(record.get("floors") or {}), record.get("reason", ""),

@@ -90,11 +90,13 @@ def guard_unchecked(start: Scorecard | None, candidate: Scorecard) -> list[str]:
 @dataclass
 class Guard:
     """``enabled``: ``trainer.guard``; ``settings``: its thresholds; ``start_card``: the start's scorecard (its first
-    validation, or a resumed run's checkpoint), the reference when a validation did not score the start."""
+    validation, or a resumed run's checkpoint), the reference when a validation did not score the start; ``prior``:
+    the name of the model's prior (its extrapolation base, e.g. ``extrap2``), ``None`` when it has none."""
 
     enabled: bool = True
     settings: GuardSettings = field(default_factory=GuardSettings)
     start_card: Scorecard | None = None
+    prior: str | None = None
 
     def reference(self, logs: Mapping[str, Any]) -> Scorecard | None:
         """The start's card the guard compares with: the one measured on the candidate's batches, else
@@ -119,9 +121,10 @@ class Guard:
     def worse_than_prior(self, candidate: float, prior: float) -> bool:
         return candidate > (1 + self.settings.backtest_tolerance) * prior
 
-    def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any], base: str) -> str | None:
-        """Why the prior ``base`` should be kept instead of the selected candidate (its validation ``best_logs``;
-        the prior's card from ``logs``, scored on the same batches), or ``None``."""
+    def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
+        """Why the prior should be kept instead of the selected candidate (its validation ``best_logs``; the prior's
+        card from ``logs``, scored on the same batches), or ``None`` (also without a prior)."""
+        base = self.prior or "its base"
         candidate, prior = backtests(best_logs, logs)
         if candidate is None or not self.worse_than_prior(candidate, prior):
             return None
@@ -130,8 +133,9 @@ class Guard:
             f"(backtest {candidate:.3g} vs {prior:.3g} of its step)"
         )
 
-    def prior_verdict(self, logs: Mapping[str, Any], base: str) -> str | None:
+    def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
         """The first validation's comparison of the start with its prior, one line (``None`` without a prior)."""
+        base = self.prior or "its base"
         start, prior = backtests(logs, logs)
         if start is None:
             return None

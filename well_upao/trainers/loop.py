@@ -46,6 +46,7 @@ from well_upao.models.checkpoint import (
 from well_upao.models.kinds import is_sequence_model
 from well_upao.trainers import records, sharded_checkpoint
 from well_upao.trainers.diagnosis import describe_non_finite
+from well_upao.trainers.guard import Guard
 from well_upao.trainers.rollout import RolloutSettings
 from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_scheduler, step_scheduler
 from well_upao.trainers.selection import Decision, Selection
@@ -65,6 +66,9 @@ class TrainingLoss:
     #: then short like the others (the Well's loop makes it full, on the whole split, so its last candidate was
     #: compared on other windows than the earlier ones and the start)
     selects_on_the_same_batches = False
+    #: the run's label-free judge (``trainers.guard.Guard``: the guard and the prior rule), ``None`` for losses
+    #: whose selection needs none; the loop holds it
+    judge = None
 
     def bind(self, trainer: Trainer) -> None:
         self.trainer = trainer
@@ -91,25 +95,6 @@ class TrainingLoss:
     def protocol_settings(self) -> dict[str, Any]:
         """The loss's settings that belong to the training protocol (``Trainer.protocol_facts``)."""
         return {"objective": type(self).__name__}
-
-    def guard_check(self, logs: dict[str, Any]) -> str | None:
-        """Why the selection should refuse a candidate its criterion prefers (its validation ``logs``), or
-        ``None``; the UPAO loss's guard (``trainers/upao.py``) overrides this."""
-        return None
-
-    def guard_unchecked(self, logs: dict[str, Any]) -> str | None:
-        """What the guard could not check on a candidate (its validation ``logs``) and why, or ``None``."""
-        return None
-
-    def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None:
-        """Why the model's prior (its prediction base, the correction switched off) should be kept instead of the
-        selected candidate (whose validation logs are ``best_logs``; ``logs``: the latest validation's, which
-        scored the prior), or ``None``; the UPAO loss overrides this."""
-        return None
-
-    def prior_verdict(self, logs: dict[str, Any]) -> str | None:
-        """One line comparing the starting model with its prior at the first validation, or ``None``."""
-        return None
 
 
 @contextlib.contextmanager
@@ -285,6 +270,8 @@ class Trainer(WellTrainer):
         self.validation = validation or well_validation
         self.loss = loss
         loss.bind(self)
+        #: the run's label-free judge (the guard and the prior rule; ``None`` without one): the selection asks it
+        self.judge: Guard | None = loss.judge
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -508,7 +495,7 @@ class Trainer(WellTrainer):
                 with self.budget.excluded():
                     val_loss, val_logs = self.validation(self, "valid", full, epoch)
                 self.last_val_loss = val_loss
-                decision = self.selection.consider(epoch, val_loss, val_logs, self.loss)
+                decision = self.selection.consider(epoch, val_loss, val_logs, self.judge)
                 self.place_best(epoch, val_loss, decision)
                 logs |= {"guard_rejected": bool(decision.guard_reason), "guard_reason": decision.guard_reason}
                 logs |= {"guard_unchecked": decision.guard_unchecked}
@@ -546,8 +533,8 @@ class Trainer(WellTrainer):
         validation is the epoch-0 line of ``metrics.jsonl``."""
         val_loss, logs = self.validation(self, "valid", False, 0)
         self.last_val_loss = val_loss
-        self.place_best(0, val_loss, self.selection.start(val_loss, logs, self.loss))
-        verdict = self.loss.prior_verdict(logs)
+        self.place_best(0, val_loss, self.selection.start(val_loss, logs, self.judge))
+        verdict = self.judge.prior_verdict(logs) if self.judge is not None else None
         if verdict is not None:
             logger.info(f"epoch 0 (before training): {verdict}")
             logs["prior_verdict"] = verdict

@@ -3,11 +3,11 @@
 Each validation gives a candidate (the model at that epoch; epoch 0 is the model as training started) with its
 criterion value (lower is better) and its validation logs. :class:`Selection` decides, from those alone:
 
-* *improved*: the criterion is below the best so far, and the loss's guard (:meth:`Judge.guard_check`, the UPAO
-  scorecard against the start) does not refuse the candidate; a refusal is counted, and while the start is still
-  the best its reason is kept (``kept_start_reason``);
+* *improved*: the criterion is below the best so far, and the run's judge (:meth:`Judge.check`, the UPAO
+  scorecard against the start; ``trainers/guard.py``) does not refuse the candidate; a refusal is counted, and while
+  the start is still the best its reason is kept (``kept_start_reason``);
 * *early stopping*: ``patience`` validations in a row without improvement (``0``: never);
-* *the prior*: for a model with an extrapolation base, the loss's prior check (:meth:`Judge.prior_check`, the
+* *the prior*: for a model with an extrapolation base, the judge's prior check (:meth:`Judge.prior_check`, the
   selected candidate's scores against the prior's on the same batches) may prefer the prior; ``best.pt`` then
   holds the model with its correction switched off until a later candidate is selected.
 
@@ -26,11 +26,12 @@ logger = logging.getLogger(__name__)
 
 
 class Judge(Protocol):
-    """What the selection asks the training loss (``trainers.loop.TrainingLoss``)."""
+    """What the selection asks the run's label-free judge (``trainers.guard.Guard``; a run without one passes
+    ``None``: nothing is refused, no prior is kept)."""
 
-    def guard_check(self, logs: dict[str, Any]) -> str | None: ...
+    def check(self, logs: dict[str, Any]) -> str | None: ...
 
-    def guard_unchecked(self, logs: dict[str, Any]) -> str | None: ...
+    def unchecked(self, logs: dict[str, Any]) -> str | None: ...
 
     def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None: ...
 
@@ -70,22 +71,23 @@ class Selection:
     #: the last thing the guard said it could not check (logged once per new gap; not part of the state)
     unchecked_said: str | None = field(default=None, compare=False)
 
-    def start(self, value: float, logs: dict[str, Any], judge: Judge) -> Decision:
+    def start(self, value: float, logs: dict[str, Any], judge: Judge | None) -> Decision:
         """The model as training started: the first candidate, selected whatever its value."""
         self.best_value, self.best_epoch = value, 0
         return self._place(0, logs, judge, improved=True, guard_reason=None)
 
-    def consider(self, epoch: int, value: float, logs: dict[str, Any], judge: Judge) -> Decision:
+    def consider(self, epoch: int, value: float, logs: dict[str, Any], judge: Judge | None) -> Decision:
         """A validated candidate (``value``: its criterion; ``logs``: its validation logs)."""
         improved = self.best_value is None or value < self.best_value
-        guard_reason = judge.guard_check(logs) if improved and self.best_epoch is not None else None
+        checked = judge is not None and improved and self.best_epoch is not None
+        guard_reason = judge.check(logs) if checked else None
         if guard_reason:  # the criterion prefers the candidate; the scorecard says it is worse than the start
             improved = False
             self.guard_rejections += 1
             if self.best_epoch == 0:
                 self.kept_start_reason = f"guard: {guard_reason}"
             logger.info(f"epoch {epoch}: the guard refused the candidate ({guard_reason})")
-        unchecked = judge.guard_unchecked(logs)
+        unchecked = judge.unchecked(logs) if judge is not None else None
         if unchecked and unchecked != self.unchecked_said:  # each new gap once in the log
             logger.info(f"epoch {epoch}: the guard could not check everything: {unchecked}")
         self.unchecked_said = unchecked or self.unchecked_said
@@ -96,12 +98,12 @@ class Selection:
             self.without_improvement += 1
         return replace(self._place(epoch, logs, judge, improved, guard_reason), guard_unchecked=unchecked)
 
-    def _place(self, epoch: int, logs: dict[str, Any], judge: Judge, improved: bool, guard_reason) -> Decision:
+    def _place(self, epoch: int, logs: dict[str, Any], judge: Judge | None, improved: bool, guard_reason) -> Decision:
         """What best.pt holds after this validation: the selected candidate, unless the prior check prefers the
         prior (a prior kept earlier stays until a new candidate is selected)."""
         if improved:
             self.best_scores = {k: v for k, v in logs.items() if k.startswith("valid_score_")}
-        reason = judge.prior_check(self.best_scores, logs) if self.best_scores else None
+        reason = judge.prior_check(self.best_scores, logs) if judge is not None and self.best_scores else None
         kept_before, self.kept_prior_reason = self.kept_prior_reason, reason
         if reason is None:
             if not improved:  # best.pt still holds what it held (the prior too: only a new candidate replaces it)

@@ -12,11 +12,8 @@ VRMSE). VRMSE under both definitions is still computed on the validation split a
 
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
-import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +21,6 @@ from typing import Any
 import torch
 
 from well_upao.axes import UniformAxis
-from well_upao.distributed import is_main_process
-from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
-from well_upao.evaluate.predictors import BackboneModel, HarnessModel
-from well_upao.evaluate.protocol import one_step_all, rollout
-from well_upao.evaluate.windows import window_means
 from well_upao.harness.normalization import trainer_model_space
 from well_upao.harness.samples import (
     batch_dt,
@@ -40,7 +32,6 @@ from well_upao.harness.samples import (
 )
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
-from well_upao.models.na_transformer import BASES
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.discretisation import Requested, resolve
 from well_upao.physics.floor import refuse_time_varying_parameters
@@ -52,11 +43,11 @@ from well_upao.physics.objective import (
     band_values,
 )
 from well_upao.physics.pdes import pde_for_dataset
-from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
+from well_upao.physics.scores import Scorecard
 from well_upao.trainers.guard import Guard, GuardSettings
-from well_upao.trainers.loop import Trainer, TrainingLoss, correction_off
+from well_upao.trainers.loop import Trainer, TrainingLoss
 from well_upao.trainers.rollout import RolloutSettings, fed_back_frame, feed_back, noise_scale, weighted_steps
-from well_upao.trainers.sharding import is_sharded
+from well_upao.trainers.upao_validation import UpaoValidation
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +57,8 @@ UPAO_DEFAULTS: dict[str, Any] = dict(
 )
 
 
-#: the starting model's trainable weights, kept beside the checkpoints so a resumed run still measures departures
-START_WEIGHTS = "start_trainable.pt"
+#: why a run records no floors (``upao_floors_reason``): its discretisation needed no choice
+FIXED_DISCRETISATION = "derivative and time_scheme are fixed (not auto): no floor table was needed to choose"
 
 
 @dataclass
@@ -136,12 +127,12 @@ class UpaoLoss(TrainingLoss):
             raise ValueError(f"pde_constants must be a mapping or 'fitted', got {pde_constants!r}")
         self.pde_constants = pde_constants if pde_constants == "fitted" else dict(pde_constants or {})
         self.paper_protocol = bool(paper_protocol)
-        self.vrmse_trajectories = int(vrmse_trajectories)
         if int(rollout_vrmse_steps) < 0:
             raise ValueError(f"trainer.rollout_vrmse_steps must be >= 0, got {rollout_vrmse_steps}")
-        self.rollout_vrmse_steps = int(rollout_vrmse_steps)
-        #: the last reason :meth:`unavailable_scores` logged (each new one is logged once)
-        self._unavailable_said: str | None = None
+        #: what :meth:`bind` gives the validation (``trainers/upao_validation.py``): the prior candidate (score the
+        #: model's prior, its extrapolation base with the correction off, and keep it when the selected candidate
+        #: predicts the observed history worse) and the labelled record's trajectories and rollout length
+        self.validation_settings = (bool(prior_candidate), int(vrmse_trajectories), int(rollout_vrmse_steps))
         #: the training files' time axis (``bind``): batches' dt are whole numbers of its step
         self.time_axis: UniformAxis | None = None
         #: the label-free judge of the selection: the guard (``trainer.guard``) and the prior rule
@@ -149,15 +140,8 @@ class UpaoLoss(TrainingLoss):
             bool(guard),
             GuardSettings(float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)),
         )
-        #: score the model's prior (its extrapolation base, correction off) at every validation, and keep it when
-        #: the selected candidate predicts the observed history worse than it (:meth:`prior_check`)
-        self.prior_candidate = bool(prior_candidate)
-        #: the starting model (a frozen copy: the departure's reference)
-        self.start_model: torch.nn.Module | None = None
         #: the rollout the objective, the validation loss and the scorecard follow (the trainer's, from :meth:`bind`)
         self.rollout = RolloutSettings()
-        #: a sharded start's predictions per validation batch (:meth:`kept_start_prediction`)
-        self.start_predictions: dict[int, torch.Tensor] = {}
 
     def bind(self, trainer: Trainer) -> None:
         super().bind(trainer)
@@ -197,6 +181,9 @@ class UpaoLoss(TrainingLoss):
         self.history = trainer.datamodule.train_dataset.n_steps_input
         self.rollout = trainer.rollout
         self.space = trainer_model_space(trainer)
+        self.validation = UpaoValidation(self, *self.validation_settings)
+        if self.validation.prior_order() is not None:
+            self.judge.prior = str(model.base)
         resumed = getattr(trainer, "resumed_train", None) or {}
         if resumed.get("guard_start"):
             self.judge.start_card = Scorecard(**resumed["guard_start"])
@@ -212,17 +199,6 @@ class UpaoLoss(TrainingLoss):
             f"{'validation VRMSE (paper protocol)' if self.paper_protocol else 'validation UPAO loss (label-free)'}"
             + (f"; the model works in normalised units ({self.space.describe()})" if self.space.normalized else "")
         )
-
-    @property
-    def floors(self) -> dict[str, float]:
-        """The residual floors of the training frames the run's ``auto`` choice or fit was made from (empty when
-        the discretisation was fixed)."""
-        return dict(self.physics.floors)
-
-    @property
-    def floors_reason(self) -> str:
-        """Why :attr:`floors` is empty (``upao_floors_reason`` in the run's facts)."""
-        return "derivative and time_scheme are fixed (not auto): no floor table was needed to choose"
 
     # ------------------------------------------------------------------ the objective on a batch
     def prepared(
@@ -342,253 +318,9 @@ class UpaoLoss(TrainingLoss):
         logs |= {f"residual_mse_{k}": v.item() for k, v in terms.residual_mse.items()}
         return terms.total, logs
 
-    # ------------------------------------------------------------------ validation
-    @torch.no_grad()
-    def upao_validation(self, dataloader, full: bool) -> dict[str, float]:
-        """Mean UPAO loss and its parts on the validation split (no labels beyond the band), the mean scorecard
-        (``score_<name>``, :meth:`batch_scores`) and the starting model's card on the same batches
-        (``score_start_<name>``, the guard's reference)."""
-        self.trainer.model.eval()
-        reference = self.reference_model()
-        totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
-        scores: dict[str, list[torch.Tensor]] = {}
-        start_scores: dict[str, list[torch.Tensor]] = {}
-        prior_scores: dict[str, list[torch.Tensor]] = {}
-        count = 0
-        for i, batch in enumerate(dataloader):
-            if not full and i >= self.trainer.short_validation_length:
-                break
-            prepared = self.prepared(batch, normalized=False)
-            terms = self.terms_of(prepared)
-            totals["upao_loss"] += terms.total.item()
-            totals["L_BC"] += terms.boundary.item()
-            totals["L_PDE"] += terms.residual.item()
-            start = None if reference is None else self.prepared(batch, False, reference, bound=prepared.bound)
-            start_prediction = self.kept_start_prediction(i, prepared) if start is None else start.prediction
-            backtest = self.rollout_backtest(batch)
-            for name, value in self.batch_scores(prepared, start_prediction, backtest).items():
-                scores.setdefault(name, []).append(value.cpu())
-            if start is not None:
-                start_backtest = self.rollout_backtest(batch, reference)
-                for name, value in self.batch_scores(start, None, start_backtest).items():
-                    start_scores.setdefault(name, []).append(value.cpu())
-            prior = self.prior_batch(batch, prepared.bound)
-            if prior is not None:
-                prior_prepared, prior_backtest = prior
-                for name, value in self.batch_scores(prior_prepared, start_prediction, prior_backtest).items():
-                    prior_scores.setdefault(name, []).append(value.cpu())
-            count += 1
-        card = mean_card(scores)
-        if self.trainer.global_step == 0 and self.judge.start_card is None:
-            self.judge.start_card = card
-        logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
-        logs |= {f"score_{k}": float(torch.cat(v).mean()) for k, v in scores.items() if k.startswith("residual_ratio_")}
-        logs["unavailable_scores"] = self.unavailable_scores(
-            card, reference is not None or bool(self.start_predictions)
-        )
-        if start_scores:
-            logs |= mean_card(start_scores).logs(prefix="score_start_")
-        if prior_scores:
-            logs |= mean_card(prior_scores).logs(prefix="score_prior_")
-        return logs
-
-    def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
-        """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
-        once per distinct reason), ``None`` when every score was computed."""
-        known = {}
-        if not has_reference:
-            known["departure"] = (
-                "no starting model to compare with (a run resumed without "
-                f"checkpoints/{START_WEIGHTS}, or a sharded run resumed: its start's predictions are kept in memory)"
-            )
-        if self.one_frame:
-            known["backtest"] = "a one-frame model predicts no observed frame of the history"
-        elif not self.rollout.one_step and self.history < self.rollout.steps + 2:
-            known["backtest"] = (
-                f"a {self.rollout.steps}-step rollout ending on the last observed frame needs a history of "
-                f"{self.rollout.steps + 2} frames, the run has {self.history} (lower trainer.rollout_steps or raise "
-                "data.n_steps_input)"
-            )
-        elif self.history < 2:
-            known["backtest"] = "a history of 1 frame has no earlier frame to predict the last one from"
-        reasons = []
-        for name in SCORE_NAMES:
-            if math.isfinite(getattr(card, name)):
-                continue
-            reasons.append(f"{name}: {known.get(name, 'not finite on the validation batches')}")
-        text = "; ".join(reasons) or None
-        if text and text != self._unavailable_said:
-            logger.info(f"UPAO validation: label-free scores not computed: {text}")
-        self._unavailable_said = text or self._unavailable_said
-        return text
-
-    def guard_unchecked(self, logs: Mapping[str, Any]) -> str | None:
-        """What the guard could not check on a candidate and why (``trainers/guard.py``), or ``None``."""
-        return self.judge.unchecked(logs)
-
-    # ------------------------------------------------------------------ the prior as a candidate
-    def prior_order(self) -> int | None:
-        """The polynomial order of the model's extrapolation base when its correction can be switched off exactly
-        (``model.base`` ``extrap1`` / ``extrap2``: ``u = extrapolation + correction_gain * decoder``), else
-        ``None`` (no prior: other bases, one-frame models, ``trainer.prior_candidate=false``)."""
-        model = self.trainer.bare_model
-        if not self.prior_candidate or self.one_frame or not hasattr(model, "correction_gain"):
-            return None
-        if is_sharded(self.trainer.model):  # switching a sharded gain off is not supported
-            return None
-        return BASES.get(getattr(model, "base", None))
-
-    def prior_batch(
-        self, batch: Mapping[str, torch.Tensor], bound: BoundResidual
-    ) -> tuple[PreparedBatch, torch.Tensor | None] | None:
-        """A validation batch as the prior predicts it: the model with its correction switched off
-        (``trainers.loop.correction_off``), whose shifted predictions are the polynomial extrapolation of the
-        window in the model's own arithmetic, what a checkpoint that keeps the prior predicts, with its rollout
-        backtest (:meth:`rollout_backtest`); ``None`` without a prior."""
-        if self.prior_order() is None:
-            return None
-        with correction_off(self.trainer.bare_model):
-            return self.prepared(batch, normalized=False, bound=bound), self.rollout_backtest(batch)
-
-    def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
-        """The prior rule (``trainers/guard.py``): why best.pt should hold the prior instead of the selected
-        candidate, or ``None`` (also without a prior)."""
-        return self.judge.prior_check(best_logs, logs, str(getattr(self.trainer.bare_model, "base", "its base")))
-
-    def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
-        """The first validation's comparison of the start with its prior (``trainers/guard.py``)."""
-        return self.judge.prior_verdict(logs, str(getattr(self.trainer.bare_model, "base", "its base")))
-
-    def batch_scores(
-        self, prepared: PreparedBatch, start: torch.Tensor | None, backtest: torch.Tensor | None = None
-    ) -> dict[str, torch.Tensor]:
-        """Per-sample scores of a validation batch (``well_upao.physics.scores.scorecard``): the prediction of the
-        next frame against the observed window; the backbone's shifted prediction of the last observed frame (the
-        backtest); ``start``: the starting model's predictions of the same batch (``PreparedBatch.prediction``, the
-        departure's reference).
-        Over a ``K``-step rollout (``trainer.rollout_steps``), the rollout's card
-        (:func:`~well_upao.physics.scores.rollout_scorecard`) with ``backtest`` the last frame of the rollout that
-        ends on the last observed frame (:meth:`rollout_backtest`)."""
-        p = prepared
-        bound = p.bound.in_double()
-        if not self.rollout.one_step:
-            steps = self.rollout.steps
-            reference = None if start is None else start[:, -steps:]
-            return bound.rollout_scorecard(p.history, p.prediction[:, -steps:], p.dt.double(), reference, backtest)
-        backtest = p.prediction[:, -2] if not self.one_frame and p.prediction.shape[1] >= 2 else None
-        reference = None if start is None else start[:, -1]
-        return bound.scorecard(p.history, p.prediction[:, -1], p.dt.double(), reference, backtest)
-
-    @torch.no_grad()
-    def rollout_backtest(self, batch: Mapping[str, torch.Tensor], model=None) -> torch.Tensor | None:
-        """With ``trainer.rollout_steps=K > 1``: the last frame ``(B, *space, 18)`` (physical units) of the
-        ``K``-step rollout that ends on the last observed frame of a raw (validation) batch, started from the
-        window's first ``T - K`` frames, each prediction appended (the backbone is causal: a window shorter than its
-        history is served as such). ``None`` for one step (the backtest is the shifted prediction), a one-frame
-        model, or a history shorter than ``K + 2`` frames."""
-        steps = self.rollout.steps
-        if self.rollout.one_step or self.one_frame or self.history < steps + 2:
-            return None
-        model = self.trainer.model if model is None else model
-        slots = self.channel_slots
-        given = self.space.to_model(batch["input_fields"].to(self.trainer.device))
-        window = into_slots(given[:, : self.history - steps], slots)
-        for _ in range(steps):
-            frame = model(window, sequence=True)[:, -1:][..., slots]
-            window = torch.cat([window, into_slots(frame, slots)], 1)
-        return into_slots(self.space.to_physical(frame[:, 0]), slots)
-
-    def kept_start_prediction(self, index: int, prepared: PreparedBatch) -> torch.Tensor | None:
-        """The departure's reference where no starting model can be copied (a sharded model, FSDP): the start's
-        predictions of validation batch ``index``, kept (on the CPU) at the first validation before any step, when the
-        model predicting ``prepared`` is the start. The validation batches come in one fixed order (each process its
-        own), so later validations compare with the start's predictions of the same windows. ``None`` when not
-        kept (a resumed sharded run, or a model that can be copied)."""
-        if not is_sharded(self.trainer.model):
-            return None
-        if self.trainer.global_step == 0 and self.judge.start_card is None:
-            self.start_predictions[index] = prepared.prediction.detach().cpu()
-        kept = self.start_predictions.get(index)
-        return None if kept is None else kept.to(prepared.prediction.device)
-
-    def reference_model(self) -> torch.nn.Module | None:
-        """The starting model, frozen: copied at the first validation before any step (its trainable weights kept
-        in ``checkpoints/start_trainable.pt`` for a resumed run); ``None`` when it cannot be had (a run resumed
-        without that file, a sharded model)."""
-        trainer = self.trainer
-        if self.start_model is not None:
-            return self.start_model
-        if is_sharded(trainer.model):
-            return None
-        path = os.path.join(trainer.checkpoint_folder, START_WEIGHTS)
-        if trainer.global_step == 0:
-            self.start_model = copy.deepcopy(trainer.bare_model).eval().requires_grad_(False)
-            trainable = {n: p.detach().cpu() for n, p in trainer.bare_model.named_parameters() if p.requires_grad}
-            if is_main_process():
-                tmp = path + ".tmp"
-                torch.save(trainable, tmp)
-                os.replace(tmp, path)
-        elif os.path.isfile(path):
-            self.start_model = copy.deepcopy(trainer.bare_model).eval().requires_grad_(False)
-            self.start_model.load_state_dict(torch.load(path, map_location=trainer.device), strict=False)
-        return self.start_model
-
-    def guard_check(self, logs: Mapping[str, Any]) -> str | None:
-        """``trainer.guard`` (``trainers/guard.py``): why a candidate is worse than the start, or ``None``."""
-        return self.judge.check(logs)
-
-    @torch.no_grad()
-    def paper_vrmse(self, full: bool) -> dict[str, float]:
-        """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean, and the
-        Well's rollout windows (:meth:`rollout_windows`); with a prior (:meth:`prior_order`) also the prior's,
-        ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``: labels for the record (a study's
-        oracle), never read by the selection, which scores the prior label-free."""
-        trainer = self.trainer
-        trainer.model.eval()
-        dataset = trainer.datamodule.rollout_val_dataset
-        count = len(dataset) if full else min(self.vrmse_trajectories, len(dataset))
-        if self.one_frame:
-            predictor = HarnessModel("model", trainer.bare_model, trainer.formatter_name, self.history, self.space)
-        else:
-            predictor = BackboneModel("model", trainer.bare_model, self.space)
-        per_channel, prior_per_channel = [], []
-        curves: dict[str, list[list[float]]] = {"model": [], "prior": []}
-        for index in range(count):
-            sample = dataset[index]
-            if self.one_frame:  # a one-frame model reads the sample's constant fields after its frames
-                predictor.constant_fields = sample.get("constant_fields")
-            trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
-            prediction = one_step_all(predictor, trajectory, self.history, None)
-            per_channel.append(vrmse_paper(prediction, trajectory[self.history :]))
-            curves["model"].append(self.rollout_curve(predictor, trajectory))
-            if self.prior_order() is not None:
-                with correction_off(trainer.bare_model):
-                    prior = one_step_all(predictor, trajectory, self.history, None)
-                    curves["prior"].append(self.rollout_curve(predictor, trajectory))
-                prior_per_channel.append(vrmse_paper(prior, trajectory[self.history :]))
-        values = torch.stack(per_channel).mean(0)
-        names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
-        logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
-        logs["valid_paper_VRMSE"] = values.mean().item()
-        logs |= rollout_window_logs(curves["model"], "valid_rollout_VRMSE")
-        if prior_per_channel:
-            logs["valid_prior_paper_VRMSE"] = torch.stack(prior_per_channel).mean().item()
-            logs |= rollout_window_logs(curves["prior"], "valid_prior_rollout_VRMSE")
-        return logs
-
-    def rollout_curve(self, predictor, trajectory: torch.Tensor) -> list[float]:
-        """The Well's VRMSE (mean over channels) at each step of a rollout of up to ``trainer.rollout_vrmse_steps``
-        from the trajectory's first window (as long as the trajectory holds); empty when it is 0."""
-        steps = min(self.rollout_vrmse_steps, trajectory.shape[0] - self.history)
-        if steps < 1:
-            return []
-        predicted = rollout(predictor, trajectory, self.history, steps, None)[0]
-        target = trajectory[self.history : self.history + steps]
-        return vrmse_well(predicted, target, self.trainer.dset_metadata.n_spatial_dims).mean(-1).tolist()
-
     def validate(self, dataloader, full: bool) -> tuple[float, dict[str, float]]:
-        upao = self.upao_validation(dataloader, full)
-        logs = {f"valid_{k}": v for k, v in upao.items()} | self.paper_vrmse(full)
+        upao = self.validation.run(dataloader, full)
+        logs = {f"valid_{k}": v for k, v in upao.items()} | self.validation.paper_vrmse(full)
         return (logs["valid_paper_VRMSE"] if self.paper_protocol else upao["upao_loss"]), logs
 
     def run_facts(self) -> dict[str, Any]:
@@ -602,7 +334,7 @@ class UpaoLoss(TrainingLoss):
             "guard": self.judge.enabled,
         }
         if not info["floors"]:
-            facts["upao_floors_reason"] = self.floors_reason
+            facts["upao_floors_reason"] = FIXED_DISCRETISATION
         return facts | {f"upao_{key}": value for key, value in info["upao"].items()}
 
     def checkpoint_info(self) -> dict[str, Any]:
@@ -615,23 +347,11 @@ class UpaoLoss(TrainingLoss):
             "upao": dict(self.settings),
             "pde": self.objective.pde.name,
             "pde_constants": dict(self.objective.pde.constants) | dict(self.objective.constants),
-            "floors": dict(self.floors),
+            "floors": dict(self.physics.floors),
             "guard": self.judge.enabled,
             "guard_start": None if self.judge.start_card is None else vars(self.judge.start_card),
-            "prior_candidate": self.prior_order() is not None,
+            "prior_candidate": self.judge.prior is not None,
         }
-
-
-def rollout_window_logs(curves: list[list[float]], prefix: str) -> dict[str, float]:
-    """The Well's windows (``well_upao.evaluate.windows``) of the mean per-step curve of several rollouts (each step
-    averaged over the rollouts that reached it): ``<prefix>_<a:b>`` for the windows held, ``<prefix>_steps`` (the
-    steps every rollout ran) and ``<prefix>_last`` (the VRMSE at that step); nothing without rollouts."""
-    steps = min((len(c) for c in curves), default=0)
-    if steps == 0:
-        return {}
-    mean = [sum(c[k] for c in curves) / len(curves) for k in range(steps)]
-    logs = {f"{prefix}_{label}": value for label, value in window_means(mean).items() if value is not None}
-    return logs | {f"{prefix}_steps": steps, f"{prefix}_last": mean[-1]}
 
 
 class UpaoTrainer(Trainer):

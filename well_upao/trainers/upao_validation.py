@@ -1,0 +1,256 @@
+"""A UPAO run's validation, beside its judge (``trainers/guard.py``): the label-free criterion and the scorecards the
+guard and the prior rule read, plus the labelled numbers kept for the record.
+
+At every validation (:meth:`UpaoValidation.run`):
+
+* the mean UPAO loss and its parts on the validation batches (no labels beyond the band);
+* the mean scorecard of the model (``valid_score_<name>``, ``well_upao.physics.scores``), of the starting model on
+  the same batches (``valid_score_start_<name>``, the guard's reference; ``trainers/start_model.py``) and, for a
+  model with an extrapolation base, of its prior, the model with its correction switched off
+  (``valid_score_prior_<name>``, the prior rule's evidence);
+* why a score is ``nan`` (``valid_unavailable_scores``);
+* the paper's VRMSE of whole validation trajectories and the Well's rollout windows, the model's and the prior's:
+  labels for the record (a study's oracle), never read by the selection.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
+from well_upao.evaluate.predictors import BackboneModel, HarnessModel
+from well_upao.evaluate.protocol import one_step_all, rollout
+from well_upao.evaluate.windows import window_means
+from well_upao.harness.samples import into_slots
+from well_upao.models.na_transformer import BASES
+from well_upao.physics.bound import BoundResidual
+from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
+from well_upao.trainers.loop import correction_off
+from well_upao.trainers.sharding import is_sharded
+from well_upao.trainers.start_model import START_WEIGHTS, StartModel
+
+logger = logging.getLogger(__name__)
+
+
+class UpaoValidation:
+    """The validation of the run the UPAO loss ``loss`` trains (its ``prepared`` batches, objective, rollout and
+    judge); ``prior_candidate``: score the model's prior; ``vrmse_trajectories`` and ``rollout_vrmse_steps``: the
+    labelled record's trajectories and rollout length."""
+
+    def __init__(self, loss, prior_candidate: bool, vrmse_trajectories: int, rollout_vrmse_steps: int):
+        self.loss = loss
+        self.prior_candidate = bool(prior_candidate)
+        self.vrmse_trajectories, self.rollout_vrmse_steps = int(vrmse_trajectories), int(rollout_vrmse_steps)
+        self.start = StartModel(getattr(loss, "trainer", None))
+        #: the last reason :meth:`unavailable_scores` logged (each new one is logged once)
+        self._unavailable_said: str | None = None
+
+    @property
+    def trainer(self):
+        return self.loss.trainer
+
+    # ------------------------------------------------------------------ the label-free criterion and cards
+    @torch.no_grad()
+    def run(self, dataloader, full: bool) -> dict[str, float]:
+        """Mean UPAO loss and its parts, the model's, the start's and the prior's cards (see the module
+        docstring), keys without the ``valid_`` prefix."""
+        loss, trainer = self.loss, self.trainer
+        trainer.model.eval()
+        reference = self.start.reference()
+        totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
+        cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}, "prior_": {}}
+        first = trainer.global_step == 0 and loss.judge.start_card is None
+        count = 0
+        for i, batch in enumerate(dataloader):
+            if not full and i >= trainer.short_validation_length:
+                break
+            prepared = loss.prepared(batch, normalized=False)
+            terms = loss.terms_of(prepared)
+            for key, value in (("upao_loss", terms.total), ("L_BC", terms.boundary), ("L_PDE", terms.residual)):
+                totals[key] += value.item()
+            start = None if reference is None else loss.prepared(batch, False, reference, bound=prepared.bound)
+            start_prediction = (
+                self.start.kept_prediction(i, prepared.prediction, first) if start is None else start.prediction
+            )
+            collect(cards[""], self.batch_scores(prepared, start_prediction, self.rollout_backtest(batch)))
+            if start is not None:
+                collect(cards["start_"], self.batch_scores(start, None, self.rollout_backtest(batch, reference)))
+            prior = self.prior_batch(batch, prepared.bound)
+            if prior is not None:
+                collect(cards["prior_"], self.batch_scores(prior[0], start_prediction, prior[1]))
+            count += 1
+        card = mean_card(cards[""])
+        if first:
+            loss.judge.start_card = card
+        logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
+        logs |= {
+            f"score_{k}": float(torch.cat(v).mean()) for k, v in cards[""].items() if k.startswith("residual_ratio_")
+        }
+        logs["unavailable_scores"] = self.unavailable_scores(card, self.start.available)
+        for prefix in ("start_", "prior_"):
+            if cards[prefix]:
+                logs |= mean_card(cards[prefix]).logs(prefix=f"score_{prefix}")
+        return logs
+
+    def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
+        """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
+        once per distinct reason), ``None`` when every score was computed."""
+        loss = self.loss
+        known = {}
+        if not has_reference:
+            known["departure"] = (
+                "no starting model to compare with (a run resumed without "
+                f"checkpoints/{START_WEIGHTS}, or a sharded run resumed: its start's predictions are kept in memory)"
+            )
+        if loss.one_frame:
+            known["backtest"] = "a one-frame model predicts no observed frame of the history"
+        elif not loss.rollout.one_step and loss.history < loss.rollout.steps + 2:
+            known["backtest"] = (
+                f"a {loss.rollout.steps}-step rollout ending on the last observed frame needs a history of "
+                f"{loss.rollout.steps + 2} frames, the run has {loss.history} (lower trainer.rollout_steps or raise "
+                "data.n_steps_input)"
+            )
+        elif loss.history < 2:
+            known["backtest"] = "a history of 1 frame has no earlier frame to predict the last one from"
+        reasons = [
+            f"{name}: {known.get(name, 'not finite on the validation batches')}"
+            for name in SCORE_NAMES
+            if not math.isfinite(getattr(card, name))
+        ]
+        text = "; ".join(reasons) or None
+        if text and text != self._unavailable_said:
+            logger.info(f"UPAO validation: label-free scores not computed: {text}")
+        self._unavailable_said = text or self._unavailable_said
+        return text
+
+    def batch_scores(self, prepared, start: torch.Tensor | None, backtest: torch.Tensor | None = None):
+        """Per-sample scores of a validation batch (``BoundResidual.scorecard``): the prediction of the next frame
+        against the observed window; the backbone's shifted prediction of the last observed frame (the backtest);
+        ``start``: the starting model's predictions of the same batch (the departure's reference). Over a
+        ``K``-step rollout (``trainer.rollout_steps``), the rollout's card with ``backtest`` the last frame of the
+        rollout that ends on the last observed frame (:meth:`rollout_backtest`)."""
+        p, rolled = prepared, self.loss.rollout
+        bound = p.bound.in_double()
+        if not rolled.one_step:
+            steps = rolled.steps
+            reference = None if start is None else start[:, -steps:]
+            return bound.rollout_scorecard(p.history, p.prediction[:, -steps:], p.dt.double(), reference, backtest)
+        backtest = p.prediction[:, -2] if not self.loss.one_frame and p.prediction.shape[1] >= 2 else None
+        reference = None if start is None else start[:, -1]
+        return bound.scorecard(p.history, p.prediction[:, -1], p.dt.double(), reference, backtest)
+
+    @torch.no_grad()
+    def rollout_backtest(self, batch: Mapping[str, torch.Tensor], model=None) -> torch.Tensor | None:
+        """With ``trainer.rollout_steps=K > 1``: the last frame ``(B, *space, 18)`` (physical units) of the
+        ``K``-step rollout that ends on the last observed frame of a raw (validation) batch, started from the
+        window's first ``T - K`` frames, each prediction appended (the backbone is causal: a window shorter than its
+        history is served as such). ``None`` for one step (the backtest is the shifted prediction), a one-frame
+        model, or a history shorter than ``K + 2`` frames."""
+        loss = self.loss
+        steps = loss.rollout.steps
+        if loss.rollout.one_step or loss.one_frame or loss.history < steps + 2:
+            return None
+        model = self.trainer.model if model is None else model
+        slots = loss.channel_slots
+        given = loss.space.to_model(batch["input_fields"].to(self.trainer.device))
+        window = into_slots(given[:, : loss.history - steps], slots)
+        for _ in range(steps):
+            frame = model(window, sequence=True)[:, -1:][..., slots]
+            window = torch.cat([window, into_slots(frame, slots)], 1)
+        return into_slots(loss.space.to_physical(frame[:, 0]), slots)
+
+    # ------------------------------------------------------------------ the prior
+    def prior_order(self) -> int | None:
+        """The polynomial order of the model's extrapolation base when its correction can be switched off exactly
+        (``model.base`` ``extrap1`` / ``extrap2``: ``u = extrapolation + correction_gain * decoder``), else
+        ``None`` (no prior: other bases, one-frame models, ``trainer.prior_candidate=false``)."""
+        model = self.trainer.bare_model
+        if not self.prior_candidate or self.loss.one_frame or not hasattr(model, "correction_gain"):
+            return None
+        if is_sharded(self.trainer.model):  # switching a sharded gain off is not supported
+            return None
+        return BASES.get(getattr(model, "base", None))
+
+    def prior_batch(self, batch: Mapping[str, torch.Tensor], bound: BoundResidual):
+        """A validation batch as the prior predicts it: the model with its correction switched off
+        (``trainers.loop.correction_off``), whose shifted predictions are the polynomial extrapolation of the
+        window in the model's own arithmetic, what a checkpoint that keeps the prior predicts, with its rollout
+        backtest (:meth:`rollout_backtest`); ``None`` without a prior."""
+        if self.prior_order() is None:
+            return None
+        with correction_off(self.trainer.bare_model):
+            return self.loss.prepared(batch, normalized=False, bound=bound), self.rollout_backtest(batch)
+
+    # ------------------------------------------------------------------ the labelled record
+    @torch.no_grad()
+    def paper_vrmse(self, full: bool) -> dict[str, float]:
+        """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean, and the
+        Well's rollout windows (:meth:`rollout_curve`); with a prior (:meth:`prior_order`) also the prior's,
+        ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``: labels for the record (a study's
+        oracle), never read by the selection, which scores the prior label-free."""
+        loss, trainer = self.loss, self.trainer
+        trainer.model.eval()
+        dataset = trainer.datamodule.rollout_val_dataset
+        count = len(dataset) if full else min(self.vrmse_trajectories, len(dataset))
+        if loss.one_frame:
+            predictor = HarnessModel("model", trainer.bare_model, trainer.formatter_name, loss.history, loss.space)
+        else:
+            predictor = BackboneModel("model", trainer.bare_model, loss.space)
+        per_channel, prior_per_channel = [], []
+        curves: dict[str, list[list[float]]] = {"model": [], "prior": []}
+        for index in range(count):
+            sample = dataset[index]
+            if loss.one_frame:  # a one-frame model reads the sample's constant fields after its frames
+                predictor.constant_fields = sample.get("constant_fields")
+            trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
+            prediction = one_step_all(predictor, trajectory, loss.history, None)
+            per_channel.append(vrmse_paper(prediction, trajectory[loss.history :]))
+            curves["model"].append(self.rollout_curve(predictor, trajectory))
+            if self.prior_order() is not None:
+                with correction_off(trainer.bare_model):
+                    prior = one_step_all(predictor, trajectory, loss.history, None)
+                    curves["prior"].append(self.rollout_curve(predictor, trajectory))
+                prior_per_channel.append(vrmse_paper(prior, trajectory[loss.history :]))
+        values = torch.stack(per_channel).mean(0)
+        names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
+        logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
+        logs["valid_paper_VRMSE"] = values.mean().item()
+        logs |= rollout_window_logs(curves["model"], "valid_rollout_VRMSE")
+        if prior_per_channel:
+            logs["valid_prior_paper_VRMSE"] = torch.stack(prior_per_channel).mean().item()
+            logs |= rollout_window_logs(curves["prior"], "valid_prior_rollout_VRMSE")
+        return logs
+
+    def rollout_curve(self, predictor, trajectory: torch.Tensor) -> list[float]:
+        """The Well's VRMSE (mean over channels) at each step of a rollout of up to ``trainer.rollout_vrmse_steps``
+        from the trajectory's first window (as long as the trajectory holds); empty when it is 0."""
+        history = self.loss.history
+        steps = min(self.rollout_vrmse_steps, trajectory.shape[0] - history)
+        if steps < 1:
+            return []
+        predicted = rollout(predictor, trajectory, history, steps, None)[0]
+        target = trajectory[history : history + steps]
+        return vrmse_well(predicted, target, self.trainer.dset_metadata.n_spatial_dims).mean(-1).tolist()
+
+
+def collect(into: dict[str, list[torch.Tensor]], scores: Mapping[str, torch.Tensor]) -> None:
+    """Add one batch's per-sample scores (moved to the CPU) to the lists of ``into``."""
+    for name, value in scores.items():
+        into.setdefault(name, []).append(value.cpu())
+
+
+def rollout_window_logs(curves: list[list[float]], prefix: str) -> dict[str, Any]:
+    """The Well's windows (``well_upao.evaluate.windows``) of the mean per-step curve of several rollouts (each step
+    averaged over the rollouts that reached it): ``<prefix>_<a:b>`` for the windows held, ``<prefix>_steps`` (the
+    steps every rollout ran) and ``<prefix>_last`` (the VRMSE at that step); nothing without rollouts."""
+    steps = min((len(c) for c in curves), default=0)
+    if steps == 0:
+        return {}
+    mean = [sum(c[k] for c in curves) / len(curves) for k in range(steps)]
+    logs = {f"{prefix}_{label}": value for label, value in window_means(mean).items() if value is not None}
+    return logs | {f"{prefix}_steps": steps, f"{prefix}_last": mean[-1]}

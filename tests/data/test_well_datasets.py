@@ -70,9 +70,9 @@ def test_rayleigh_benard_walls_reach_the_residual(well_base, tmp_path, monkeypat
     grids = []
     original = UpaoObjective.__call__
 
-    def spy(self, prediction, inputs, next_band, dt, scalars, grid, *args, **kwargs):
-        grids.append(grid)
-        return original(self, prediction, inputs, next_band, dt, scalars, grid, *args, **kwargs)
+    def spy(self, prediction, inputs, next_band, dt, bound, *args, **kwargs):
+        grids.append(bound.ops.grid)
+        return original(self, prediction, inputs, next_band, dt, bound, *args, **kwargs)
 
     monkeypatch.setattr(UpaoObjective, "__call__", spy)
     terms = trainer.loss.upao_terms(next(iter(datamodule.train_dataloader())))

@@ -12,6 +12,7 @@ lists these families, and listing them should not cost a torch import).
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
@@ -20,12 +21,9 @@ from well_upao.families.base import TWO_PI, FieldSpec, TrajectoryFamily, Traject
 
 
 def _torch_and_solvers():
-    """torch and our solvers, imported on first use (the module docstring says why)."""
-    import torch
-
-    from well_upao.families import pdebench_solvers  # imports torch: loaded with it, on first use
-
-    return torch, pdebench_solvers
+    """torch and our solvers (which import torch), imported on first use (the module docstring says why)."""
+    solvers = importlib.import_module("well_upao.families.pdebench_solvers")
+    return solvers.torch, solvers
 
 
 def smooth_random_field(rng: np.random.Generator, shape: tuple[int, ...], max_k: int, length: float) -> np.ndarray:

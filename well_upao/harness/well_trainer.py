@@ -26,6 +26,7 @@ import functools
 import inspect
 import logging
 
+import matplotlib.pyplot as plt  # the Well's trainer loads it (its validation plots)
 import torch
 import torch.distributed as dist
 from the_well.benchmark.trainer import Trainer
@@ -81,8 +82,6 @@ def skip_when_undrawable(plot_fn):
         except ValueError as error:
             if UNDRAWABLE not in str(error):
                 raise
-            import matplotlib.pyplot as plt  # plotting only: matplotlib loads when a plot is drawn
-
             plt.close("all")  # the figure left open by the failed plot
             logger.warning("validation plot %s skipped: %s", plot_fn.__name__, error)
             return None

@@ -11,6 +11,7 @@ torch and the solvers are imported when a trajectory is simulated, not with this
 
 from __future__ import annotations
 
+import importlib
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -124,10 +125,15 @@ def prandtl_tag(value: float) -> str:
     return f"{int(value)}" if value >= 1 and float(value).is_integer() else exponent_tag(value)
 
 
-def _torch():
-    import torch  # torch only where a replica simulates (see the note at the imports)
+def _solver(name: str):
+    """The replica solver module ``name`` (``gray_scott``, ``shear_flow``, ...), imported when a replica simulates:
+    it loads torch (see the note at the imports)."""
+    return importlib.import_module(f"well_upao.families.replicas.{name}")
 
-    return torch
+
+def _torch():
+    """torch, as the solvers load it (``well_upao.families.replicas.gray_scott`` imports it)."""
+    return _solver("gray_scott").torch
 
 
 class GrayScottReplica(ReplicaFamily):
@@ -162,7 +168,7 @@ class GrayScottReplica(ReplicaFamily):
         (``redraws``), which the writer stores. The Well keeps such trajectories (its README lists 89 gliders and
         6 spirals trajectories that reach a stationary state)."""
         torch = _torch()
-        from well_upao.families.replicas import gray_scott  # the solver loads torch: see the note at the imports
+        gray_scott = _solver("gray_scott")
 
         grid = gray_scott.square_grid(shape[0])
         kind, seed = int(initial["kind"]), int(initial["seed"])
@@ -220,7 +226,7 @@ class ShearFlowReplica(ReplicaFamily):
 
     def simulate(self, scalars, initial, shape, times):
         torch = _torch()
-        from well_upao.families.replicas import shear_flow  # the solver loads torch: see the note at the imports
+        shear_flow = _solver("shear_flow")
 
         grid = shear_flow.shear_grid(*shape)
         state = shear_flow.initial_state(grid, int(initial["n_shear"]), int(initial["n_blobs"]), initial["width"])
@@ -256,7 +262,7 @@ class RayleighBenardReplica(ReplicaFamily):
 
     def simulate(self, scalars, initial, shape, times):
         torch = _torch()
-        from well_upao.families.replicas import rayleigh_benard  # the solver loads torch: see the note at the imports
+        rayleigh_benard = _solver("rayleigh_benard")
 
         # as many Chebyshev points as stored ones: the same vertical resolution, spectral inside
         grid = rayleigh_benard.ChannelGrid(shape[0], shape[1])
@@ -330,7 +336,7 @@ class ActiveMatterReplica(ReplicaFamily):
         return {"seed": float(rng.integers(0, 2**31 - 1))}
 
     def simulate(self, scalars, initial, shape, times):
-        from well_upao.families.replicas import active_matter  # the solver loads torch: see the note at the imports
+        active_matter = _solver("active_matter")
 
         n, _, n_theta = self.check_shape(shape)
         grid = active_matter.KineticGrid(n, n_theta, scalars["L"])

@@ -207,24 +207,20 @@ def generate_dataset(
     pde, grid, n_traj, traj_per_file = resolve_request(request, family)
     splits = split_trajectories(n_traj, request.seed, request.valid_fraction, request.test_fraction)
     mirror_test = request.test_fraction == 0
-    unique_count = n_traj
     destination = Path(request.out) / pde.name
-    check_free_space(destination.parent, unique_count * bytes_per_trajectory(pde, grid) + 2**20)
-
-    axes = pde.grid_axes(grid.resolution)
-    times = grid.times()
+    check_free_space(destination.parent, n_traj * bytes_per_trajectory(pde, grid) + 2**20)
     ranges: dict[str, list[float]] = {}
     n_files: dict[str, int] = {}
     started = time.perf_counter()
 
-    bar = tqdm(total=unique_count, desc=f"generate {pde.name}", unit="traj", disable=not progress)
+    bar = tqdm(total=n_traj, desc=f"generate {pde.name}", unit="traj", disable=not progress)
     # Evaluation and statistics run on a small thread pool and every HDF5 call in order on one background thread
     # (no two threads touch a file), so that they overlap. These threads fill the cores already: BLAS's own worker
     # threads would only contend with them (measured: 1D generation 1.4x slower with them).
     with (
         threadpool_limits(limits=1, user_api="blas"),
         staged_directory(destination, request.overwrite) as staging,
-        _Pipeline(pde, axes, times, bar) as pipeline,
+        _Pipeline(pde, pde.grid_axes(grid.resolution), grid.times(), bar) as pipeline,
     ):
         for split in SPLITS:
             split_dir = staging / "data" / split
@@ -247,18 +243,11 @@ def generate_dataset(
         stats = pipeline.statistics()
         atomic_write_text(staging / "stats.yaml", yaml.safe_dump(stats.as_yaml_dict(), sort_keys=False))
     bar.close()
-    seconds = time.perf_counter() - started
     return GenerationSummary(
-        pde=pde.name,
-        path=destination,
-        grid=grid,
-        split_sizes={k: len(v) for k, v in splits.items()},
-        n_files=n_files,
-        test_mirrors_valid=mirror_test,
-        bytes_written=unique_count * bytes_per_trajectory(pde, grid),
-        seconds=seconds,
-        parameter_ranges={k: (v[0], v[1]) for k, v in ranges.items()},
-    )
+        pde=pde.name, path=destination, grid=grid, split_sizes={k: len(v) for k, v in splits.items()},
+        n_files=n_files, test_mirrors_valid=mirror_test, bytes_written=n_traj * bytes_per_trajectory(pde, grid),
+        seconds=time.perf_counter() - started, parameter_ranges={k: (v[0], v[1]) for k, v in ranges.items()},
+    )  # fmt: skip
 
 
 class _Pipeline:

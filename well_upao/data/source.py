@@ -170,36 +170,22 @@ def read_layout(path: str | Path) -> Layout:
     with h5py.File(path, "r") as f:
         check_grid_type(f, str(path))
         spatial = tuple(str(d) for d in f["dimensions"].attrs["spatial_dims"])
-        coords = [np.asarray(f["dimensions"][d], dtype=np.float64) for d in spatial]
-        spacing, problems = [], []
-        for c, d in zip(coords, spatial, strict=True):
-            first_row = c.reshape(-1, c.shape[-1])[0]
-            try:
-                spacing.append(fit_uniform(first_row, f["dimensions"][d].dtype, f"{d} coordinate", str(path)).step)
-            except UnevenAxisError as error:
-                spacing.append(float("nan"))
-                problems.append(str(error))
-        resolution = tuple(int(c.shape[-1]) for c in coords)
+        resolution = tuple(int(f["dimensions"][d].shape[-1]) for d in spatial)
+        spacing, problems = coordinate_steps(f, spatial, str(path))
         edges = boundary_edges(f, str(path), spatial, resolution)
         check_periodic_endpoints(f, str(path), spatial, edges)
-        bc_types = []
-        for axis in spatial:
-            bc_types.append(
-                tuple(
-                    str(group.attrs["bc_type"]).upper()
-                    for group in f["boundary_conditions"].values()
-                    if axis in [str(d) for d in group.attrs["associated_dims"]]
-                )
+        bc_types = [
+            tuple(
+                str(group.attrs["bc_type"]).upper()
+                for group in f["boundary_conditions"].values()
+                if axis in [str(d) for d in group.attrs["associated_dims"]]
             )
+            for axis in spatial
+        ]
         stored_time = f["dimensions"]["time"]
         times = np.asarray(stored_time, dtype=np.float64)
         n_steps = int(times.shape[-1]) if times.ndim else 1
-        n_traj = int(f.attrs["n_trajectories"])
-        scalars = scalar_entries(f)
-        for entry in scalars:
-            problem = scalar_shape_problem(entry, n_traj, n_steps)
-            if problem:
-                raise SpecificationError(f"{path}: {problem}")
+        scalars = checked_scalars(f, str(path), n_steps)
         fields = field_entries(f)
         constant = [e.name for e in fields if not e.time_varying]
         if constant:
@@ -212,7 +198,7 @@ def read_layout(path: str | Path) -> Layout:
             dataset_name=str(f.attrs["dataset_name"]),
             spatial_dims=spatial,
             resolution=resolution,
-            spacing=tuple(spacing),
+            spacing=spacing,
             spacing_problem="; ".join(problems) or None,
             periodic=tuple(low == high == "PERIODIC" for low, high in edges),
             boundary_types=tuple(bc_types),
@@ -230,6 +216,31 @@ def read_layout(path: str | Path) -> Layout:
             varying_scalar_names=tuple(e.name for e in scalars if e.time_varying),
             replica=None if replica is None else json.loads(str(replica)),
         )
+
+
+def checked_scalars(f: h5py.File, path: str, n_steps: int) -> list:
+    """The file's ``/scalars`` entries, a shape that disagrees with its attributes refused by name."""
+    entries = scalar_entries(f)
+    for entry in entries:
+        problem = scalar_shape_problem(entry, int(f.attrs["n_trajectories"]), n_steps)
+        if problem:
+            raise SpecificationError(f"{path}: {problem}")
+    return entries
+
+
+def coordinate_steps(f: h5py.File, spatial: Sequence[str], path: str) -> tuple[tuple[float, ...], list[str]]:
+    """Each coordinate axis's float64 step (``well_upao.axes.fit_uniform`` at its stored precision; ``nan`` where it
+    is not equally spaced) and why (the problems, one per uneven axis)."""
+    spacing, problems = [], []
+    for d in spatial:
+        coordinate = np.asarray(f["dimensions"][d], dtype=np.float64)
+        first_row = coordinate.reshape(-1, coordinate.shape[-1])[0]
+        try:
+            spacing.append(fit_uniform(first_row, f["dimensions"][d].dtype, f"{d} coordinate", path).step)
+        except UnevenAxisError as error:
+            spacing.append(float("nan"))
+            problems.append(str(error))
+    return tuple(spacing), problems
 
 
 @dataclass

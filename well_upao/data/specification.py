@@ -181,69 +181,8 @@ def boundary_edges(f: h5py.File, path: str, spatial: Sequence[str], resolution: 
         return tuple((UNMARKED_EDGE, UNMARKED_EDGE) for _ in spatial)
     for name, group in f["boundary_conditions"].items():
         where = f"{path}: /boundary_conditions/{name}"
-        bc_type = str(group.attrs.get("bc_type", "")).upper()
-        dims = [str(d) for d in group.attrs.get("associated_dims", [])]
-        if not dims or not set(dims) <= set(spatial):
-            raise SpecificationError(f"{where}: attribute associated_dims = {dims} is not within {list(spatial)}")
-        for attribute in ("time_varying", "sample_varying"):
-            if _flag(group.attrs.get(attribute, False)):
-                raise SpecificationError(
-                    f"{where}: attribute {attribute} = true is not supported (boundaries fixed in time and shared by "
-                    "every trajectory only)"
-                )
-        if "values" in group and group["values"].size:
-            logger.warning(
-                f"{where}: dataset 'values' ({group['values'].size} boundary values) is not read, as in the Well's "
-                "loader: only the boundary's type is; UPAO's band loss takes its reference from the frames' band"
-            )
-        if "mask" not in group:
-            raise SpecificationError(f"{where}: no 'mask' dataset (the specification stores one per group)")
-        mask = np.asarray(group["mask"]).astype(bool)
-        shape = tuple(int(resolution[spatial.index(d)]) for d in dims)
-        if mask.shape != shape:
-            raise SpecificationError(
-                f"{where}: 'mask' has shape {mask.shape}, the grid along associated_dims {dims} is {shape}"
-            )
-        edge_points = np.zeros(shape, dtype=bool)
-        marked_sides = []
-        for axis, dim in enumerate(dims):
-            for side, index in enumerate((0, -1)):
-                face = mask.take(index, axis=axis)
-                face_points = np.zeros(shape, dtype=bool)
-                selector = [slice(None)] * len(shape)
-                selector[axis] = index
-                face_points[tuple(selector)] = True
-                edge_points |= face_points
-                if face.all():
-                    marked_sides.append((dim, side))
-        inside = mask & ~edge_points
-        if inside.any():
-            raise SpecificationError(
-                f"{where}: 'mask' marks {int(inside.sum())} points inside the domain (attribute bc_type = {bc_type}); "
-                "only masks marking whole edges of the domain are read"
-            )
-        covered = np.zeros(shape, dtype=bool)
-        for dim, side in marked_sides:
-            selector = [slice(None)] * len(shape)
-            selector[dims.index(dim)] = 0 if side == 0 else -1
-            covered[tuple(selector)] = True
-        if (mask & ~covered).any():
-            raise SpecificationError(
-                f"{where}: 'mask' marks part of an edge (attribute bc_type = {bc_type}); only whole edges are read"
-            )
-        if not marked_sides:  # the Well's reader applies such a group nowhere (its own example file has two)
-            logger.warning(
-                f"{where}: 'mask' marks no edge of the domain (attribute bc_type = {bc_type}): the group applies "
-                f"nowhere, as in the Well's reader; its edges are read from the other groups, else as {UNMARKED_EDGE}"
-            )
-            continue
-        if bc_type == "PERIODIC":
-            for dim in dims:
-                if {side for d, side in marked_sides if d == dim} != {0, 1}:
-                    raise SpecificationError(
-                        f"{where}: attribute bc_type = PERIODIC but 'mask' marks one edge of axis {dim!r}; a periodic "
-                        "boundary marks both"
-                    )
+        bc_type, dims = checked_group(group, where, spatial)
+        marked_sides = marked_edges(group, where, bc_type, dims, tuple(int(resolution[spatial.index(d)]) for d in dims))
         for dim, side in marked_sides:
             axis = list(spatial).index(dim)
             if edges[axis][side] is not None and edges[axis][side] != bc_type:
@@ -258,6 +197,76 @@ def boundary_edges(f: h5py.File, path: str, spatial: Sequence[str], resolution: 
                 f"{path}: /boundary_conditions: axis {spatial[axis]!r} is PERIODIC on one edge only ({low}, {high})"
             )
     return tuple((low or UNMARKED_EDGE, high or UNMARKED_EDGE) for low, high in edges)
+
+
+def checked_group(group: h5py.Group, where: str, spatial: Sequence[str]) -> tuple[str, list[str]]:
+    """A boundary group's ``bc_type`` and ``associated_dims``, its attributes checked (time- or sample-varying
+    boundaries refused, ``values`` read past with a warning, a ``mask`` present)."""
+    bc_type = str(group.attrs.get("bc_type", "")).upper()
+    dims = [str(d) for d in group.attrs.get("associated_dims", [])]
+    if not dims or not set(dims) <= set(spatial):
+        raise SpecificationError(f"{where}: attribute associated_dims = {dims} is not within {list(spatial)}")
+    for attribute in ("time_varying", "sample_varying"):
+        if _flag(group.attrs.get(attribute, False)):
+            raise SpecificationError(
+                f"{where}: attribute {attribute} = true is not supported (boundaries fixed in time and shared by "
+                "every trajectory only)"
+            )
+    if "values" in group and group["values"].size:
+        logger.warning(
+            f"{where}: dataset 'values' ({group['values'].size} boundary values) is not read, as in the Well's "
+            "loader: only the boundary's type is; UPAO's band loss takes its reference from the frames' band"
+        )
+    if "mask" not in group:
+        raise SpecificationError(f"{where}: no 'mask' dataset (the specification stores one per group)")
+    return bc_type, dims
+
+
+def marked_edges(group: h5py.Group, where: str, bc_type: str, dims: list[str], shape: tuple[int, ...]) -> list:
+    """The ``(axis name, side)`` pairs (side 0 low, 1 high) whose whole edge a group's ``mask`` marks; a mask marking
+    interior points or part of an edge, or a PERIODIC one marking one edge of an axis, is refused; one marking
+    nothing applies nowhere (a warning), as in the Well's reader."""
+    mask = np.asarray(group["mask"]).astype(bool)
+    if mask.shape != shape:
+        raise SpecificationError(
+            f"{where}: 'mask' has shape {mask.shape}, the grid along associated_dims {dims} is {shape}"
+        )
+    edge_points = np.zeros(shape, dtype=bool)
+    covered = np.zeros(shape, dtype=bool)
+    marked = []
+    for axis, dim in enumerate(dims):
+        for side, index in enumerate((0, -1)):
+            selector = [slice(None)] * len(shape)
+            selector[axis] = index
+            face_points = np.zeros(shape, dtype=bool)
+            face_points[tuple(selector)] = True
+            edge_points |= face_points
+            if mask.take(index, axis=axis).all():
+                marked.append((dim, side))
+                covered |= face_points
+    inside = mask & ~edge_points
+    if inside.any():
+        raise SpecificationError(
+            f"{where}: 'mask' marks {int(inside.sum())} points inside the domain (attribute bc_type = {bc_type}); "
+            "only masks marking whole edges of the domain are read"
+        )
+    if (mask & ~covered).any():
+        raise SpecificationError(
+            f"{where}: 'mask' marks part of an edge (attribute bc_type = {bc_type}); only whole edges are read"
+        )
+    if not marked:  # the Well's reader applies such a group nowhere (its own example file has two)
+        logger.warning(
+            f"{where}: 'mask' marks no edge of the domain (attribute bc_type = {bc_type}): the group applies "
+            f"nowhere, as in the Well's reader; its edges are read from the other groups, else as {UNMARKED_EDGE}"
+        )
+    if bc_type == "PERIODIC" and marked:
+        for dim in dims:
+            if {side for d, side in marked if d == dim} != {0, 1}:
+                raise SpecificationError(
+                    f"{where}: attribute bc_type = PERIODIC but 'mask' marks one edge of axis {dim!r}; a periodic "
+                    "boundary marks both"
+                )
+    return marked
 
 
 #: relative size (to a field's largest magnitude) below which two stored values count as the same: float32 rounding

@@ -71,20 +71,11 @@ def score(
     else each row's ``label_free_reasons`` say why) and of ``ladder``
     (VRMSEs and timings; the evaluation's ``solver_ladder``). Every row is scored on the same target frames (those
     after the plan's history); a predictor that reads fewer frames gets the last ones of each window."""
-    longer = [p.name for p in [*predictors, *ladder] if p.history is not None and p.history > plan.history]
-    if longer:
-        raise EvaluationError(
-            f"rows {longer} read more than the evaluated history of {plan.history} frames (--history)"
-        )
+    count = trajectories_to_score(plan, [*predictors, *ladder])
     scored, unscored = plan.scored, plan.unscored
     if scored and plan.history < 2:
         scored, unscored = False, NO_WINDOW
     data, source = plan.opened, plan.source
-    count = len(data) if plan.max_trajectories is None else min(plan.max_trajectories, len(data))
-    if count == 0:
-        raise EvaluationError(
-            f"split {source.split!r} of {source.name!r} has no trajectory long enough for history {plan.history}"
-        )
     sums = {p.name: RowSums() for p in [*predictors, *ladder]}
     counts: list[int] = []  # per rollout step: how many rollouts reached it
     time_axis, names = file_time_axis(source), list(data.metadata.constant_scalar_names)
@@ -124,6 +115,23 @@ def score(
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
     finish(plan, evaluation, figures)
     return evaluation, figures
+
+
+def trajectories_to_score(plan: EvaluationPlan, rows: Sequence[Predictor]) -> int:
+    """How many of the plan's trajectories are scored; rows that read more than the evaluated history, or a split
+    with no trajectory long enough, are refused (:class:`EvaluationError`)."""
+    longer = [p.name for p in rows if p.history is not None and p.history > plan.history]
+    if longer:
+        raise EvaluationError(
+            f"rows {longer} read more than the evaluated history of {plan.history} frames (--history)"
+        )
+    data, source = plan.opened, plan.source
+    count = len(data) if plan.max_trajectories is None else min(plan.max_trajectories, len(data))
+    if count == 0:
+        raise EvaluationError(
+            f"split {source.split!r} of {source.name!r} has no trajectory long enough for history {plan.history}"
+        )
+    return count
 
 
 def finish(plan: EvaluationPlan, evaluation: Evaluation, figures: FigureFrames) -> None:

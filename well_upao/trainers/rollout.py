@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
+from well_upao.harness.samples import into_slots, one_frame_prediction
+
 #: what the noise on fed-back frames is scaled to
 NOISE_SCALES = ("change", "spread")
 
@@ -138,3 +140,35 @@ def weighted_steps(step_terms: list[torch.Tensor], settings: RolloutSettings) ->
     """``sum_k w_k mean(step_terms[k])`` with the weights of :meth:`RolloutSettings.weights`."""
     weights = settings.weights()
     return sum(w * t.mean() for w, t in zip(weights, step_terms, strict=True))
+
+
+def roll_out(
+    model,
+    history: torch.Tensor,
+    constants: torch.Tensor | None,
+    settings: RolloutSettings,
+    slots: list[int],
+    formatter: str | None,
+    train: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A ``K``-step rollout (``settings.steps``) from ``history`` ``(B, T, *space, C)`` in the model's units and
+    dataset channels: ``(predicted, fed)``. A backbone's (``formatter`` ``None``; its slots ``slots``) ``predicted``
+    is its ``T`` shifted predictions of the true window followed by the new frame of each later step,
+    ``(B, T + K - 1, ...)``; a one-frame model's (the Well's ``formatter``; ``constants``: its constant fields) is its
+    ``K`` frames. ``fed``: the ``K - 1`` frames fed back (:func:`fed_back_frame`: detached under pushforward, noisy
+    in training), the earlier frame of each later step's residual pair."""
+    scale = noise_scale(history, settings.noise_scale) if train and settings.noise else None
+    if formatter is not None:
+        frames, fed, window = [one_frame_prediction(model, history, formatter, constants)], [], history
+        for _ in range(settings.steps - 1):
+            fed.append(fed_back_frame(frames[-1], settings, scale, train))
+            window = feed_back(window, fed[-1])
+            frames.append(one_frame_prediction(model, window, formatter, constants))
+        return torch.stack(frames, 1), torch.stack(fed, 1)
+    window = into_slots(history, slots)
+    frames, fed = [model(window, sequence=True)[..., slots]], []
+    for _ in range(settings.steps - 1):
+        fed.append(fed_back_frame(frames[-1][:, -1], settings, scale, train))
+        window = feed_back(window, into_slots(fed[-1], slots))
+        frames.append(model(window, sequence=True)[:, -1:][..., slots])
+    return torch.cat(frames, 1), torch.stack(fed, 1)

@@ -33,20 +33,14 @@ from well_upao.harness.samples import (
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
 from well_upao.physics.bound import BoundResidual
-from well_upao.physics.discretisation import Requested, resolve
+from well_upao.physics.discretisation import DEFAULT_DERIVATIVE, DEFAULT_SCHEME, Requested, resolve
 from well_upao.physics.floor import refuse_time_varying_parameters
-from well_upao.physics.objective import (
-    DEFAULT_DERIVATIVE,
-    DEFAULT_SCHEME,
-    UpaoObjective,
-    UpaoTerms,
-    band_values,
-)
+from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
 from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.scores import Scorecard
 from well_upao.trainers.guard import Guard, GuardSettings
 from well_upao.trainers.loop import Trainer, TrainingLoss
-from well_upao.trainers.rollout import RolloutSettings, fed_back_frame, feed_back, noise_scale, weighted_steps
+from well_upao.trainers.rollout import RolloutSettings, roll_out, weighted_steps
 from well_upao.trainers.upao_validation import UpaoValidation
 
 logger = logging.getLogger(__name__)
@@ -235,20 +229,7 @@ class UpaoLoss(TrainingLoss):
         constants = batch.get("constant_fields")  # the Well's formatters append them to the frames
         if self.one_frame and constants is not None:
             constants = constants.to(device) if normalized else self.space.constants_to_model(constants.to(device))
-        if steps > 1:
-            prediction, fed = self.rolled_out(model, model_inputs, constants, train)
-            prediction = into_slots(self.space.to_physical(prediction), self.channel_slots)
-            fed = into_slots(self.space.to_physical(fed), self.channel_slots)
-            inputs = torch.cat([history[:, -1:] if self.one_frame else history, fed], 1)
-            window = history
-        elif self.one_frame:  # the frame after the last input only: its residual against that input
-            predicted = one_frame_prediction(model, model_inputs, trainer.formatter_name, constants)
-            prediction = into_slots(self.space.to_physical(predicted), self.channel_slots)
-            prediction, window, inputs = prediction[:, None], history, history[:, -1:]
-        else:
-            predicted = model(into_slots(model_inputs, self.channel_slots), sequence=True)
-            predicted = self.space.to_physical(predicted[..., self.channel_slots])
-            prediction, window, inputs = into_slots(predicted, self.channel_slots), None, history
+        prediction, window, inputs = self.predicted(model, model_inputs, history, constants, train)
         if bound is None:
             scalars = named_scalars(batch.get("constant_scalars"), self.scalar_names)
             scalars = {name: value.to(device, torch.float32) for name, value in scalars.items()}
@@ -263,32 +244,25 @@ class UpaoLoss(TrainingLoss):
             bound=bound,
         )
 
-    def rolled_out(
-        self, model, history: torch.Tensor, constants: torch.Tensor | None, train: bool
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """A ``K``-step rollout from ``history`` ``(B, T, *space, C)`` in the model's units and dataset channels
-        (``trainers/rollout.py``): ``(predicted, fed)``. A backbone's ``predicted`` is its ``T`` shifted predictions
-        of the true window followed by the new frame of each later step, ``(B, T + K - 1, ...)``; a one-frame
-        model's is its ``K`` frames. ``fed``: the ``K - 1`` frames fed back (detached under pushforward, noisy in
-        training), the earlier frame of each later step's residual pair."""
-        settings, slots = self.rollout, self.channel_slots
-        scale = noise_scale(history, settings.noise_scale) if train and settings.noise else None
+    def predicted(self, model, model_inputs, history, constants, train: bool):
+        """``(prediction, window, inputs)`` in physical units and slots: the model's predictions, the window ``s_k``
+        is computed on (``None``: ``inputs``) and the frames the residual pairs the predictions with. A rollout
+        pairs the fed-back frames; a one-frame model's frame after the last input pairs with that input."""
+        slots, physical = self.channel_slots, self.space.to_physical
+        if self.rollout.steps > 1:
+            prediction, fed = self.rolled_out(model, model_inputs, constants, train)
+            inputs = torch.cat([history[:, -1:] if self.one_frame else history, into_slots(physical(fed), slots)], 1)
+            return into_slots(physical(prediction), slots), history, inputs
         if self.one_frame:
-            formatter = self.trainer.formatter_name
-            frames, fed, window = [one_frame_prediction(model, history, formatter, constants)], [], history
-            for _ in range(settings.steps - 1):
-                fed.append(fed_back_frame(frames[-1], settings, scale, train))
-                window = feed_back(window, fed[-1])
-                frames.append(one_frame_prediction(model, window, formatter, constants))
-            return torch.stack(frames, 1), torch.stack(fed, 1)
-        window = into_slots(history, slots)
-        shifted = model(window, sequence=True)[..., slots]
-        frames, fed = [shifted], []
-        for _ in range(settings.steps - 1):
-            fed.append(fed_back_frame(frames[-1][:, -1], settings, scale, train))
-            window = feed_back(window, into_slots(fed[-1], slots))
-            frames.append(model(window, sequence=True)[:, -1:][..., slots])
-        return torch.cat(frames, 1), torch.stack(fed, 1)
+            predicted = one_frame_prediction(model, model_inputs, self.trainer.formatter_name, constants)
+            return into_slots(physical(predicted), slots)[:, None], history, history[:, -1:]
+        predicted = physical(model(into_slots(model_inputs, slots), sequence=True)[..., slots])
+        return into_slots(predicted, slots), None, history
+
+    def rolled_out(self, model, history: torch.Tensor, constants: torch.Tensor | None, train: bool):
+        """The run's ``K``-step rollout of ``model`` from ``history`` (``trainers.rollout.roll_out``)."""
+        formatter = self.trainer.formatter_name if self.one_frame else None
+        return roll_out(model, history, constants, self.rollout, self.channel_slots, formatter, train)
 
     def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
         """UPAO loss of a training batch (:meth:`prepared`: reads the history, the *bands* only of the frames after

@@ -7,7 +7,7 @@
     4 harness             every contact with the_well's internals
     5 evaluate            protocol, metrics, baselines, pipeline
     6 trainers            the one loop and its losses
-    7 faces               cli, quickstart, train
+    7 faces               cli, commands, quickstart, train
 
 Imports inside functions count too (a lazy import is still a dependency).
 """
@@ -34,6 +34,7 @@ LAYERS = {
     "evaluate": 5,
     "trainers": 6,
     "cli": 7,
+    "commands": 7,
     "quickstart": 7,
     "train": 7,
 }

@@ -109,6 +109,7 @@ def test_training_and_evaluation_score_a_run_with_the_discretisation_it_trained_
         # exact data: the spectral residual's floor is far below second-order differences' (the default)
         assert rows[label].label_free["floor"] < 0.1 * default_floor
     assert "residuals" not in rows["persistence"].notes and math.isfinite(default_floor)
+    assert "Residuals scored with the run's own discretisation" in report.table and "- auto: spectral/" in report.table
 
 
 def test_one_residual_is_built_per_training_batch(small_datasets, tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import torch
 from well_upao.data.slots import N_SLOTS
 from well_upao.models.na_transformer import NATransformer, extrapolate_history
 from well_upao.physics.scores import SCORE_NAMES
-from well_upao.trainers.loop import correction_off
+from well_upao.trainers.training_loss import correction_off
 from well_upao.trainers.upao import UpaoLoss
 from well_upao.trainers.upao_validation import UpaoValidation
 

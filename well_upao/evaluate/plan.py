@@ -21,8 +21,15 @@ from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import Context, file_time_axis, sample_context
 from well_upao.models.na_transformer import T_IN
-from well_upao.physics.discretisation import DEFAULT_DERIVATIVE, DEFAULT_SCHEME, Physics, Requested, resolve
-from well_upao.physics.pdes import PDE, find_pde_for_dataset
+from well_upao.physics.discretisation import (
+    DEFAULT_DERIVATIVE,
+    DEFAULT_SCHEME,
+    Physics,
+    Requested,
+    find_pde_for_dataset,
+    resolve,
+)
+from well_upao.physics.pdes import PDE
 
 #: the history of an evaluation whose rows do not say (classical rows only): the paper's T_in
 DEFAULT_HISTORY = T_IN

@@ -64,7 +64,19 @@ def markdown_table(evaluation: Evaluation) -> str:
             + "".join(f"| {_score_cell(s, k)} " for k in LABEL_FREE)
             + f"| {selection_text(s.selection)} |"
         )
-    return header + "\n" + "\n".join(rows) + rollout_text(e) + floor_text(e.residual_floor) + scorecard_text(e)
+    text = header + "\n" + "\n".join(rows) + rollout_text(e) + floor_text(e.residual_floor)
+    return text + residuals_text(e) + scorecard_text(e)
+
+
+def residuals_text(evaluation: Evaluation) -> str:
+    """Which rows score their residuals with their own run's discretisation (its checkpoint's), not the default the
+    floor above describes; empty when none does."""
+    own = [f"- {s.name}: {s.notes['residuals']}" for s in evaluation.scores if s.notes.get("residuals")]
+    if not own:
+        return ""
+    return "\n\nResiduals scored with the run's own discretisation (the other rows: the default above):\n" + "\n".join(
+        own
+    )
 
 
 def window_cell(evaluation: Evaluation, score: Scores, window: tuple[int, int]) -> str:

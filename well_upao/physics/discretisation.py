@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from well_upao.data.datasets import DATASETS
 from well_upao.data.source import ObservedFrames
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.floor import (
@@ -36,7 +37,7 @@ from well_upao.physics.floor import (
     floor_rows,
     permitted,
 )
-from well_upao.physics.pdes import PDE, pde_named
+from well_upao.physics.pdes import PDE, PDE_REGISTRY, get_pde, pde_for_dataset
 from well_upao.physics.stencils import Grid
 
 #: the residual's discretisation where neither a run nor its dataset chooses one
@@ -121,7 +122,7 @@ class Physics:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Physics:
-        """A stored :meth:`record` (its PDE looked up by name, ``pdes.pde_named``: a run's ``data.imports``
+        """A stored :meth:`record` (its PDE looked up by name,   :func:`pde_named`: a run's ``data.imports``
         registered a user's)."""
         name = record.get("pde")
         pde = pde_named(name) if name is not None else None
@@ -170,3 +171,23 @@ def resolve(
         else f"{derivative}/{scheme} as set"
     )
     return Physics(pde, chosen.derivative, chosen.scheme, constants, floors, reason, tuple(rows))
+
+
+def pde_named(name: str) -> PDE:
+    """The PDE called ``name``: registered, or the PDE object a registered dataset names (a user module may give its
+    ``DatasetSpec`` a PDE without registering it)."""
+    if name in PDE_REGISTRY:
+        return PDE_REGISTRY[name]
+    for spec in DATASETS.values():
+        if isinstance(spec.pde, PDE) and spec.pde.name == name:
+            return spec.pde
+    return get_pde(name)  # the registry's error, with the names it knows
+
+
+def find_pde_for_dataset(dataset_name: str) -> PDE | None:
+    """:func:`pde_for_dataset`, or ``None`` where the dataset names no PDE and no PDE carries its name (supervised
+    training and the classical rows need none; a PDE the registry entry names but nobody registered is an error)."""
+    spec = DATASETS.get(dataset_name)
+    if (spec is None or spec.pde is None) and dataset_name not in PDE_REGISTRY:
+        return None
+    return pde_for_dataset(dataset_name)

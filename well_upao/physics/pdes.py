@@ -484,23 +484,3 @@ def pde_for_dataset(dataset_name: str) -> PDE:
     spec = DATASETS.get(dataset_name)
     chosen = spec.pde if spec is not None and spec.pde is not None else dataset_name
     return chosen if isinstance(chosen, PDE) else get_pde(chosen)
-
-
-def pde_named(name: str) -> PDE:
-    """The PDE called ``name``: registered, or the PDE object a registered dataset names (a user module may give its
-    ``DatasetSpec`` a PDE without registering it)."""
-    if name in PDE_REGISTRY:
-        return PDE_REGISTRY[name]
-    for spec in DATASETS.values():
-        if isinstance(spec.pde, PDE) and spec.pde.name == name:
-            return spec.pde
-    return get_pde(name)  # the registry's error, with the names it knows
-
-
-def find_pde_for_dataset(dataset_name: str) -> PDE | None:
-    """:func:`pde_for_dataset`, or ``None`` where the dataset names no PDE and no PDE carries its name (supervised
-    training and the classical rows need none; a PDE the registry entry names but nobody registered is an error)."""
-    spec = DATASETS.get(dataset_name)
-    if (spec is None or spec.pde is None) and dataset_name not in PDE_REGISTRY:
-        return None
-    return pde_for_dataset(dataset_name)

@@ -2,15 +2,15 @@
 
 :class:`Trainer` runs epochs of optimizer steps and validations, writes ``best.pt`` as the selection decides,
 stops early, and resumes from ``recent.pt``. Its concerns live beside it: which candidate ``best.pt`` holds and why
-(``selection``), the per-step LR schedule and the budgets (``schedule``), checkpoints and ``metrics.jsonl``
-(``records``), the LoRA -> NSLoRA switch (``switch``),
+(``selection``, asking the run's ``judge``, ``guard``), the per-step LR schedule and the budgets (``schedule``), its
+checkpoints and ``metrics.jsonl`` (``run_files``, ``records``), the LoRA -> NSLoRA switch (``switch``),
 the diagnosis of a non-finite loss (``diagnosis``) and ``trainer.init_from`` (``warm_start``).
 
 What varies is pluggable:
 
-* the loss (:class:`TrainingLoss`): the objective of one step and, where it has one, its own validation
-  criterion: ``shifted`` (dense shifted supervision, ``trainers/shifted.py``), ``supervised`` (one frame through
-  the harness's formatter, ``trainers/supervised.py``), ``upao`` (PDE residual + boundary band,
+* the loss (``trainers.training_loss.TrainingLoss``): the objective of one step and, where it has one, its own
+  validation criterion: ``shifted`` (dense shifted supervision, ``trainers/shifted.py``), ``supervised`` (one
+  frame through the harness's formatter, ``trainers/supervised.py``), ``upao`` (PDE residual + boundary band,
   ``trainers/upao.py``);
 * the validation: The Well's, on its validation, rollout and test loaders, by default; pretraining (the shifted
   loss on a multi-dataset mixture) validates each dataset of the mixture instead (``trainers/pretraining.py``),
@@ -19,7 +19,6 @@ What varies is pluggable:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
@@ -28,89 +27,27 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import wandb
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import N_SLOTS
-from well_upao.distributed import is_main_process
 from well_upao.harness import metrics_file
 from well_upao.harness.well_trainer import WellTrainer
 from well_upao.models.checkpoint import (
-    build_payload,
-    clean_state_dict,
-    load_state,
-    read_checkpoint,
-    save_checkpoint,
     unwrap,
 )
 from well_upao.models.kinds import is_sequence_model
-from well_upao.trainers import records, sharded_checkpoint
 from well_upao.trainers.diagnosis import describe_non_finite
 from well_upao.trainers.guard import Guard
 from well_upao.trainers.rollout import RolloutSettings
+from well_upao.trainers.run_files import RunFiles
 from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_scheduler, step_scheduler
 from well_upao.trainers.selection import Decision, Selection
-from well_upao.trainers.sharding import ShardingOptions, is_sharded, prepare_in_process
+from well_upao.trainers.sharding import ShardingOptions, prepare_in_process
 from well_upao.trainers.switch import AdapterSwitch, resolve_nslora_schedule
+from well_upao.trainers.training_loss import TrainingLoss, correction_off
 from well_upao.trainers.warm_start import initialize_from
 
 logger = logging.getLogger(__name__)
-
-
-class TrainingLoss:
-    """One objective of the loop, bound to its trainer (:meth:`bind`), which it may read (model, device, data)."""
-
-    #: whether the loss needs a well-upao backbone (18 slots, ``forward_sequence``)
-    needs_backbone = False
-    #: whether the selection must score every candidate on the same validation batches: the last validation is
-    #: then short like the others (the Well's loop makes it full, on the whole split, so its last candidate was
-    #: compared on other windows than the earlier ones and the start)
-    selects_on_the_same_batches = False
-    #: the run's label-free judge (``trainers.guard.Guard``: the guard and the prior rule), ``None`` for losses
-    #: whose selection needs none; the loop holds it
-    judge = None
-
-    def bind(self, trainer: Trainer) -> None:
-        self.trainer = trainer
-        if self.needs_backbone:
-            trainer.require_backbone()
-
-    def __call__(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
-        """Scalar loss of one batch and named values to log."""
-        raise NotImplementedError
-
-    def validate(self, dataloader, full: bool) -> tuple[float | None, dict[str, float]]:
-        """The loss's own validation on the validation loader: ``(selection criterion or None, logs)``; ``None``
-        keeps The Well's criterion (its ``loss_fn`` on the validation rollout)."""
-        return None, {}
-
-    def checkpoint_info(self) -> dict[str, Any]:
-        """What checkpoints should record about this loss (in their ``train`` section)."""
-        return {}
-
-    def run_facts(self) -> dict[str, Any]:
-        """Facts about the run the loss decided (e.g. an ``auto`` discretisation), for the first metrics line."""
-        return {}
-
-    def protocol_settings(self) -> dict[str, Any]:
-        """The loss's settings that belong to the training protocol (``Trainer.protocol_facts``)."""
-        return {"objective": type(self).__name__}
-
-
-@contextlib.contextmanager
-def correction_off(model: torch.nn.Module):
-    """The model with its learnt correction switched off (``correction_gain`` = 0: an extrapolation-base model
-    then predicts its base, ``well_upao.models.na_transformer``), restored afterwards."""
-    gain = model.correction_gain
-    saved = gain.detach().clone()
-    with torch.no_grad():
-        gain.zero_()
-    try:
-        yield model
-    finally:
-        with torch.no_grad():
-            gain.copy_(saved)
-
 
 #: ``validation(trainer, split, full, epoch) -> (criterion or None, logs)`` for split in valid, rollout_valid,
 #: test, rollout_test
@@ -143,7 +80,7 @@ def well_validation(trainer: Trainer, split: str, full: bool, epoch: int) -> tup
 LR_SCHEDULES = ("per_step", "per_epoch")
 
 
-class Trainer(WellTrainer):
+class Trainer(RunFiles, WellTrainer):
     """The Well's ``Trainer`` with a warm-up + cosine LR schedule per step (the paper's) or per epoch (the Well's),
     optional gradient clipping, our checkpoints, and a pluggable ``loss`` (a :class:`TrainingLoss`) and
     ``validation`` (default :func:`well_validation`).
@@ -396,56 +333,6 @@ class Trainer(WellTrainer):
             self.rewarm_steps,
         )  # fmt: skip
 
-    def protocol_facts(self) -> dict[str, Any]:
-        """The protocol's name and every setting of the run that changes its numbers (history, normalisation,
-        batch size, optimizer, schedule, clipping, objective, epochs, early stopping): ``protocol`` and
-        ``protocol_settings`` in checkpoints (``train``) and on the first line of ``metrics.jsonl``."""
-        settings: dict[str, Any] = {}
-        data = getattr(self.datamodule, "settings", None) or {}
-        for key in ("n_steps_input", "use_normalization", "normalization_type"):
-            if key in data:
-                settings[key] = data[key]
-        settings["batch_size"] = getattr(self.datamodule, "batch_size", None)
-        if self.optimizer is not None:
-            group = self.optimizer.param_groups[0]
-            settings["optimizer"] = type(self.optimizer).__name__
-            settings["lr"] = group.get("initial_lr", group["lr"])
-            settings["weight_decay"] = group.get("weight_decay")
-        settings["lr_schedule"] = self.lr_schedule
-        if self.lr_schedule == "per_epoch":
-            settings |= {
-                "warmup_epochs": self.warmup_epochs,
-                "warmup_start_ratio": self.warmup_start_ratio,
-                "min_lr_ratio": self.min_lr_ratio,
-            }
-        else:
-            settings |= {"warmup_steps": self.warmup_steps, "lr_min": self.lr_min}
-            if self.schedule_steps is not None:  # a schedule spread over runs records its place in it
-                settings |= {"schedule_steps": self.schedule_steps, "start_step": self.start_step,
-                             "rewarm_steps": self.rewarm_steps}  # fmt: skip
-        settings |= {"grad_clip": self.grad_clip, "epochs": self.max_epoch, "patience": self.selection.patience}
-        if not self.rollout.one_step:  # one-step runs keep the settings they always recorded
-            settings |= {f"rollout_{k}": v for k, v in vars(self.rollout).items()}
-        settings |= self.loss.protocol_settings()
-        return {"protocol": self.protocol, "protocol_settings": settings}
-
-    def device_facts(self) -> dict[str, Any]:
-        """Where the run computes (``device``, and ``device_name`` on a GPU), for the first ``metrics.jsonl`` line."""
-        device = torch.device(self.device)
-        facts: dict[str, Any] = {"device": str(device)}
-        if device.type == "cuda":
-            facts["device_name"] = torch.cuda.get_device_name(device)
-        return facts
-
-    def save_mid_epoch(self, epoch: int, batches: int, loss_sum: float, totals: dict[str, float]) -> None:
-        """``recent.pt`` with the epoch counted as not finished and where it stopped (``train.resume``)."""
-        self.resume_point = {"epoch": epoch, "batches": batches, "loss_sum": loss_sum, "totals": dict(totals)}
-        try:
-            self.save_model(epoch - 1, self.last_val_loss, os.path.join(self.checkpoint_folder, "recent.pt"))
-        finally:
-            self.resume_point = None
-        self.cadence.mark()
-
     def after_validation(self, epoch: int, validation_loss: float, improved: bool) -> dict[str, Any]:
         """Hook run after each validation; returns values to log. Here: the paper's LoRA -> NSLoRA switch
         (``trainers/switch.py``), after which the early-stopping count restarts."""
@@ -491,17 +378,8 @@ class Trainer(WellTrainer):
             last = epoch == self.max_epoch or self.should_stop()
             stop = False
             if epoch % self.val_frequency == 0 or last:
-                full = last and not self.loss.selects_on_the_same_batches
-                with self.budget.excluded():
-                    val_loss, val_logs = self.validation(self, "valid", full, epoch)
-                self.last_val_loss = val_loss
-                decision = self.selection.consider(epoch, val_loss, val_logs, self.judge)
-                self.place_best(epoch, val_loss, decision)
-                logs |= {"guard_rejected": bool(decision.guard_reason), "guard_reason": decision.guard_reason}
-                logs |= {"guard_unchecked": decision.guard_unchecked}
-                logs |= val_logs | {"valid": val_loss, "best_valid": self.best_val_loss} | self.selection.facts()
-                logs |= self.after_validation(epoch, val_loss, decision.improved)
-                logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")
+                val_loss, val_logs = self.validate_epoch(epoch, last)
+                logs |= val_logs
                 stop = self.selection.should_stop
             if epoch % self.rollout_val_frequency == 0 or last or stop:
                 with self.budget.excluded():
@@ -525,6 +403,23 @@ class Trainer(WellTrainer):
         if test_loss is not None:
             self.record(test_logs | {"test": test_loss, "epoch": epoch})
             logger.info(f"test criterion {test_loss:.4e}")
+
+    def validate_epoch(self, epoch: int, last: bool) -> tuple[float, dict[str, Any]]:
+        """An epoch's validation (full on the last epoch unless the selection compares on the same batches): the
+        selection's decision on the candidate, ``best.pt`` as it decides, the after-validation hook; returns the
+        criterion and the line's validation keys."""
+        full = last and not self.loss.selects_on_the_same_batches
+        with self.budget.excluded():
+            val_loss, val_logs = self.validation(self, "valid", full, epoch)
+        self.last_val_loss = val_loss
+        decision = self.selection.consider(epoch, val_loss, val_logs, self.judge)
+        self.place_best(epoch, val_loss, decision)
+        logs = {"guard_rejected": bool(decision.guard_reason), "guard_reason": decision.guard_reason}
+        logs |= {"guard_unchecked": decision.guard_unchecked}
+        logs |= val_logs | {"valid": val_loss, "best_valid": self.best_val_loss} | self.selection.facts()
+        logs |= self.after_validation(epoch, val_loss, decision.improved)
+        logger.info(f"epoch {epoch}: validation criterion {val_loss:.4e} (best {self.best_val_loss:.4e})")
+        return val_loss, logs
 
     def validate_untrained(self) -> None:
         """``trainer.validate_start``: the model as it starts (the pretrained backbone, or the prediction base
@@ -552,72 +447,3 @@ class Trainer(WellTrainer):
             if selection is not None:
                 loss = selection
         return loss, logs
-
-    # ------------------------------------------------------------------ checkpoints and records
-    def checkpoint_payload(
-        self, epoch: int, validation_loss: float, model_state: dict[str, torch.Tensor] | None = None
-    ) -> dict[str, Any]:
-        """The run's checkpoint; ``model_state``: the model's whole state dict gathered from its shards (a sharded
-        run, whose optimizer state goes to its sharded checkpoint instead, ``trainers/sharded_checkpoint.py``)."""
-        return build_payload(
-            self.model,
-            state=model_state,
-            epoch=epoch,
-            optimizer=self.optimizer if model_state is None else None,
-            scheduler_state=self.scheduler.state_dict() if self.scheduler else None,
-            validation_loss=validation_loss,
-            best_validation_loss=self.best_val_loss,
-            extra_train={
-                "global_step": self.global_step,
-                "init_from": self.init_from,
-                **self.selection.state(),
-                "resume": self.resume_point,
-                **self.protocol_facts(),
-                **self.loss.checkpoint_info(),
-                **self.datamodule.checkpoint_info(),
-            },
-            extra_model=records.model_description(
-                self.bare_model, self.datamodule, self.formatter_name, self.checkpoint_folder
-            ),
-        )
-
-    def save_model(self, epoch: int, validation_loss: float, output_path: str) -> None:
-        if is_sharded(self.model):  # every process writes its shards; rank 0 the consolidated file
-            return sharded_checkpoint.save(self, epoch, validation_loss, output_path)
-        if is_main_process():
-            save_checkpoint(output_path, self.checkpoint_payload(epoch, validation_loss))
-
-    def load_checkpoint(self, checkpoint_path: str) -> None:
-        """Resume from ``recent.pt`` (ours, or a checkpoint of the Well's own trainer): weights, optimizer, LR
-        schedule, step count, selection state and an interrupted epoch's resume point."""
-        logger.info(f"resuming from {checkpoint_path}")
-        payload = read_checkpoint(checkpoint_path, accept_well_trainer=True)
-        optimizer_state = payload.get("optimizer_state_dit")
-        if sharded_checkpoint.restore(self.model, self.optimizer, payload, checkpoint_path):
-            optimizer_state = None  # a sharded run's weights and optimizer state (or a sharded model's weights)
-        elif payload.get("format") == "well-upao":
-            load_state(self.bare_model, payload, checkpoint_path)
-        else:
-            self.bare_model.load_state_dict(clean_state_dict(payload["model_state_dict"]))
-        if self.optimizer is not None and optimizer_state is not None:
-            self.optimizer.load_state_dict(optimizer_state)
-        train = payload.get("train", {})
-        self.resumed_train = dict(train)
-        self._scheduler_state = train.get("scheduler")
-        self.global_step = int(train.get("global_step", 0))
-        self.selection.restore(train, payload.get("best_validation_loss"))
-        self.starting_val_loss = payload.get("validation_loss") or float("inf")
-        self.starting_epoch = int(payload.get("epoch", 0)) + 1
-        self.resume_point = train.get("resume")
-        if self.resume_point:
-            logger.info(f"continuing epoch {self.resume_point['epoch']} after {self.resume_point['batches']} batches")
-
-    def record(self, values: dict[str, Any]) -> None:
-        """Log to wandb (when on) and append one line to ``metrics.jsonl``; the first line this process writes
-        also carries the protocol (:meth:`protocol_facts`) and the loss's facts (:meth:`TrainingLoss.run_facts`)."""
-        if not self._facts_written:
-            values = self.protocol_facts() | self.loss.run_facts() | self.device_facts() | values
-            self._facts_written = True
-        clean = metrics_file.append_metrics(self.artifact_folder, values)
-        if is_main_process() and wandb.run is not None:
-            wandb.log(clean, step=values["epoch"])

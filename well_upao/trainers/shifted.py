@@ -20,9 +20,10 @@ import torch
 
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
-from well_upao.trainers.loop import Trainer, TrainingLoss
+from well_upao.trainers.loop import Trainer
 from well_upao.trainers.rollout import fed_back_frame, feed_back, noise_scale, weighted_steps
 from well_upao.trainers.supervised import SupervisedLoss
+from well_upao.trainers.training_loss import TrainingLoss
 
 logger = logging.getLogger(__name__)
 

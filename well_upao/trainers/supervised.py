@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import torch
 
-from well_upao.trainers.loop import Trainer, TrainingLoss
+from well_upao.trainers.loop import Trainer
 from well_upao.trainers.rollout import fed_back_frame, feed_back, noise_scale, weighted_steps
+from well_upao.trainers.training_loss import TrainingLoss
 
 OBJECTIVES = ("mse", "loss_fn")
 

@@ -39,8 +39,9 @@ from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
 from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.scores import Scorecard
 from well_upao.trainers.guard import Guard, GuardSettings
-from well_upao.trainers.loop import Trainer, TrainingLoss
+from well_upao.trainers.loop import Trainer
 from well_upao.trainers.rollout import RolloutSettings, roll_out, weighted_steps
+from well_upao.trainers.training_loss import TrainingLoss
 from well_upao.trainers.upao_validation import UpaoValidation
 
 logger = logging.getLogger(__name__)

@@ -30,9 +30,9 @@ from well_upao.harness.samples import into_slots
 from well_upao.models.na_transformer import BASES
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
-from well_upao.trainers.loop import correction_off
 from well_upao.trainers.sharding import is_sharded
 from well_upao.trainers.start_model import START_WEIGHTS, StartModel
+from well_upao.trainers.training_loss import correction_off
 
 logger = logging.getLogger(__name__)
 

@@ -107,7 +107,7 @@ def test_the_prior_is_kept_when_the_pretrained_correction_is_worse_than_it(burge
         run = next(experiments.glob("*/*"))
         results[prior] = (vrmse_against_extrap2(burgers, stride, run / "checkpoints" / "best.pt"), read_metrics(run))
     (kept, extrap2), lines = results[True]
-    assert lines[0]["prior_verdict"].startswith("the pretrained correction is worse than the extrap2")
+    assert lines[0]["prior_verdict"].startswith("the start is worse than extrap2 for one_step")
     last = [line for line in lines if "valid" in line][-1]
     assert last["kept_prior"] and "backtest" in last["kept_prior_reason"]
     assert kept <= 1.2 * extrap2, (kept, extrap2)

@@ -1,6 +1,7 @@
-"""The prior as a label-free candidate (issue 42): a model with an extrapolation base can switch its correction off
-exactly, every UPAO validation scores that prior, and best.pt keeps it when the selected model predicts the observed
-history worse than it. Expected values: the polynomial extrapolation itself, and scorecards written by hand."""
+"""The prior per horizon (issue 53): a backbone of any base can predict with a classical prior (the window's
+polynomial extrapolation) carried in its state dict, every UPAO validation scores the classical predictors and the
+model on the observed history for the trust window, and best.pt keeps the best prior when the selected model's
+evidence is worse. Expected values: the polynomial extrapolation written out here, and evidence written by hand."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 import torch
 
 from well_upao.data.slots import N_SLOTS
-from well_upao.models.na_transformer import NATransformer, extrapolate_history
-from well_upao.physics.scores import SCORE_NAMES
-from well_upao.trainers.training_loss import correction_off
+from well_upao.models.assembly import load_model
+from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
+from well_upao.models.na_transformer import NATransformer
+from well_upao.trainers.training_loss import kept_prior
 from well_upao.trainers.upao import UpaoLoss
 from well_upao.trainers.upao_validation import UpaoValidation
 
@@ -20,7 +22,7 @@ SLOTS = [0, 1, 15]
 
 
 def trained_looking(base: str) -> NATransformer:
-    """A model whose correction is far from zero (perturbed decoder, gain 1)."""
+    """A model whose network output is far from any extrapolation (perturbed decoder)."""
     torch.manual_seed(0)
     model = NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=SLOTS, base=base)
     with torch.no_grad():
@@ -37,49 +39,107 @@ def frames(seed: int = 0) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("base, order", [("extrap1", 1), ("extrap2", 2)])
-def test_with_its_correction_off_the_model_predicts_its_extrapolation(base, order):
+def by_hand(window: torch.Tensor, order: int) -> torch.Tensor:
+    """Entry tau predicts frame tau + 1 from frames 0..tau with the highest order they allow (written out)."""
+    out = []
+    for tau in range(window.shape[1]):
+        degree = min(order, tau)
+        if degree == 0:
+            out.append(window[:, tau])
+        elif degree == 1:
+            out.append(2 * window[:, tau] - window[:, tau - 1])
+        else:
+            out.append(3 * window[:, tau] - 3 * window[:, tau - 1] + window[:, tau - 2])
+    return torch.stack(out, 1)
+
+
+@pytest.mark.parametrize("base", ["last", "extrap2", "none"])
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_a_kept_prior_predicts_the_extrapolation_whatever_the_base(base, order):
     model, window = trained_looking(base), frames()
-    expected = extrapolate_history(window, order)[..., SLOTS]
     with torch.no_grad():
-        corrected = model.forward_sequence(window)[..., SLOTS]
-        with correction_off(model):
+        network = model.forward_sequence(window)[..., SLOTS]
+        with kept_prior(model, order):
             prior = model.forward_sequence(window)[..., SLOTS]
         restored = model.forward_sequence(window)[..., SLOTS]
-    torch.testing.assert_close(prior, expected, rtol=1e-5, atol=1e-5)
-    assert (corrected - expected).abs().max() > 1e-2  # negative control: the correction does change the prediction
-    assert torch.equal(restored, corrected)  # the gain is restored
+    torch.testing.assert_close(prior, by_hand(window, order)[..., SLOTS], rtol=1e-6, atol=1e-6)
+    assert (network - prior).abs().max() > 1e-2  # negative control: the network predicts otherwise
+    assert torch.equal(restored, network)
 
 
-def card_logs(prefix: str, **values: float) -> dict[str, float]:
-    return {f"{prefix}{name}": values.get(name, math.nan) for name in SCORE_NAMES}
+@pytest.mark.parametrize("order", [0, 1])
+def test_a_kept_persistence_or_extrap1_prior_round_trips_both_loaders(order, tmp_path):
+    """best.pt holding a prior: our loader (``load_model``, the file alone) and the harness's path (the Well's
+    trainer's ``load_checkpoint`` into a model built from the run's config: ``load_state``) both predict with it."""
+    from well_upao.models.checkpoint import load_state
+
+    model, window = trained_looking("extrap2"), frames(1)
+    path = tmp_path / "best.pt"
+    with kept_prior(model, order):
+        save_checkpoint(path, build_payload(model))
+    assert int(read_checkpoint(path)["state_dict"]["prior_order"]) == order
+    expected = by_hand(window, order)[..., SLOTS]
+    ours = load_model(path).eval()
+    rebuilt = NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=SLOTS, base="extrap2").eval()
+    load_state(rebuilt, read_checkpoint(path), path)
+    with torch.no_grad():
+        for loaded in (ours, rebuilt):
+            torch.testing.assert_close(loaded.forward_sequence(window)[..., SLOTS], expected, rtol=1e-6, atol=1e-6)
+    plain = tmp_path / "plain.pt"  # negative control: a checkpoint without a prior predicts with the network
+    save_checkpoint(plain, build_payload(model))
+    with torch.no_grad():
+        assert (load_model(plain).eval().forward_sequence(window)[..., SLOTS] - expected).abs().max() > 1e-2
 
 
-def test_the_rule_keeps_the_prior_when_the_selected_model_backtests_worse():
-    judge = UpaoLoss().judge  # guard_backtest_tolerance 0.1
-    judge.prior = "extrap2"  # what binding a model with base extrap2 sets
-    prior = card_logs("valid_score_prior_", backtest=6.35e-05, residual_ratio=0.97)
-    # issue 42's run: the trained model's backtest 0.031 against extrap2's 6.35e-05
-    reason = judge.prior_check(card_logs("valid_score_", backtest=0.031), prior)
-    assert reason is not None and "extrap2" in reason and "0.031" in reason
-    # within the tolerance (10% worse) and better: the selected model stays
-    assert judge.prior_check(card_logs("valid_score_", backtest=6.9e-05), prior) is None
-    assert judge.prior_check(card_logs("valid_score_", backtest=1e-05), prior) is None
-    # no backtest (nan) decides nothing
-    assert judge.prior_check(card_logs("valid_score_"), prior) is None
-    verdict = judge.prior_verdict(card_logs("valid_score_", backtest=0.031) | prior)
-    assert verdict.startswith("the pretrained correction is worse than the extrap2 it corrects")
+def window_logs(prefix: str = "valid_score_window_", **values: float) -> dict[str, float]:
+    return {f"{prefix}{name}": value for name, value in values.items()}
 
 
-def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scores():
-    """``valid_prior_paper_VRMSE`` (the study's label oracle) is the paper's VRMSE of the quadratic extrapolation
-    ``3 u[t-1] - 3 u[t-2] + u[t-3]`` written out here, not of the corrected model (negative control)."""
+def test_the_rule_keeps_the_best_prior_for_the_trust_window():
+    judge = UpaoLoss(trust_window="6:12").judge  # guard_backtest_tolerance 0.1
+    judge.priors = True  # what binding a backbone with prior_candidate sets
+    logs = window_logs(persistence=0.9, extrap1=2.5, extrap2=7.0) | {"valid_trust_reach": "backtest to step 5 of 12"}
+    assert judge.prior_choice(logs) == "persistence"
+    reason = judge.prior_check(window_logs(model=1.2), logs)
+    assert reason is not None and "persistence" in reason and "6:12" in reason and "step 5 of 12" in reason
+    assert judge.prior_check(window_logs(model=0.95), logs) is None  # within the 10% tolerance
+    assert judge.prior_check(window_logs(model=0.5), logs) is None
+    assert judge.prior_check(window_logs(model=math.nan), logs) is None  # no evidence decides nothing
+    verdict = judge.prior_verdict(logs | window_logs(model=3.0))
+    assert verdict.startswith("the start is worse than persistence for 6:12")
+    judge.priors = False  # a model that cannot keep a prior: no rule
+    assert judge.prior_check(window_logs(model=3.0), logs) is None
+    with pytest.raises(ValueError, match="trust_window"):
+        UpaoLoss(trust_window="5:10")
+
+
+def test_a_prior_planted_far_off_the_data_is_never_picked():
+    """The classical curves of a smooth history, plus a 'model' curve planted far off: the pick is a classical
+    predictor whichever window is asked."""
+    from well_upao.evaluate.horizons import classical_curves, pick
+
+    t = torch.arange(8, dtype=torch.float64)
+    window = torch.zeros(1, 8, 4, 4, N_SLOTS, dtype=torch.float64)
+    window[..., 0] = (1 + 0.1 * t + 0.01 * t**2).view(1, 8, 1, 1)  # a quadratic in time: extrap2 exact
+    mask = torch.zeros(N_SLOTS)
+    mask[0] = 1
+    curves = {name: c.mean(0).tolist() for name, c in classical_curves(window, mask).items()}
+    curves["planted"] = [1e3] * 5
+    for window_name in ("one_step", "6:12", "13:30"):
+        chosen, evidence = pick(curves, window_name)
+        assert chosen == "extrap2" and evidence["extrap2"].value < 1e-9
+    assert evidence["extrap2"].describe() == "backtest to step 5 of 30"
+
+
+def test_validation_records_the_picked_priors_true_vrmse_as_the_hand_extrapolation_scores():
+    """``valid_prior_paper_VRMSE`` (the study's label oracle) is the paper's VRMSE of the picked prior, here the
+    quadratic extrapolation ``3 u[t-1] - 3 u[t-2] + u[t-3]`` written out, not of the model (negative control)."""
     from types import SimpleNamespace
 
     from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
     from well_upao.harness.normalization import ModelSpace
 
-    model, history = trained_looking("extrap2"), 4
+    model, history = trained_looking("last"), 4
     trajectory = 1.0 + torch.randn(9, 16, 16, len(SLOTS), generator=torch.Generator().manual_seed(3)).cumsum(0) / 4
     sample = {"input_fields": trajectory[:history], "output_fields": trajectory[history:]}
     loss = UpaoLoss(vrmse_trajectories=2)
@@ -93,13 +153,13 @@ def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scor
     )
     loss.one_frame, loss.history, loss.space = False, history, ModelSpace()
     validation = UpaoValidation(loss, prior_candidate=True, vrmse_trajectories=2, rollout_vrmse_steps=30)
-    logs = validation.paper_vrmse(full=False)
+    logs = validation.paper_vrmse(full=False, prior="extrap2")
     extrapolated = torch.stack(
         [3 * trajectory[t - 1] - 3 * trajectory[t - 2] + trajectory[t - 3] for t in range(history, 9)]
     )
     expected = vrmse_paper(extrapolated, trajectory[history:]).mean().item()
     assert logs["valid_prior_paper_VRMSE"] == pytest.approx(expected, rel=1e-4)
-    assert abs(logs["valid_paper_VRMSE"] - expected) > 1e-2 * expected  # the corrected model predicts otherwise
+    assert abs(logs["valid_paper_VRMSE"] - expected) > 1e-2 * expected  # the model predicts otherwise
     # the prior's rollout (valid_prior_rollout_VRMSE_*): the extrapolation fed back, 5 steps, the Well's VRMSE
     rolled = list(trajectory[:history])
     for _ in range(9 - history):
@@ -108,4 +168,4 @@ def test_validation_records_the_priors_true_vrmse_as_the_hand_extrapolation_scor
     assert logs["valid_prior_rollout_VRMSE_steps"] == 5
     assert logs["valid_prior_rollout_VRMSE_last"] == pytest.approx(last, rel=1e-4)
     validation.prior_candidate = False
-    assert "valid_prior_paper_VRMSE" not in validation.paper_vrmse(full=False)
+    assert "valid_prior_paper_VRMSE" not in validation.paper_vrmse(full=False, prior="extrap2")

@@ -19,6 +19,9 @@ class Judge:
     def unchecked(self, logs):
         return None
 
+    def prior_choice(self, logs):
+        return "extrap2"
+
     def prior_check(self, best_logs, logs):
         if self.prior_backtest is None or best_logs["valid_score_backtest"] <= self.prior_backtest:
             return None

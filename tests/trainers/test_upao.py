@@ -387,7 +387,10 @@ def test_a_run_that_only_gets_worse_returns_its_starting_point(small_datasets, t
     trainer.train()
     best = read_checkpoint(tmp_path / "checkpoints" / "best.pt")
     assert best["epoch"] == 0
-    assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in initial.items())
+    weights = {name: tensor for name, tensor in initial.items() if name != "prior_order"}
+    assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in weights.items())
+    # the start is extrap2 in the model's float32 arithmetic; the prior rule may keep extrap2 itself (exact)
+    assert int(best["state_dict"]["prior_order"]) in (-1, 2)
     recent = read_checkpoint(tmp_path / "checkpoints" / "recent.pt")
     assert recent["epoch"] == 1 and recent["validation_loss"] > best["validation_loss"]
 

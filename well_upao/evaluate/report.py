@@ -65,7 +65,30 @@ def markdown_table(evaluation: Evaluation) -> str:
             + f"| {selection_text(s.selection)} |"
         )
     text = header + "\n" + "\n".join(rows) + rollout_text(e) + floor_text(e.residual_floor)
-    return text + residuals_text(e) + scorecard_text(e)
+    return text + residuals_text(e) + trust_text(e) + scorecard_text(e)
+
+
+def trust_text(evaluation: Evaluation) -> str:
+    """The row the label-free evidence would trust per window, beside the labels' best (``Evaluation.trust``)."""
+    if not evaluation.trust:
+        return ""
+    lines = [
+        "",
+        "",
+        "What the evidence would trust per window (label-free: backtests on each trajectory's first history window, "
+        "the solver not a candidate; with labels, the lowest true error among the extrapolation rows and the models):",
+    ]
+    for window, entry in evaluation.trust.items():
+        if entry.get("pick") is None:
+            lines.append(f"- {window}: no backtest (the history holds too few frames)")
+            continue
+        line = f"- {window}: {entry['pick']} ({entry['reach']})"
+        if "best" in entry:
+            line += f"; true best {entry['best']} ({entry['best_value']:.4g})"
+            if "ratio" in entry:
+                line += f", the pick {entry['ratio']:.3g}x it"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def residuals_text(evaluation: Evaluation) -> str:
@@ -120,7 +143,7 @@ def selection_text(selection: dict) -> str:
     if not selection:
         return ""
     if selection.get("kept_prior"):
-        text = "kept prior (its extrapolation)"
+        text = f"kept prior ({selection.get('kept_prior_name') or 'its extrapolation'})"
     elif selection.get("kept_start"):
         reason = selection.get("kept_start_reason") or ""
         text = "kept start (guard)" if reason.startswith("guard") else "kept start"
@@ -152,7 +175,10 @@ def scorecard_text(evaluation: Evaluation) -> str:
         if reason:
             lines.append(f"- {s.name}: kept its start: {reason}")
         if s.selection.get("kept_prior_reason"):
-            lines.append(f"- {s.name}: kept its prior (predicts its extrapolation): {s.selection['kept_prior_reason']}")
+            lines.append(
+                f"- {s.name}: kept its prior (predicts {s.selection.get('kept_prior_name') or 'its extrapolation'}): "
+                f"{s.selection['kept_prior_reason']}"
+            )
     return "\n".join(lines)
 
 

@@ -78,6 +78,10 @@ class Evaluation:
     #: history), and the rollout starts asked per trajectory
     rollout_steps_run: int = 0
     rollout_starts: int = 1
+    #: what the evaluation would trust per window (``one_step``, ``6:12``, ``13:30``; ``evaluate.horizons``): the row
+    #: the label-free evidence picks, its evidence and reach, and (with labels) the lowest true error among the
+    #: extrapolation rows and the models, and the ratio between them
+    trust: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -23,6 +23,7 @@ Results are averaged over trajectories. Classical baselines are always part of t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import SLOT_NAMES
+from well_upao.evaluate.horizons import CLASSICAL, START, WINDOWS, backtest_curve, extrapolation_rollout, pick
 from well_upao.evaluate.matched_solver import match_solvers
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.plan import EvaluationError, EvaluationPlan
@@ -77,6 +79,7 @@ def score(
         scored, unscored = False, NO_WINDOW
     data, source = plan.opened, plan.source
     sums = {p.name: RowSums() for p in [*predictors, *ladder]}
+    curves: dict[str, list[torch.Tensor]] = {}  # each row's backtest curves on the trajectories' first windows
     counts: list[int] = []  # per rollout step: how many rollouts reached it
     time_axis, names = file_time_axis(source), list(data.metadata.constant_scalar_names)
     bar = tqdm(range(count), desc=f"evaluate {source.name}/{source.split}", unit="traj", disable=not progress)
@@ -99,6 +102,8 @@ def score(
         }
         for p in ladder:
             score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, None)
+        for name, curve in history_curves(predictors, frames[: plan.history], context).items():
+            curves.setdefault(name, []).append(curve)
         if index == 0:
             figures = figure_frames(plan, frames, slotted, context, first, bounds)
     scores = [row_scores(p, sums[p.name], data, counts, None if scored else unscored) for p in predictors]
@@ -113,8 +118,56 @@ def score(
     evaluation.solver_ladder = [row_scores(p, sums[p.name], data, counts) for p in ladder]
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
+    evaluation.trust = trust_per_window(evaluation, {n: torch.cat(c).mean(0).tolist() for n, c in curves.items()})
     finish(plan, evaluation, figures)
     return evaluation, figures
+
+
+def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:
+    """Each row's backtest curve (``evaluate.horizons``) on a trajectory's first history window: the classical rows'
+    closed forms, a model row's rollout from the window's first ``START`` frames (none for a row that cannot start
+    from them, e.g. a one-frame model of the Well, which reads its whole history); the solver is not a candidate."""
+    window = history[None]
+    mask = torch.ones(history.shape[-1])
+    out = {}
+    for predictor in predictors:
+        if predictor.kind == "solver" or history.shape[0] <= START:
+            continue
+        if predictor.kind == "classical" and predictor.name in CLASSICAL:
+            predicted = extrapolation_rollout(window, CLASSICAL[predictor.name], START)
+        elif predictor.kind == "model":
+            try:
+                predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
+            except Exception:  # a row that cannot predict from START frames has no curve
+                continue
+        else:
+            continue
+        out[predictor.name] = backtest_curve(predicted, window, START, mask)
+    return out
+
+
+def trust_per_window(evaluation: Evaluation, curves: dict[str, list[float]]) -> dict[str, dict]:
+    """Per window, the row the label-free evidence picks and, where the split's labels give one, the lowest true
+    error among the extrapolation rows and the models (``one_step``: the Well's one-step VRMSE; the rollout windows:
+    the Well's window means) and the ratio of the pick's to it."""
+    true_errors = {}
+    for row in evaluation.scores:
+        if row.kind != "solver":
+            true_errors[row.name] = {"one_step": row.mean_well} | {k: v for k, v in row.rollout_windows.items()}
+    out = {}
+    for window in WINDOWS:
+        chosen, evidence = pick(curves, window)
+        entry: dict = {"pick": chosen, "evidence": {n: e.value for n, e in evidence.items()}}
+        entry["reach"] = evidence[chosen].describe() if chosen else None
+        held = {n: errors.get(window) for n, errors in true_errors.items()}
+        held = {n: v for n, v in held.items() if v is not None and math.isfinite(v)}
+        if held:
+            best = min(held, key=held.get)
+            entry |= {"best": best, "best_value": held[best], "pick_value": held.get(chosen)}
+            if chosen in held and held[best] > 0:
+                entry["ratio"] = held[chosen] / held[best]
+        out[window] = entry
+    return out
 
 
 def trajectories_to_score(plan: EvaluationPlan, rows: Sequence[Predictor]) -> int:

@@ -141,12 +141,13 @@ def initial_weights(payload: dict) -> str:
 def run_selection(checkpoint: Path) -> dict:
     """What a run's label-free selection did, from its ``metrics.jsonl`` (``<run>/artifacts``, beside
     ``<run>/checkpoints/<file>``): ``best_epoch``, ``kept_start``, ``kept_start_reason``, ``guard_rejections``,
-    ``kept_prior`` (best.pt holds the extrapolation its model corrects), ``kept_prior_reason`` and whether the guard
-    was on (empty for a checkpoint outside a run folder)."""
+    ``kept_prior`` (best.pt predicts with a classical prior), ``kept_prior_name`` (which), ``kept_prior_reason`` and
+    whether the guard was on (empty for a checkpoint outside a run folder)."""
     lines = read_metrics(checkpoint.parent.parent)
     if not lines:
         return {}
-    keys = ("best_epoch", "kept_start", "kept_start_reason", "guard_rejections", "kept_prior", "kept_prior_reason")
+    keys = ("best_epoch", "kept_start", "kept_start_reason", "guard_rejections", "kept_prior")
+    keys += ("kept_prior_name", "kept_prior_reason")
     out = {key: last_value(lines, key) for key in keys}
     out["guard"] = first_value(lines, "guard")
     return {k: v for k, v in out.items() if v is not None}

@@ -203,6 +203,7 @@ def load_backbone_weights(model: nn.Module, path: str | Path) -> None:
         raise CheckpointError(f"{path} has no weights for the {parts} parts this model needs")
     own = model.state_dict()
     state = {k: v for k, v in payload["state_dict"].items() if k in own}
+    state["prior_order"] = torch.tensor(-1)  # a backbone is adapted through its network, whatever prior it kept
     source_base = migrated_base(payload["model"]["config"])
     if source_base != model.config.get("base", "last") and not hasattr(model, "correction_gain"):
         # only an extrapolation base has a gain to restart the correction from; a decoder trained for one base

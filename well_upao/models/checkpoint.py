@@ -38,6 +38,8 @@ FORMAT = "well-upao"
 VERSION = 1
 
 
+#: buffers a slim adapter checkpoint keeps beside the trained tensors: the prior a selection kept
+KEPT_BUFFERS = ("prior_order",)
 #: adapter keys of earlier configs that are now training settings (see the module docstring)
 LEGACY_SCHEDULE_KEYS = ("schedule", "switch_patience")
 
@@ -154,7 +156,7 @@ def adapter_section(model: nn.Module, state: dict) -> tuple[dict | None, dict, b
     if not model.config.get("pretrained"):
         return section, state, True  # no backbone file to rebuild from: keep everything
     trainable = {name for name, p in model.named_parameters() if p.requires_grad}
-    slim = {k: v for k, v in state.items() if k in trainable or k in adapter_state}
+    slim = {k: v for k, v in state.items() if k in trainable or k in adapter_state or k in KEPT_BUFFERS}
     return section, slim, False
 
 

@@ -226,6 +226,11 @@ class NATransformer(nn.Module):
             for _ in range(size["layers"])
         )
         self.final_norm = nn.RMSNorm(hidden)
+        #: the prior this model predicts instead of its network when a selection kept it (``trainer.trust_window``):
+        #: -1 none (the network), else the polynomial order of the extrapolation of the window (0 persistence, 1
+        #: linear, 2 quadratic; :func:`extrapolate_history`). A buffer, so every loader restores it.
+        self.register_buffer("prior_order", torch.tensor(-1))
+        self._prior = -1
         if self.base in ("extrap1", "extrap2"):
             # u_{t+1} = extrapolation + gain * correction, per slot. A fresh model starts with gain 1 and the
             # decoders' last up-sampling at zero (their refinements start at zero already), so its correction is
@@ -304,6 +309,8 @@ class NATransformer(nn.Module):
         mask = mask.to(frames.dtype).reshape(-1, N_SLOTS)  # (1 or B, 18)
         channel_mask = mask.view(mask.shape[0], *([1] * (dims + 1)), N_SLOTS)
 
+        if self._prior >= 0:  # a kept prior: the window's extrapolation, no network
+            return extrapolate_history(frames, self._prior) * channel_mask
         reduce_dims = tuple(range(1, dims + 2))
         mean = (frames * channel_mask).mean(dim=reduce_dims, keepdim=True)
         std = (frames * channel_mask).std(dim=reduce_dims, keepdim=True, unbiased=False)
@@ -329,6 +336,19 @@ class NATransformer(nn.Module):
         elif order is not None:
             decoded = extrapolate_history(normalized, order) + self.correction_gain * decoded
         return (decoded * std + mean) * channel_mask
+
+    def set_prior(self, order: int) -> None:
+        """Predict the window's extrapolation of polynomial ``order`` (0, 1, 2) instead of the network, or the network
+        again (``-1``); the choice travels in the state dict (``prior_order``)."""
+        if order not in (-1, 0, 1, 2):
+            raise ValueError(f"a prior is an extrapolation of order 0, 1 or 2 (or -1: none), got {order}")
+        self.prior_order.fill_(order)
+        self._prior = order
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        state_dict.setdefault(prefix + "prior_order", torch.tensor(-1))  # checkpoints written before priors
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self._prior = int(self.prior_order)
 
     def _route(self, dims: int, token_grid: Sequence[int]) -> tuple[str, tuple[int, ...]]:
         """The NA variant for a token grid and its (temporal, spatial...) kernel, oriented along the grid."""

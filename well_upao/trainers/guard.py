@@ -4,11 +4,13 @@ scorecards its validation logged (``valid_score_*``, ``well_upao.physics.scores`
 * the guard (``trainer.guard``): a candidate the scorecard finds worse than the start is refused
   (:func:`guard_decision`, against the start's card on the same batches, else the card of
   the start's own validation);
-* the prior (``trainer.prior_candidate``): the selected candidate is set aside for the model's prior, its
-  extrapolation base with the correction switched off, when it predicts the observed last frame of the history
-  worse than the prior does by more than the guard's backtest tolerance:
-  ``candidate.backtest > (1 + guard_backtest_tolerance) * prior.backtest`` (the rule fixed before it was measured);
-* the verdict of the first validation: the start against its prior, by the same rule.
+* the prior (``trainer.prior_candidate``), per horizon (``trainer.trust_window``: ``one_step``, ``6:12`` or
+  ``13:30``): the classical predictor (persistence, linear or quadratic extrapolation of the window) whose backtest
+  on the observed history is lowest for that window (``well_upao.evaluate.horizons``; ``valid_score_window_<name>``)
+  is the prior; the selected candidate is set aside for it when the candidate's own backtest for the window is worse
+  by more than the guard's backtest tolerance: ``candidate > (1 + guard_backtest_tolerance) * prior`` (the rule
+  fixed before it was measured). ``best.pt`` then predicts with that prior (``NATransformer.set_prior``);
+* the verdict of the first validation: the start against that prior, by the same rule.
 
 The guard's rules (:func:`guard_decision`): why its ``floor`` rule compares the departure with the start's backtest:
 when the start's residual is at the floor, the residual cannot tell predictions apart within about ``rho_obs`` of a
@@ -24,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from well_upao.evaluate.horizons import CLASSICAL
 from well_upao.physics.scores import Scorecard
 
 
@@ -90,13 +93,15 @@ def guard_unchecked(start: Scorecard | None, candidate: Scorecard) -> list[str]:
 @dataclass
 class Guard:
     """``enabled``: ``trainer.guard``; ``settings``: its thresholds; ``start_card``: the start's scorecard (its first
-    validation, or a resumed run's checkpoint), the reference when a validation did not score the start; ``prior``:
-    the name of the model's prior (its extrapolation base, e.g. ``extrap2``), ``None`` when it has none."""
+    validation, or a resumed run's checkpoint), the reference when a validation did not score the start;
+    ``priors``: whether the prior rule applies (``trainer.prior_candidate``, and a model that can predict with a
+    prior); ``trust_window``: the horizons the prior is chosen for (``trainer.trust_window``)."""
 
     enabled: bool = True
     settings: GuardSettings = field(default_factory=GuardSettings)
     start_card: Scorecard | None = None
-    prior: str | None = None
+    priors: bool = False
+    trust_window: str = "one_step"
 
     def reference(self, logs: Mapping[str, Any]) -> Scorecard | None:
         """The start's card the guard compares with: the one measured on the candidate's batches, else
@@ -121,37 +126,40 @@ class Guard:
     def worse_than_prior(self, candidate: float, prior: float) -> bool:
         return candidate > (1 + self.settings.backtest_tolerance) * prior
 
+    def prior_choice(self, logs: Mapping[str, Any]) -> str | None:
+        """The classical predictor with the lowest evidence for the trust window in a validation's ``logs``
+        (``valid_score_window_<name>``), ``None`` without evidence."""
+        values = {name: logs.get(f"valid_score_window_{name}", math.nan) for name in CLASSICAL}
+        finite = {name: value for name, value in values.items() if math.isfinite(value)}
+        return min(finite, key=finite.get) if finite else None
+
     def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
-        """Why the prior should be kept instead of the selected candidate (its validation ``best_logs``; the prior's
-        card from ``logs``, scored on the same batches), or ``None`` (also without a prior)."""
-        base = self.prior or "its base"
-        candidate, prior = backtests(best_logs, logs)
-        if candidate is None or not self.worse_than_prior(candidate, prior):
+        """Why the prior should be kept instead of the selected candidate (its validation ``best_logs``; the priors'
+        evidence from ``logs``, scored on the same batches), or ``None`` (also without priors)."""
+        compared = self.compared(best_logs, logs)
+        if compared is None or not self.worse_than_prior(compared[1], compared[2]):
             return None
+        choice, candidate, prior = compared
         return (
-            f"the selected model predicts the observed last history frame worse than {base}, the prior it corrects "
-            f"(backtest {candidate:.3g} vs {prior:.3g} of its step)"
+            f"the selected model's backtest for {self.trust_window} is worse than {choice}'s "
+            f"({candidate:.3g} vs {prior:.3g} of a step; {logs.get('valid_trust_reach', 'backtest')})"
         )
 
     def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
-        """The first validation's comparison of the start with its prior, one line (``None`` without a prior)."""
-        base = self.prior or "its base"
-        start, prior = backtests(logs, logs)
-        if start is None:
+        """The first validation's comparison of the start with the prior, one line (``None`` without priors)."""
+        compared = self.compared(logs, logs)
+        if compared is None:
             return None
+        choice, start, prior = compared
+        reach = logs.get("valid_trust_reach", "backtest")
         if self.worse_than_prior(start, prior):
-            return (
-                f"the pretrained correction is worse than the {base} it corrects: backtest {start:.3g} vs "
-                f"{prior:.3g} of a step"
-            )
-        return f"the start is not worse than its prior {base}: backtest {start:.3g} vs {prior:.3g}"
+            return f"the start is worse than {choice} for {self.trust_window}: {start:.3g} vs {prior:.3g} ({reach})"
+        return f"the start is not worse than {choice} for {self.trust_window}: {start:.3g} vs {prior:.3g} ({reach})"
 
-
-def backtests(model_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> tuple[float | None, float]:
-    """``(model's backtest, the prior's)`` from validation logs (the model's ``valid_score_backtest`` in
-    ``model_logs``, the prior's ``valid_score_prior_backtest`` in ``logs``); ``(None, nan)`` if either is missing."""
-    prior = Scorecard.from_logs(logs, prefix="valid_score_prior_").backtest
-    model = Scorecard.from_logs(model_logs).backtest
-    if math.isnan(prior) or math.isnan(model):
-        return None, math.nan
-    return model, prior
+    def compared(self, model_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> tuple[str, float, float] | None:
+        """``(prior, the model's evidence, the prior's)`` for the trust window, ``None`` without priors or evidence."""
+        choice = self.prior_choice(logs) if self.priors else None
+        model = model_logs.get("valid_score_window_model", math.nan)
+        if choice is None or not math.isfinite(model):
+            return None
+        return choice, float(model), float(logs[f"valid_score_window_{choice}"])

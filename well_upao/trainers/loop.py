@@ -30,6 +30,7 @@ import torch.distributed as dist
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import N_SLOTS
+from well_upao.evaluate.horizons import CLASSICAL
 from well_upao.harness import metrics_file
 from well_upao.harness.well_trainer import WellTrainer
 from well_upao.models.checkpoint import (
@@ -44,7 +45,7 @@ from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_schedul
 from well_upao.trainers.selection import Decision, Selection
 from well_upao.trainers.sharding import ShardingOptions, prepare_in_process
 from well_upao.trainers.switch import AdapterSwitch, resolve_nslora_schedule
-from well_upao.trainers.training_loss import TrainingLoss, correction_off
+from well_upao.trainers.training_loss import TrainingLoss, kept_prior
 from well_upao.trainers.warm_start import initialize_from
 
 logger = logging.getLogger(__name__)
@@ -342,13 +343,14 @@ class Trainer(RunFiles, WellTrainer):
         return logs
 
     def place_best(self, epoch: int, validation_loss: float, decision: Decision) -> None:
-        """Write ``best.pt`` as the selection decided: the model as it is, or with its correction switched off (its
-        prior, which predicts its prediction base); the checkpoint records the selection's state."""
+        """Write ``best.pt`` as the selection decided: the model as it is, or predicting with the prior the judge chose
+        (``NATransformer.set_prior``: the window's extrapolation, carried in the state dict); the checkpoint records
+        the selection's state."""
         best_path = os.path.join(self.checkpoint_folder, "best.pt")
         if decision.save == "candidate":
             self.save_model(epoch, validation_loss, best_path)
         elif decision.save == "prior":
-            with correction_off(self.bare_model):
+            with kept_prior(self.bare_model, CLASSICAL[decision.prior]):
                 self.save_model(epoch, validation_loss, best_path)
 
     def train(self):

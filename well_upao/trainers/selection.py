@@ -7,9 +7,9 @@ criterion value (lower is better) and its validation logs. :class:`Selection` de
   scorecard against the start; ``trainers/guard.py``) does not refuse the candidate; a refusal is counted, and while
   the start is still the best its reason is kept (``kept_start_reason``);
 * *early stopping*: ``patience`` validations in a row without improvement (``0``: never);
-* *the prior*: for a model with an extrapolation base, the judge's prior check (:meth:`Judge.prior_check`, the
-  selected candidate's scores against the prior's on the same batches) may prefer the prior; ``best.pt`` then
-  holds the model with its correction switched off until a later candidate is selected.
+* *the prior*: the judge's prior check (:meth:`Judge.prior_check`, the selected candidate's backtest for the trust
+  window against the best classical predictor's on the same batches) may prefer that prior
+  (:meth:`Judge.prior_choice`); ``best.pt`` then predicts with it until a later candidate is selected.
 
 What to write is returned as a :class:`Decision`; the training loop saves the file. The state goes into every
 checkpoint (:meth:`Selection.state`) and comes back on resume (:meth:`Selection.restore`); its facts are the
@@ -35,18 +35,22 @@ class Judge(Protocol):
 
     def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None: ...
 
+    def prior_choice(self, logs: dict[str, Any]) -> str | None: ...
+
 
 @dataclass(frozen=True)
 class Decision:
     """The outcome of one validation: whether the candidate was selected, why the guard refused it (or
-    ``None``), what ``best.pt`` must now hold: ``"candidate"`` (the model as it is), ``"prior"`` (its
-    correction switched off) or ``None`` (keep the file), and what the guard could not check on it (or ``None``)."""
+    ``None``), what ``best.pt`` must now hold: ``"candidate"`` (the model as it is), ``"prior"`` (the model
+    predicting with the prior named ``prior``) or ``None`` (keep the file), and what the guard could not check on it
+    (or ``None``)."""
 
     improved: bool
     guard_reason: str | None
     save: str | None
     prior_reason: str | None
     guard_unchecked: str | None = None
+    prior: str | None = None
 
 
 @dataclass
@@ -62,8 +66,9 @@ class Selection:
     kept_start_reason: str | None = None
     #: how many candidates the guard refused
     guard_rejections: int = 0
-    #: why best.pt holds the model's prior instead of the selected candidate
+    #: why best.pt holds a prior instead of the selected candidate, and which prior (a classical predictor's name)
     kept_prior_reason: str | None = None
+    kept_prior_name: str | None = None
     #: the selected candidate's validation scores (``valid_score_*``), for the prior check
     best_scores: dict[str, float] = field(default_factory=dict)
     #: validations since the last improvement (early stopping; the adapter switch restarts it)
@@ -111,7 +116,8 @@ class Selection:
             return Decision(improved, guard_reason, "candidate" if improved else None, None)
         if kept_before is None or improved:
             logger.info(f"epoch {epoch}: best.pt keeps the prior: {reason}")
-            return Decision(improved, guard_reason, "prior", reason)
+            self.kept_prior_name = judge.prior_choice(logs)
+            return Decision(improved, guard_reason, "prior", reason, prior=self.kept_prior_name)
         return Decision(improved, guard_reason, None, reason)
 
     @property
@@ -129,6 +135,7 @@ class Selection:
             "guard_rejections": self.guard_rejections,
             "kept_prior": self.kept_prior_reason is not None,
             "kept_prior_reason": self.kept_prior_reason,
+            "kept_prior_name": self.kept_prior_name if self.kept_prior_reason is not None else None,
         }
 
     def state(self) -> dict[str, Any]:
@@ -138,6 +145,7 @@ class Selection:
             "best_epoch": self.best_epoch,
             "kept_start_reason": self.kept_start_reason,
             "kept_prior_reason": self.kept_prior_reason,
+            "kept_prior_name": self.kept_prior_name,
             "best_scores": self.best_scores,
             "guard_rejections": self.guard_rejections,
         }
@@ -148,6 +156,7 @@ class Selection:
         self.best_epoch = train.get("best_epoch")
         self.kept_start_reason = train.get("kept_start_reason")
         self.kept_prior_reason = train.get("kept_prior_reason")
+        self.kept_prior_name = train.get("kept_prior_name")
         self.best_scores = dict(train.get("best_scores") or {})
         self.guard_rejections = int(train.get("guard_rejections", 0))
         self.without_improvement = int(train.get("epochs_without_improvement", 0))

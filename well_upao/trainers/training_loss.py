@@ -4,8 +4,8 @@
   checkpoint facts and its label-free judge (``judge``: ``trainers.guard.Guard`` or ``None``). The losses:
   ``shifted`` (``trainers/shifted.py``), ``supervised`` (``trainers/supervised.py``), ``upao``
   (``trainers/upao.py``).
-* :func:`correction_off`: a model with an extrapolation base predicting its prior (the correction switched off), as
-  ``best.pt`` holds it when the selection keeps the prior.
+* :func:`kept_prior`: the model predicting with a prior (an extrapolation of the window), as ``best.pt`` holds it
+  when the selection keeps the prior.
 """
 
 from __future__ import annotations
@@ -58,15 +58,11 @@ class TrainingLoss:
 
 
 @contextlib.contextmanager
-def correction_off(model: torch.nn.Module):
-    """The model with its learnt correction switched off (``correction_gain`` = 0: an extrapolation-base model
-    then predicts its base, ``well_upao.models.na_transformer``), restored afterwards."""
-    gain = model.correction_gain
-    saved = gain.detach().clone()
-    with torch.no_grad():
-        gain.zero_()
+def kept_prior(model: torch.nn.Module, order: int):
+    """The model predicting with a prior, the window's extrapolation of polynomial ``order``
+    (``NATransformer.set_prior``, carried in its state dict), restored to its network afterwards."""
+    model.set_prior(order)
     try:
         yield model
     finally:
-        with torch.no_grad():
-            gain.copy_(saved)
+        model.set_prior(-1)

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from well_upao.axes import UniformAxis
+from well_upao.evaluate.horizons import WINDOWS
 from well_upao.harness.normalization import trainer_model_space
 from well_upao.harness.samples import (
     batch_dt,
@@ -112,6 +113,7 @@ class UpaoLoss(TrainingLoss):
         guard_departure_limit: float = GuardSettings.departure_limit,
         guard_backtest_tolerance: float = GuardSettings.backtest_tolerance,
         prior_candidate: bool = True,
+        trust_window: str = "one_step",
     ):
         self.pde_name = pde
         self.requested = dict(
@@ -130,10 +132,13 @@ class UpaoLoss(TrainingLoss):
         self.validation_settings = (bool(prior_candidate), int(vrmse_trajectories), int(rollout_vrmse_steps))
         #: the training files' time axis (``bind``): batches' dt are whole numbers of its step
         self.time_axis: UniformAxis | None = None
+        if trust_window not in WINDOWS:
+            raise ValueError(f"trainer.trust_window must be one of {sorted(WINDOWS)}, got {trust_window!r}")
         #: the label-free judge of the selection: the guard (``trainer.guard``) and the prior rule
         self.judge = Guard(
             bool(guard),
             GuardSettings(float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)),
+            trust_window=trust_window,
         )
         #: the rollout the objective, the validation loss and the scorecard follow (the trainer's, from :meth:`bind`)
         self.rollout = RolloutSettings()
@@ -177,8 +182,7 @@ class UpaoLoss(TrainingLoss):
         self.rollout = trainer.rollout
         self.space = trainer_model_space(trainer)
         self.validation = UpaoValidation(self, *self.validation_settings)
-        if self.validation.prior_order() is not None:
-            self.judge.prior = str(model.base)
+        self.judge.priors = self.validation.can_keep_prior()
         resumed = getattr(trainer, "resumed_train", None) or {}
         if resumed.get("guard_start"):
             self.judge.start_card = Scorecard(**resumed["guard_start"])
@@ -295,7 +299,7 @@ class UpaoLoss(TrainingLoss):
 
     def validate(self, dataloader, full: bool) -> tuple[float, dict[str, float]]:
         upao = self.validation.run(dataloader, full)
-        logs = {f"valid_{k}": v for k, v in upao.items()} | self.validation.paper_vrmse(full)
+        logs = {f"valid_{k}": v for k, v in upao.items()} | self.validation.paper_vrmse(full, upao["trust_prior"])
         return (logs["valid_paper_VRMSE"] if self.paper_protocol else upao["upao_loss"]), logs
 
     def run_facts(self) -> dict[str, Any]:
@@ -325,7 +329,8 @@ class UpaoLoss(TrainingLoss):
             "floors": dict(self.physics.floors),
             "guard": self.judge.enabled,
             "guard_start": None if self.judge.start_card is None else vars(self.judge.start_card),
-            "prior_candidate": self.judge.prior is not None,
+            "prior_candidate": self.judge.priors,
+            "trust_window": self.judge.trust_window,
         }
 
 

@@ -4,13 +4,15 @@ guard and the prior rule read, plus the labelled numbers kept for the record.
 At every validation (:meth:`UpaoValidation.run`):
 
 * the mean UPAO loss and its parts on the validation batches (no labels beyond the band);
-* the mean scorecard of the model (``valid_score_<name>``, ``well_upao.physics.scores``), of the starting model on
-  the same batches (``valid_score_start_<name>``, the guard's reference; ``trainers/start_model.py``) and, for a
-  model with an extrapolation base, of its prior, the model with its correction switched off
-  (``valid_score_prior_<name>``, the prior rule's evidence);
+* the mean scorecard of the model (``valid_score_<name>``, ``well_upao.physics.scores``) and of the starting model
+  on the same batches (``valid_score_start_<name>``, the guard's reference; ``trainers/start_model.py``);
+* the evidence per horizon (``well_upao.evaluate.horizons``): the backtest curves of the model and of the classical
+  predictors on the observed history (``valid_backtest_curves``), each one's evidence for the trust window
+  (``valid_score_window_<name>``), the prior it picks (``valid_trust_prior``) and how far the evidence reaches
+  (``valid_trust_reach``): the prior rule's evidence (``trainers/guard.py``);
 * why a score is ``nan`` (``valid_unavailable_scores``);
-* the paper's VRMSE of whole validation trajectories and the Well's rollout windows, the model's and the prior's:
-  labels for the record (a study's oracle), never read by the selection.
+* the paper's VRMSE of whole validation trajectories and the Well's rollout windows, the model's and the picked
+  prior's: labels for the record (a study's oracle), never read by the selection.
 """
 
 from __future__ import annotations
@@ -22,17 +24,15 @@ from typing import Any
 
 import torch
 
+from well_upao.evaluate.horizons import CLASSICAL, START, backtest_curve, classical_curves, pick
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.evaluate.windows import window_means
-from well_upao.harness.samples import into_slots
-from well_upao.models.na_transformer import BASES
-from well_upao.physics.bound import BoundResidual
+from well_upao.harness.samples import into_slots, slots_mask
 from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
-from well_upao.trainers.sharding import is_sharded
 from well_upao.trainers.start_model import START_WEIGHTS, StartModel
-from well_upao.trainers.training_loss import correction_off
+from well_upao.trainers.training_loss import kept_prior
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,8 @@ class UpaoValidation:
         trainer.model.eval()
         reference = self.start.reference()
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
-        cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}, "prior_": {}}
+        cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}}
+        curves: dict[str, list[torch.Tensor]] = {}
         first = trainer.global_step == 0 and loss.judge.start_card is None
         count = 0
         for i, batch in enumerate(dataloader):
@@ -80,9 +81,7 @@ class UpaoValidation:
             collect(cards[""], self.batch_scores(prepared, start_prediction, self.rollout_backtest(batch)))
             if start is not None:
                 collect(cards["start_"], self.batch_scores(start, None, self.rollout_backtest(batch, reference)))
-            prior = self.prior_batch(batch, prepared.bound)
-            if prior is not None:
-                collect(cards["prior_"], self.batch_scores(prior[0], start_prediction, prior[1]))
+            collect(curves, self.backtest_curves(batch, prepared.history))
             count += 1
         card = mean_card(cards[""])
         if first:
@@ -92,10 +91,9 @@ class UpaoValidation:
             f"score_{k}": float(torch.cat(v).mean()) for k, v in cards[""].items() if k.startswith("residual_ratio_")
         }
         logs["unavailable_scores"] = self.unavailable_scores(card, self.start.available)
-        for prefix in ("start_", "prior_"):
-            if cards[prefix]:
-                logs |= mean_card(cards[prefix]).logs(prefix=f"score_{prefix}")
-        return logs
+        if cards["start_"]:
+            logs |= mean_card(cards["start_"]).logs(prefix="score_start_")
+        return logs | self.horizon_logs(curves)
 
     def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
         """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
@@ -164,35 +162,51 @@ class UpaoValidation:
             window = torch.cat([window, into_slots(frame, slots)], 1)
         return into_slots(loss.space.to_physical(frame[:, 0]), slots)
 
-    # ------------------------------------------------------------------ the prior
-    def prior_order(self) -> int | None:
-        """The polynomial order of the model's extrapolation base when its correction can be switched off exactly
-        (``model.base`` ``extrap1`` / ``extrap2``: ``u = extrapolation + correction_gain * decoder``), else
-        ``None`` (no prior: other bases, one-frame models, ``trainer.prior_candidate=false``)."""
-        model = self.trainer.bare_model
-        if not self.prior_candidate or self.loss.one_frame or not hasattr(model, "correction_gain"):
-            return None
-        if is_sharded(self.trainer.model):  # switching a sharded gain off is not supported
-            return None
-        return BASES.get(getattr(model, "base", None))
+    # ------------------------------------------------------------------ the evidence per horizon
+    def can_keep_prior(self) -> bool:
+        """Whether ``best.pt`` can predict with a prior: a backbone (``NATransformer.set_prior``) and
+        ``trainer.prior_candidate``; a one-frame model of the Well's harness cannot (it is scored, not replaced)."""
+        return self.prior_candidate and hasattr(self.trainer.bare_model, "set_prior")
 
-    def prior_batch(self, batch: Mapping[str, torch.Tensor], bound: BoundResidual):
-        """A validation batch as the prior predicts it: the model with its correction switched off
-        (``trainers.loop.correction_off``), whose shifted predictions are the polynomial extrapolation of the
-        window in the model's own arithmetic, what a checkpoint that keeps the prior predicts, with its rollout
-        backtest (:meth:`rollout_backtest`); ``None`` without a prior."""
-        if self.prior_order() is None:
-            return None
-        with correction_off(self.trainer.bare_model):
-            return self.loss.prepared(batch, normalized=False, bound=bound), self.rollout_backtest(batch)
+    @torch.no_grad()
+    def backtest_curves(self, batch: Mapping[str, torch.Tensor], history: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per-sample backtest curves on the observed window ``history`` (physical, 18 slots): the classical
+        predictors' (closed forms) and, for a backbone, the model's: started from the window's first ``START`` frames
+        and rolled out, each prediction fed back (``evaluate.horizons``)."""
+        loss = self.loss
+        mask = slots_mask(loss.channel_slots, history.device)
+        curves = classical_curves(history, mask)
+        start = START
+        if loss.one_frame or history.shape[1] <= start:
+            return curves
+        slots = loss.channel_slots
+        window = into_slots(loss.space.to_model(batch["input_fields"].to(history.device))[:, :start], slots)
+        for _ in range(history.shape[1] - start):
+            frame = self.trainer.model(window, sequence=True)[:, -1:][..., slots]
+            window = torch.cat([window, into_slots(frame, slots)], 1)
+        predicted = into_slots(loss.space.to_physical(window[:, start:][..., slots]), slots)
+        return curves | {"model": backtest_curve(predicted, history, start, mask)}
+
+    def horizon_logs(self, curves: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
+        """The mean curves and the trust window's evidence and pick (keys without the ``valid_`` prefix)."""
+        means = {name: torch.cat(parts).mean(0).tolist() for name, parts in curves.items() if parts}
+        window = self.loss.judge.trust_window
+        _, evidence = pick(means, window)  # every curve read to the same horizons
+        classical = {n: e.value for n, e in evidence.items() if n in CLASSICAL and math.isfinite(e.value)}
+        prior = min(classical, key=classical.get) if classical else None
+        logs: dict[str, Any] = {"backtest_curves": means, "trust_window": window, "trust_prior": prior}
+        logs |= {f"score_window_{name}": e.value for name, e in evidence.items()}
+        reach = evidence.get("model", evidence.get(prior)) if prior else None
+        logs["trust_reach"] = reach.describe() if reach is not None else None
+        return logs
 
     # ------------------------------------------------------------------ the labelled record
     @torch.no_grad()
-    def paper_vrmse(self, full: bool) -> dict[str, float]:
+    def paper_vrmse(self, full: bool, prior: str | None = None) -> dict[str, float]:
         """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean, and the
-        Well's rollout windows (:meth:`rollout_curve`); with a prior (:meth:`prior_order`) also the prior's,
-        ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``: labels for the record (a study's
-        oracle), never read by the selection, which scores the prior label-free."""
+        Well's rollout windows (:meth:`rollout_curve`); with a ``prior`` (the picked classical predictor, for a model
+        that can keep one) also the prior's, ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``:
+        labels for the record (a study's oracle), never read by the selection, which scores the prior label-free."""
         loss, trainer = self.loss, self.trainer
         trainer.model.eval()
         dataset = trainer.datamodule.rollout_val_dataset
@@ -211,11 +225,11 @@ class UpaoValidation:
             prediction = one_step_all(predictor, trajectory, loss.history, None)
             per_channel.append(vrmse_paper(prediction, trajectory[loss.history :]))
             curves["model"].append(self.rollout_curve(predictor, trajectory))
-            if self.prior_order() is not None:
-                with correction_off(trainer.bare_model):
-                    prior = one_step_all(predictor, trajectory, loss.history, None)
+            if prior is not None and self.can_keep_prior():
+                with kept_prior(trainer.bare_model, CLASSICAL[prior]):
+                    predicted = one_step_all(predictor, trajectory, loss.history, None)
                     curves["prior"].append(self.rollout_curve(predictor, trajectory))
-                prior_per_channel.append(vrmse_paper(prior, trajectory[loss.history :]))
+                prior_per_channel.append(vrmse_paper(predicted, trajectory[loss.history :]))
         values = torch.stack(per_channel).mean(0)
         names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
         logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}

@@ -1,0 +1,49 @@
+"""What ``well-upao evaluate`` would trust per window (issue 53), decided inside the scoring pass from backtests on
+each trajectory's history: on an oscillatory exact set at a coarse stride, where quadratic extrapolation blows up
+within the history's backtest, the 6:12 pick is not extrap2; the table and the JSON say so."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from well_upao.data.generate import GenerationRequest, generate_dataset
+from well_upao.evaluate.horizons import START, window_evidence
+from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+
+
+@pytest.fixture(scope="module")
+def wave(tmp_path_factory):
+    base = tmp_path_factory.mktemp("wave")
+    generate_dataset(GenerationRequest(pde="wave2d", out=base, n_traj=4, resolution=16, n_steps=101), progress=False)
+    return base
+
+
+def test_the_6_12_pick_on_a_coarse_wave_is_not_extrap2(wave, tmp_path):
+    request = EvaluationRequest(wave, "wave2d", history=8, stride=10, rollout_steps=0, max_trajectories=2,
+                                solver=False, out=tmp_path / "out", progress=False)  # fmt: skip
+    report = run_evaluation(request)
+    trust = report.evaluation.trust
+    assert set(trust) == {"one_step", "6:12", "13:30"}
+    window = trust["6:12"]
+    assert window["pick"] in ("persistence", "extrap1") and window["pick"] != "extrap2"
+    assert window["evidence"]["extrap2"] > 1.3 * window["evidence"][window["pick"]]  # extrap2 is well behind
+    assert window["reach"] == f"backtest to step {8 - START} of 12"  # a history of 8 reaches 5 steps
+    assert "best" not in window  # no rollout ran: no labels for the window
+    assert "best" in trust["one_step"] and math.isfinite(trust["one_step"]["best_value"])
+    assert "What the evidence would trust per window" in report.table and "- 6:12: " in report.table
+    assert json.loads(report.json_path.read_text())["trust"]["6:12"]["pick"] == window["pick"]
+
+
+def test_window_evidence_covers_the_window_or_says_how_far_it_reaches():
+    curve = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+    assert window_evidence(curve, "6:12").value == pytest.approx(sum(range(7, 13)) / 6)  # steps 7..12
+    partial = window_evidence(curve[:9], "6:12")  # steps 7..9 of 7..12
+    assert partial.value == pytest.approx(8.0) and partial.short and partial.describe() == "backtest to step 9 of 12"
+    capped = window_evidence(curve, "6:12", cap=4)  # a common reach of 4: the value at step 4, not the curve's end
+    assert capped.value == 4.0 and capped.describe() == "backtest to step 4 of 12"
+    short = window_evidence(curve[:5], "6:12")
+    assert short.value == 5.0 and short.short and short.describe() == "backtest to step 5 of 12"
+    assert window_evidence(curve, "one_step").value == 1.0 and window_evidence([], "6:12").describe() == "no backtest"

@@ -1,0 +1,125 @@
+"""Which prediction to trust at each horizon, from the evidence the history holds, without labels.
+
+A user has an observed history ``u_0 .. u_{T-1}`` and cares about a window of horizons ahead: one step, or the
+Well's rollout windows 6:12 (predicted steps 7..12, counted from 1) and 13:30 (steps 14..30) (:data:`WINDOWS`). The
+history itself is evidence: a predictor started from its first ``m`` frames and rolled out (each prediction fed
+back) predicts the observed frames ``u_m .. u_{T-1}``, i.e. horizons ``K = 1 .. T - m``. Its *backtest curve* is the
+error at each horizon in units of the target frame's step,
+
+    e_K = mean_c ||p_{m+K-1,c} - u_{m+K-1,c}|| / ||u_{m+K-1,c} - u_{m+K-2,c}||      (K = 1 .. T - m)
+
+over the active channels ``c`` (:func:`backtest_curve`). Every predictor starts from the same ``m = 3`` frames
+(:data:`START`, what quadratic extrapolation needs), so each horizon is measured on the same observed frame for all:
+with the default history of 8 frames the curves reach 5 steps (a history of 15 frames reaches step 12, the end of
+the Well's 6:12 window).
+
+A window's evidence (:func:`window_evidence`) is the curve's mean over the window's horizons it reaches, else (a
+history too short for the window) its value at the longest horizon it has, said as "backtest to step 5 of 12". The
+pick (:func:`pick`) is the predictor with the lowest evidence, every curve read to the same horizons; only
+label-free numbers enter it.
+
+The classical predictors' curves are closed forms of the window (:func:`extrapolation_rollout`); a model's comes from
+its own rollout (``trainers/upao_validation.py``, ``evaluate/scores.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+#: the windows a user may trust a prediction for: (first, last) horizon, counted from 1 (the Well's 6:12 is steps
+#: 7..12 of a rollout counted from 1, its slice ``[6:12]`` counted from 0)
+WINDOWS: dict[str, tuple[int, int]] = {"one_step": (1, 1), "6:12": (7, 12), "13:30": (14, 30)}
+#: the classical predictors, by the polynomial order of their extrapolation of the window
+CLASSICAL: dict[str, int] = {"persistence": 0, "extrap1": 1, "extrap2": 2}
+#: the frames every predictor's backtest starts from (quadratic extrapolation needs 3)
+START = 3
+
+
+def extrapolation_rollout(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
+    """Polynomial extrapolation of degree ``order`` started from ``window[:, :start]`` (``(B, T, ...)``) and fed
+    back: its predictions of frames ``start .. T-1``, ``(B, T - start, ...)``."""
+    frames = list(window[:, :start].unbind(1))
+    for _ in range(window.shape[1] - start):
+        if order == 0:
+            frames.append(frames[-1])
+        elif order == 1:
+            frames.append(2 * frames[-1] - frames[-2])
+        else:
+            frames.append(3 * frames[-1] - 3 * frames[-2] + frames[-3])
+    return torch.stack(frames[start:], 1)
+
+
+def backtest_curve(predicted: torch.Tensor, window: torch.Tensor, start: int, mask: torch.Tensor) -> torch.Tensor:
+    """``e_K`` per sample (see the module docstring): ``predicted`` ``(B, K, *space, C)`` the predictions of frames
+    ``start .. start + K - 1`` of ``window`` ``(B, T, *space, C)``; ``mask`` ``(C,)`` the active channels;
+    returns ``(B, K)``."""
+    steps = predicted.shape[1]
+    target = window[:, start : start + steps].double()
+    before = window[:, start - 1 : start - 1 + steps].double()
+    active = mask.bool()
+    error = (predicted.double() - target)[..., active].flatten(2, -2).norm(dim=2)  # (B, K, C_active)
+    step = (target - before)[..., active].flatten(2, -2).norm(dim=2)
+    return (error / step.clamp_min(1e-300)).mean(-1)
+
+
+def classical_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every classical predictor's backtest curve on ``window``, ``{name: (B, K_name)}``."""
+    if window.shape[1] <= START:
+        return {}
+    return {
+        name: backtest_curve(extrapolation_rollout(window, order, START), window, START, mask)
+        for name, order in CLASSICAL.items()
+    }
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A window's evidence for one predictor: ``value`` (``nan`` without a curve), the horizons it covers
+    (``first``..``last``) and the window's last horizon ``wanted``."""
+
+    value: float
+    first: int
+    last: int
+    wanted: int
+
+    @property
+    def short(self) -> bool:
+        """Whether the history stops short of the window (the evidence is the curve's last horizon)."""
+        return self.last < self.wanted
+
+    def describe(self) -> str:
+        if math.isnan(self.value):
+            return "no backtest"
+        if self.short:
+            return f"backtest to step {self.last} of {self.wanted}"
+        return (
+            f"backtest over steps {self.first}-{self.last}"
+            if self.first < self.last
+            else f"backtest at step {self.last}"
+        )
+
+
+def window_evidence(curve: Sequence[float], window: str, cap: int | None = None) -> Evidence:
+    """The evidence of a mean backtest ``curve`` (``e_1 .. e_K``) for ``window`` (see the module docstring), its
+    horizons capped at ``cap`` (a comparison's common reach)."""
+    first, last = WINDOWS[window]
+    reach = len(curve) if cap is None else min(len(curve), cap)
+    if reach == 0:
+        return Evidence(math.nan, first, 0, last)
+    covered = [curve[k - 1] for k in range(first, min(last, reach) + 1)]
+    if covered:
+        return Evidence(sum(covered) / len(covered), first, min(last, reach), last)
+    return Evidence(float(curve[reach - 1]), reach, reach, last)
+
+
+def pick(curves: Mapping[str, Sequence[float]], window: str) -> tuple[str | None, dict[str, Evidence]]:
+    """The predictor whose evidence for ``window`` is lowest (``None`` when none has any) and every predictor's, all
+    on the horizons every curve reaches (the shortest curve's, where a model's rollout stops early)."""
+    cap = min((len(c) for c in curves.values() if len(c)), default=0)
+    evidence = {name: window_evidence(curve, window, cap) for name, curve in curves.items()}
+    finite = {name: e for name, e in evidence.items() if math.isfinite(e.value)}
+    return (min(finite, key=lambda name: finite[name].value) if finite else None), evidence

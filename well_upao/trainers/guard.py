@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from well_upao.evaluate.horizons import CLASSICAL
+from well_upao.evaluate.horizons import CLASSICAL, WINDOWS
 from well_upao.physics.scores import Scorecard
 
 
@@ -102,6 +102,10 @@ class Guard:
     start_card: Scorecard | None = None
     priors: bool = False
     trust_window: str = "one_step"
+
+    def __post_init__(self) -> None:
+        if self.trust_window not in WINDOWS:
+            raise ValueError(f"trainer.trust_window must be one of {sorted(WINDOWS)}, got {self.trust_window!r}")
 
     def reference(self, logs: Mapping[str, Any]) -> Scorecard | None:
         """The start's card the guard compares with: the one measured on the candidate's batches, else

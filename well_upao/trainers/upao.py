@@ -21,7 +21,6 @@ from typing import Any
 import torch
 
 from well_upao.axes import UniformAxis
-from well_upao.evaluate.horizons import WINDOWS
 from well_upao.harness.normalization import trainer_model_space
 from well_upao.harness.samples import (
     batch_dt,
@@ -127,13 +126,11 @@ class UpaoLoss(TrainingLoss):
         if int(rollout_vrmse_steps) < 0:
             raise ValueError(f"trainer.rollout_vrmse_steps must be >= 0, got {rollout_vrmse_steps}")
         #: what :meth:`bind` gives the validation (``trainers/upao_validation.py``): the prior candidate (score the
-        #: model's prior, its extrapolation base with the correction off, and keep it when the selected candidate
-        #: predicts the observed history worse) and the labelled record's trajectories and rollout length
+        #: classical priors, keep the best for the trust window when the selected candidate backtests worse than
+        #: it) and the labelled record's trajectories and rollout length
         self.validation_settings = (bool(prior_candidate), int(vrmse_trajectories), int(rollout_vrmse_steps))
         #: the training files' time axis (``bind``): batches' dt are whole numbers of its step
         self.time_axis: UniformAxis | None = None
-        if trust_window not in WINDOWS:
-            raise ValueError(f"trainer.trust_window must be one of {sorted(WINDOWS)}, got {trust_window!r}")
         #: the label-free judge of the selection: the guard (``trainer.guard``) and the prior rule
         self.judge = Guard(
             bool(guard),

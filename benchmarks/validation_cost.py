@@ -1,0 +1,156 @@
+"""What validation costs next to training, per epoch, read from a UPAO run's metrics.jsonl (issue 53, item 4).
+
+Two settings, each trained at its defaults through the Well's harness:
+
+* ``quickstart``: the quickstart's UPAO + NSLoRA run (``well_upao.quickstart.harness_command``: wave2d 64^2, 12
+  trajectories of 51 frames, stride 5, the shipped ``extrap2`` backbone), on the quickstart's data;
+* ``wave2d``: the user's own command, ``python -m the_well.benchmark.train model=na_nslora trainer=upao data=wave2d``,
+  on ``well-upao generate-exact --pde wave2d --resolution 64 --n-steps 41``, with ``trainer.epochs`` lowered to
+  ``--epochs`` (the ratio is per epoch).
+
+Per epoch, from the lines the loop writes: the training seconds are ``time_per_train_iter`` times the epoch's steps
+(``step`` minus the previous line's); the rest of the epoch (``seconds`` minus the previous line's, less training) is
+the validation, the best.pt/recent.pt writes and the line itself ("validation and checkpoints"). The first epoch also
+carries the start's validation (``trainer.validate_start``), so the ratio is reported for it apart and as the median
+over the later epochs. Goal (issue 53): at most 0.25 with the horizon scoring.
+
+``--source DIR`` runs the harness on another checkout of the package (``PYTHONPATH=DIR``), e.g. the commit before the
+horizon scoring, for the before/after pair; both are measured in one invocation on the same machine:
+
+    git worktree add /tmp/before dc029ea
+    python benchmarks/validation_cost.py --out /tmp/validation_cost --source before=/tmp/before --source after=.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from well_upao.data.generate import GenerationRequest, generate_dataset
+from well_upao.harness import runs
+from well_upao.harness.metrics_file import read_metrics
+from well_upao.quickstart import QuickstartConfig, harness_command
+
+SETTINGS = ("quickstart", "wave2d")
+
+
+def epoch_costs(lines: list[dict]) -> list[dict]:
+    """Per trained epoch: ``train_s`` (``time_per_train_iter`` x the epoch's steps), ``other_s`` (the rest of the
+    epoch's wall seconds: validation and checkpoints) and their ratio; lines without training (the start's epoch 0,
+    the test lines) are skipped."""
+    out, previous_step, previous_seconds = [], 0, 0.0
+    for line in lines:
+        if "time_per_train_iter" not in line or "seconds" not in line or int(line.get("epoch", 0)) < 1:
+            continue
+        steps = int(line["step"]) - previous_step
+        train = float(line["time_per_train_iter"]) * steps
+        other = float(line["seconds"]) - previous_seconds - train
+        out.append({"epoch": int(line["epoch"]), "train_s": train, "other_s": other, "ratio": other / train})
+        previous_step, previous_seconds = int(line["step"]), float(line["seconds"])
+    return out
+
+
+def summary(costs: list[dict]) -> dict:
+    """The first epoch's ratio (with the start's validation) and the median of the later epochs'."""
+    later = [c["ratio"] for c in costs[1:]]
+    return {
+        "epochs": len(costs),
+        "first_ratio": costs[0]["ratio"] if costs else float("nan"),
+        "median_later_ratio": statistics.median(later) if later else float("nan"),
+        "train_s": sum(c["train_s"] for c in costs),
+        "other_s": sum(c["other_s"] for c in costs),
+    }
+
+
+def setting_command(setting: str, base: Path, experiments: Path, epochs: int) -> list[str]:
+    """The harness command of one setting (see the module docstring)."""
+    if setting == "quickstart":
+        return harness_command(QuickstartConfig(), "na_nslora", "upao", base, experiments)
+    overrides = ["model=na_nslora", "trainer=upao", "data=wave2d", f"data.well_base_path={base}"]
+    overrides += [f"experiment_dir={experiments}", f"trainer.epochs={epochs}", "trainer.progress=false"]
+    return runs.harness_command([*overrides, "auto_resume=false"])
+
+
+def ensure_data(setting: str, out: Path) -> Path:
+    """The setting's dataset under ``out/datasets/<setting>`` (made once)."""
+    base = out / "datasets" / setting
+    if not (base / "wave2d").is_dir():
+        if setting == "quickstart":
+            q = QuickstartConfig()
+            request = GenerationRequest(
+                pde="wave2d", out=base, n_traj=q.n_traj, resolution=q.resolution, n_steps=q.n_steps, seed=q.seed,
+                valid_fraction=q.valid_fraction,
+            )  # fmt: skip
+        else:
+            request = GenerationRequest(pde="wave2d", out=base, resolution=64, n_steps=41)
+        generate_dataset(request, progress=False)
+    return base
+
+
+def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs: int) -> dict:
+    """One harness run of ``setting`` on the code at ``source`` (``None``: the installed package); its summary."""
+    base = ensure_data(setting, out)
+    experiments = out / "runs" / f"{setting}-{label}"
+    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
+    if source is not None:
+        env["PYTHONPATH"] = str(source.resolve())
+    command = setting_command(setting, base, experiments, epochs)
+    print(f"[{setting} / {label}] {' '.join(command)}", flush=True)
+    log = experiments.with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as handle:
+        code = subprocess.run(command, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False).returncode
+    if code != 0:
+        raise SystemExit(f"{setting} / {label} failed (exit {code}); see {log}")
+    run = runs.latest_run(experiments, "*")
+    costs = epoch_costs(read_metrics(run))
+    return {"setting": setting, "code": label, "run": str(run), "per_epoch": costs, **summary(costs)}
+
+
+def table(results: list[dict]) -> str:
+    rows = [
+        "| setting | code | epochs | training s | validation and checkpoints s | ratio, epoch 1 (with the start's "
+        "validation) | ratio, median of later epochs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        rows.append(
+            f"| {r['setting']} | {r['code']} | {r['epochs']} | {r['train_s']:.1f} | {r['other_s']:.1f} "
+            f"| {r['first_ratio']:.3f} | {r['median_later_ratio']:.3f} |"
+        )
+    return "\n".join(rows)
+
+
+def parse_source(text: str) -> tuple[str, Path | None]:
+    label, _, folder = text.partition("=")
+    if not folder:
+        raise argparse.ArgumentTypeError(f"--source wants LABEL=DIR, got {text!r}")
+    return label, None if folder == "installed" else Path(folder)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("outputs/validation_cost"))
+    parser.add_argument("--setting", choices=SETTINGS, action="append", help="default: both")
+    parser.add_argument("--source", type=parse_source, action="append", help="LABEL=DIR (DIR 'installed': this "
+                        "interpreter's package); default: installed")  # fmt: skip
+    parser.add_argument("--epochs", type=int, default=3, help="epochs of the wave2d setting (default 3)")
+    args = parser.parse_args(argv)
+    sources = args.source or [("installed", None)]
+    results = [
+        run_setting(setting, label, source, args.out, args.epochs)
+        for setting in (args.setting or SETTINGS)
+        for label, source in sources
+    ]
+    (args.out / "validation_cost.json").write_text(json.dumps(results, indent=1))
+    print(f"Command: `python benchmarks/validation_cost.py {' '.join(sys.argv[1:] if argv is None else argv)}`")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -215,16 +215,17 @@ def section(args, runs: list[dict]) -> list[str]:
     return [*lines, "", END]
 
 
-def write_section(report: Path, lines: list[str]) -> None:
-    """Put the section into ``report`` between :data:`BEGIN` and :data:`END` (replacing an earlier one), before
-    its ``## Reading``; the rest of the report is left as it is. Temp file + rename."""
+def write_section(report: Path, lines: list[str], begin: str = BEGIN, end: str = END) -> None:
+    """Put the section into ``report`` between ``begin`` and ``end`` (this study's :data:`BEGIN` and :data:`END` by
+    default; replacing an earlier one), before its ``## Reading``; the rest of the report is left as it is. Temp
+    file + rename."""
     if not report.is_file():
         raise SystemExit(f"{report}: no such report (the section goes into an existing one, e.g. reports/trust.md)")
     text = report.read_text()
     block = portable_paths("\n".join(lines)) + "\n"  # run folders as RUNS/...
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1].lstrip("\n")
+    if begin in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1].lstrip("\n")
     else:
         head, reading = text.split("\n## Reading", 1)
         text = head.rstrip("\n") + "\n\n" + block + "\n## Reading" + reading

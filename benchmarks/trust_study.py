@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from horizon_study import BEGIN as HORIZON_BEGIN
+from horizon_study import END as HORIZON_END
 from jobs import run_all as run_tasks  # benchmarks/ is on the path of a script run from it
 from jobs import run_logged, thread_env, write_done
 from prior_study import BEGIN as PRIOR_BEGIN
@@ -543,8 +545,9 @@ def write_report(args, runs: list[dict]) -> None:
         earlier = args.report.read_text()
         if "\n## Reading" in earlier:
             reading = earlier[earlier.index("\n## Reading") :]
-        if PRIOR_BEGIN in earlier:  # benchmarks/prior_study.py's section stays
-            kept = "\n" + PRIOR_BEGIN + earlier.split(PRIOR_BEGIN, 1)[1].split(PRIOR_END, 1)[0] + PRIOR_END + "\n"
+        for begin, end in ((PRIOR_BEGIN, PRIOR_END), (HORIZON_BEGIN, HORIZON_END)):  # the other studies' sections stay
+            if begin in earlier:
+                kept += "\n" + begin + earlier.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
     tmp = args.report.with_suffix(".md.tmp")
     tmp.write_text(portable_paths("\n".join(text)) + kept + reading)  # run folders as RUNS/...
     tmp.replace(args.report)

@@ -1,0 +1,52 @@
+"""``benchmarks/horizon_study.py`` (issue 53's evidence, a section of reports/trust.md) reads an evaluation's
+``trust`` and counts the goal from it: a pick within 1.2x of the true best counts, one above does not, a window the
+trajectories do not hold is named, not counted; the section replaces an earlier one and keeps the rest."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import horizon_study  # benchmarks/ is a folder of scripts, not a package
+
+
+def evaluation(one_step_ratio: float, window_ratio: float | None) -> dict:
+    trust = {
+        "one_step": {"pick": "extrap2", "reach": "backtest at step 1", "best": "extrap1", "best_value": 1.0,
+                     "pick_value": one_step_ratio, "ratio": one_step_ratio},
+        "6:12": {"pick": "persistence", "reach": "backtest to step 5 of 12"},
+        "13:30": {"pick": "persistence", "reach": "backtest to step 5 of 30"},
+    }  # fmt: skip
+    if window_ratio is not None:
+        trust["6:12"] |= {"best": "persistence", "best_value": 2.0, "pick_value": 2 * window_ratio}
+        trust["6:12"]["ratio"] = window_ratio
+    solver = {"name": "solver", "mean_vrmse_well": 1e-6, "rollout_windows": {"6:12": 1e-5, "13:30": None}}
+    return {"trust": trust, "scores": [solver]}
+
+
+def test_the_goal_counts_picks_within_the_cost_and_names_the_rest():
+    rows = []
+    for name, one_step, window in (("a", 1.0, 1.0), ("b", 1.19, 1.5), ("c", 3.0, None)):
+        rows += [horizon_study.window_record(name, 8, w, evaluation(one_step, window)) for w in horizon_study.WINDOWS]
+    assert rows[0]["solver"] == 1e-6 and rows[1]["solver"] == 1e-5 and rows[2]["cost"] is None
+    lines = horizon_study.goal_lines(rows, ["a", "b", "c"], [8])
+    assert lines[0] == (
+        "- history 8, one_step: the pick within 1.2x of the true best on 2 of 3 datasets holding the window (of 3), "
+        "the same row on 0; above 1.2x: c (3)."
+    )
+    assert lines[1] == (
+        "- history 8, 6:12: the pick within 1.2x of the true best on 1 of 2 datasets holding the window (of 3), the "
+        "same row on 2; above 1.2x: b (1.5); window not held: c."
+    )
+
+
+def test_the_section_replaces_an_earlier_one_and_keeps_the_rest(tmp_path):
+    report = tmp_path / "trust.md"
+    report.write_text("# Trust\n\nintro\n\n## Reading\n\nthe reading\n")
+    for text in ("first", "second"):
+        horizon_study.write_section(report, [horizon_study.BEGIN, text, horizon_study.END], *horizon_study.MARKERS)
+    written = report.read_text()
+    assert written.count(horizon_study.BEGIN) == 1 and "second" in written and "first" not in written
+    assert written.startswith("# Trust\n\nintro") and written.endswith("## Reading\n\nthe reading\n")

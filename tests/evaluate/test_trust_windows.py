@@ -8,9 +8,10 @@ import json
 import math
 
 import pytest
+import torch
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
-from well_upao.evaluate.horizons import START, window_evidence
+from well_upao.evaluate.horizons import START, classical_curves, window_evidence
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 
 
@@ -47,3 +48,17 @@ def test_window_evidence_covers_the_window_or_says_how_far_it_reaches():
     short = window_evidence(curve[:5], "6:12")
     assert short.value == 5.0 and short.short and short.describe() == "backtest to step 5 of 12"
     assert window_evidence(curve, "one_step").value == 1.0 and window_evidence([], "6:12").describe() == "no backtest"
+
+
+def test_the_one_step_evidence_is_the_mean_over_every_later_history_frame():
+    """On ``u_k = k^2`` (8 frames): linear extrapolation misses every frame by 2, whose step is ``2k - 1``, so ``e_1``
+    is the mean of ``2 / (2k - 1)`` over ``k = 3..7`` (not its first value, ``2/5``); persistence misses by exactly
+    one step; quadratic extrapolation is exact. Beyond one step the curve is the rollout's from the first 3 frames:
+    linear extrapolation fed back from ``0, 1, 4`` predicts ``7, 10`` where ``9, 16`` are observed."""
+    t = torch.arange(8, dtype=torch.float64)
+    window = (t**2).view(1, 8, 1, 1)
+    curves = classical_curves(window, torch.ones(1))
+    expected = sum(2 / (2 * k - 1) for k in range(3, 8)) / 5
+    assert curves["extrap1"][0, 0].item() == pytest.approx(expected)
+    assert curves["persistence"][0, 0].item() == pytest.approx(1.0) and curves["extrap2"].abs().max() < 1e-12
+    assert curves["extrap1"][0, 1].item() == pytest.approx(abs(10 - 16) / (16 - 9))  # step 2: frame 4

@@ -169,3 +169,32 @@ def test_validation_records_the_picked_priors_true_vrmse_as_the_hand_extrapolati
     assert logs["valid_prior_rollout_VRMSE_last"] == pytest.approx(last, rel=1e-4)
     validation.prior_candidate = False
     assert "valid_prior_paper_VRMSE" not in validation.paper_vrmse(full=False, prior="extrap2")
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(order):
+    """The model's curve in validation (its rollout from the first ``START`` frames, and one step ahead its causal
+    predictions of every later frame) equals the classical curve of the prior it keeps, both parts; with its
+    network it differs (negative control)."""
+    from types import SimpleNamespace
+
+    from well_upao.evaluate.horizons import CLASSICAL
+    from well_upao.harness.normalization import ModelSpace
+    from well_upao.harness.samples import into_slots
+
+    model = trained_looking("last")
+    generator = torch.Generator().manual_seed(4)
+    observed = 1.0 + torch.randn(2, 8, 16, 16, len(SLOTS), generator=generator).cumsum(1) / 4
+    loss = UpaoLoss()
+    loss.trainer = SimpleNamespace(model=model, bare_model=model)
+    loss.one_frame, loss.space, loss.channel_slots = False, ModelSpace(), SLOTS
+    validation = UpaoValidation(loss, prior_candidate=True, vrmse_trajectories=2, rollout_vrmse_steps=30)
+    history = into_slots(observed, SLOTS)
+    name = next(n for n, o in CLASSICAL.items() if o == order)
+    with kept_prior(model, order):
+        curves = validation.backtest_curves({"input_fields": observed}, history)
+    assert curves["model"].shape == (2, 5)
+    torch.testing.assert_close(curves["model"], curves[name], rtol=1e-5, atol=1e-6)
+    network = validation.backtest_curves({"input_fields": observed}, history)["model"]
+    assert not torch.allclose(network[:, 0], curves[name][:, 0], rtol=1e-2)  # one step
+    assert not torch.allclose(network[:, 1:], curves[name][:, 1:], rtol=1e-2)  # the rollout

@@ -13,6 +13,7 @@ import pytest
 import torch
 from the_well.benchmark.metrics import MSE
 
+from well_upao.evaluate.horizons import CLASSICAL
 from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.model_factory import na_transformer
@@ -452,7 +453,11 @@ def test_the_guard_keeps_the_start_when_the_scorecard_refuses_every_move(small_d
     assert trained["guard_rejections"] == 1
     best = read_checkpoint(tmp_path / "checkpoints" / "best.pt")
     assert best["epoch"] == 0 and best["train"]["guard_start"]["residual_ratio"] > 0
-    assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in initial.items())
+    weights = {name: tensor for name, tensor in initial.items() if name != "prior_order"}
+    assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in weights.items())
+    # the start's weights, predicting with the prior the rule kept if it kept one (issue 53), else its network
+    kept = CLASSICAL[trained["kept_prior_name"]] if trained["kept_prior"] else -1
+    assert int(best["state_dict"]["prior_order"]) == kept
 
 
 @pytest.mark.slow

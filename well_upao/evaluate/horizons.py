@@ -11,7 +11,9 @@ error at each horizon in units of the target frame's step,
 over the active channels ``c`` (:func:`backtest_curve`). Every predictor starts from the same ``m = 3`` frames
 (:data:`START`, what quadratic extrapolation needs), so each horizon is measured on the same observed frame for all:
 with the default history of 8 frames the curves reach 5 steps (a history of 15 frames reaches step 12, the end of
-the Well's 6:12 window).
+the Well's 6:12 window). One step ahead the history holds more evidence than the rollout's first frame: ``e_1`` is
+the mean of the one-step errors over every frame ``u_m .. u_{T-1}``, each predicted from the ``m`` true frames
+before it (:func:`with_one_step`), as the one-step protocol predicts every frame from its true history.
 
 A window's evidence (:func:`window_evidence`) is the curve's mean over the window's horizons it reaches, else (a
 history too short for the window) its value at the longest horizon it has, said as "backtest to step 5 of 12". The
@@ -53,6 +55,24 @@ def extrapolation_rollout(window: torch.Tensor, order: int, start: int) -> torch
     return torch.stack(frames[start:], 1)
 
 
+def extrapolation_one_step(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
+    """Polynomial extrapolation of degree ``order`` of each frame ``start .. T-1`` of ``window`` (``(B, T, ...)``)
+    from the true frames before it: ``(B, T - start, ...)``."""
+    last, before, third = (window[:, start - j : window.shape[1] - j] for j in (1, 2, 3))
+    if order == 0:
+        return last
+    if order == 1:
+        return 2 * last - before
+    return 3 * last - 3 * before + third
+
+
+def with_one_step(curve: torch.Tensor, one_step: torch.Tensor) -> torch.Tensor:
+    """``curve`` ``(B, K)`` (a rollout's :func:`backtest_curve`) with ``e_1`` replaced by the mean of ``one_step``
+    ``(B, T - START)``, the :func:`backtest_curve` of one-step predictions of every frame after the first ``START``
+    (see the module docstring)."""
+    return torch.cat([one_step.mean(1, keepdim=True), curve[:, 1:]], 1)
+
+
 def backtest_curve(predicted: torch.Tensor, window: torch.Tensor, start: int, mask: torch.Tensor) -> torch.Tensor:
     """``e_K`` per sample (see the module docstring): ``predicted`` ``(B, K, *space, C)`` the predictions of frames
     ``start .. start + K - 1`` of ``window`` ``(B, T, *space, C)``; ``mask`` ``(C,)`` the active channels;
@@ -71,7 +91,10 @@ def classical_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torc
     if window.shape[1] <= START:
         return {}
     return {
-        name: backtest_curve(extrapolation_rollout(window, order, START), window, START, mask)
+        name: with_one_step(
+            backtest_curve(extrapolation_rollout(window, order, START), window, START, mask),
+            backtest_curve(extrapolation_one_step(window, order, START), window, START, mask),
+        )
         for name, order in CLASSICAL.items()
     }
 

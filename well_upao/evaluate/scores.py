@@ -31,7 +31,16 @@ import torch
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import SLOT_NAMES
-from well_upao.evaluate.horizons import CLASSICAL, START, WINDOWS, backtest_curve, extrapolation_rollout, pick
+from well_upao.evaluate.horizons import (
+    CLASSICAL,
+    START,
+    WINDOWS,
+    backtest_curve,
+    extrapolation_one_step,
+    extrapolation_rollout,
+    pick,
+    with_one_step,
+)
 from well_upao.evaluate.matched_solver import match_solvers
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.plan import EvaluationError, EvaluationPlan
@@ -125,8 +134,9 @@ def score(
 
 def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:
     """Each row's backtest curve (``evaluate.horizons``) on a trajectory's first history window: the classical rows'
-    closed forms, a model row's rollout from the window's first ``START`` frames (none for a row that cannot start
-    from them, e.g. a one-frame model of the Well, which reads its whole history); the solver is not a candidate."""
+    closed forms, a model row's rollout from the window's first ``START`` frames and, one step ahead, its predictions
+    of every later frame of the window from the ``START`` frames before it (none for a row that cannot start from
+    them, e.g. a one-frame model of the Well, which reads its whole history); the solver is not a candidate."""
     window = history[None]
     mask = torch.ones(history.shape[-1])
     out = {}
@@ -134,15 +144,19 @@ def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, conte
         if predictor.kind == "solver" or history.shape[0] <= START:
             continue
         if predictor.kind == "classical" and predictor.name in CLASSICAL:
-            predicted = extrapolation_rollout(window, CLASSICAL[predictor.name], START)
+            order = CLASSICAL[predictor.name]
+            predicted = extrapolation_rollout(window, order, START)
+            one_step = extrapolation_one_step(window, order, START)
         elif predictor.kind == "model":
             try:
                 predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
+                one_step = one_step_all(predictor, history, START, context)[None]
             except Exception:  # a row that cannot predict from START frames has no curve
                 continue
         else:
             continue
-        out[predictor.name] = backtest_curve(predicted, window, START, mask)
+        curve = backtest_curve(predicted, window, START, mask)
+        out[predictor.name] = with_one_step(curve, backtest_curve(one_step, window, START, mask))
     return out
 
 

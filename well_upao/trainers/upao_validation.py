@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from well_upao.evaluate.horizons import CLASSICAL, START, backtest_curve, classical_curves, pick
+from well_upao.evaluate.horizons import CLASSICAL, START, backtest_curve, classical_curves, pick, with_one_step
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.evaluate.protocol import one_step_all, rollout
@@ -172,7 +172,8 @@ class UpaoValidation:
     def backtest_curves(self, batch: Mapping[str, torch.Tensor], history: torch.Tensor) -> dict[str, torch.Tensor]:
         """Per-sample backtest curves on the observed window ``history`` (physical, 18 slots): the classical
         predictors' (closed forms) and, for a backbone, the model's: started from the window's first ``START`` frames
-        and rolled out, each prediction fed back (``evaluate.horizons``)."""
+        and rolled out, each prediction fed back; one step ahead, the mean over every later frame of the window, each
+        predicted from the true frames before it (one causal pass; ``evaluate.horizons``)."""
         loss = self.loss
         mask = slots_mask(loss.channel_slots, history.device)
         curves = classical_curves(history, mask)
@@ -180,12 +181,16 @@ class UpaoValidation:
         if loss.one_frame or history.shape[1] <= start:
             return curves
         slots = loss.channel_slots
-        window = into_slots(loss.space.to_model(batch["input_fields"].to(history.device))[:, :start], slots)
+        observed = into_slots(loss.space.to_model(batch["input_fields"].to(history.device)), slots)
+        window = observed[:, :start]
         for _ in range(history.shape[1] - start):
             frame = self.trainer.model(window, sequence=True)[:, -1:][..., slots]
             window = torch.cat([window, into_slots(frame, slots)], 1)
         predicted = into_slots(loss.space.to_physical(window[:, start:][..., slots]), slots)
-        return curves | {"model": backtest_curve(predicted, history, start, mask)}
+        teacher_forced = self.trainer.model(observed[:, :-1], sequence=True)[:, start - 1 :][..., slots]
+        one_step = into_slots(loss.space.to_physical(teacher_forced), slots)
+        rolled = backtest_curve(predicted, history, start, mask)
+        return curves | {"model": with_one_step(rolled, backtest_curve(one_step, history, start, mask))}
 
     def horizon_logs(self, curves: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
         """The mean curves and the trust window's evidence and pick (keys without the ``valid_`` prefix)."""

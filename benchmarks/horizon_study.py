@@ -18,9 +18,10 @@ evidence picks: backtests of every candidate on each trajectory's first history 
 Datasets: the four Well study replicas (``benchmarks/study_data.py``, 41 frames) and wave2d / advdiff2d at 64^2
 (12 trajectories of 101 frames, a quarter for validation) as in reports/rollout.md, and burgers1d at 128 points
 (the same split), a closed-form set (Cole-Hopf) made by no solver of ours and used by no test of the evidence.
-Nothing here trains: the guard's choice during training (item 3's second half) is not measured by this script.
+Nothing here trains; ``--runs`` adds what UPAO runs chose during training, read from their metrics.jsonl.
 
-    python benchmarks/horizon_study.py --out outputs/horizon_study --report reports/trust.md
+    python benchmarks/horizon_study.py --out outputs/horizon_study --report reports/trust.md \
+        --runs "gray_scott 6:12=reports/trust_runs/gray_scott_6_12/metrics.jsonl"
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ WINDOWS = ("one_step", "6:12", "13:30")
 #: the goal's windows and the cost it allows
 GOAL_WINDOWS, GOAL_COST = ("one_step", "6:12"), 1.2
 ROLLOUT = 30
+CLASSICAL_NAMES = ("persistence", "extrap1", "extrap2")
 
 
 def dataset_frames(base: Path, dataset: str) -> int:
@@ -176,6 +178,38 @@ def goal_lines(rows: list[dict], datasets: list[str], histories: list[int]) -> l
     return lines
 
 
+#: the labelled record of a window in a UPAO run's validation lines: (the model's key, the kept prior's key)
+TRUTH_KEYS = {
+    "one_step": ("valid_paper_VRMSE", "valid_prior_paper_VRMSE"),
+    "6:12": ("valid_rollout_VRMSE_6:12", "valid_prior_rollout_VRMSE_6:12"),
+    "13:30": ("valid_rollout_VRMSE_13:30", "valid_prior_rollout_VRMSE_13:30"),
+}
+
+
+def run_table(runs: list[tuple[str, Path]]) -> list[str]:
+    """What UPAO runs chose during training, per validation, from their metrics.jsonl: the trust window, the prior
+    the evidence picked and how far it reached, each predictor's evidence, whether best.pt keeps the prior, and the
+    labelled record of the window for the model and the prior (never read by the selection)."""
+    lines = [
+        "| run | epoch | window | prior picked (evidence) | persistence | extrap1 | extrap2 | model | best.pt keeps "
+        "| true window VRMSE: model / prior |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, metrics in runs:
+        for line in (json.loads(text) for text in metrics.read_text().splitlines() if text.strip()):
+            if "valid_trust_prior" not in line:
+                continue
+            window = line["valid_trust_window"]
+            model_key, prior_key = TRUTH_KEYS[window]
+            scores = " | ".join(fmt(line.get(f"valid_score_window_{name}")) for name in (*CLASSICAL_NAMES, "model"))
+            kept = line.get("kept_prior_name") if line.get("kept_prior") else f"the model (epoch {line['best_epoch']})"
+            lines.append(
+                f"| {label} | {line['epoch']} | {window} | {line['valid_trust_prior']} ({line['valid_trust_reach']}) "
+                f"| {scores} | {kept} | {fmt(line.get(model_key))} / {fmt(line.get(prior_key))} |"
+            )
+    return [*lines, ""]
+
+
 def report(args, rows: list[dict], command: str) -> list[str]:
     rows_text = ["zero-shot " + args.backbone if args.backbone != "none" else "no model row"]
     lines = [
@@ -201,11 +235,26 @@ def report(args, rows: list[dict], command: str) -> list[str]:
         "",
         *goal_lines(rows, args.datasets, args.histories),
         "",
-        "Not measured here: the guard's choice during training (item 3's second half), and seeds (nothing here "
-        "trains).",
+    ]
+    if args.runs:
+        lines += [
+            "The choice during training (UPAO runs' validation lines; each run's command beside its metrics.jsonl):",
+            "",
+            *run_table(args.runs),
+        ]
+    lines += [
+        "Not measured here: the choice during training beyond the runs above, and seeds (the evaluations train "
+        "nothing).",
         END,
     ]
     return lines
+
+
+def parse_run(text: str) -> tuple[str, Path]:
+    label, _, path = text.partition("=")
+    if not path or not Path(path).is_file():
+        raise argparse.ArgumentTypeError(f"--runs wants LABEL=METRICS_JSONL (an existing file), got {text!r}")
+    return label, Path(path)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -219,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-solver", action="store_true")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--analyse-only", action="store_true")
+    parser.add_argument("--runs", nargs="*", type=parse_run, default=[], help="LABEL=METRICS_JSONL of UPAO runs")
     args = parser.parse_args(argv)
     unknown = [d for d in args.datasets if d not in STUDY_REPLICAS and d not in EXACT]
     if unknown:

@@ -97,14 +97,16 @@ def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs
     base = ensure_data(setting, out)
     experiments = out / "runs" / f"{setting}-{label}"
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
-    if source is not None:
+    if source is not None:  # `python -m` puts its working folder first on the path: run it from the checkout
         env["PYTHONPATH"] = str(source.resolve())
     command = setting_command(setting, base, experiments, epochs)
     print(f"[{setting} / {label}] {' '.join(command)}", flush=True)
     log = experiments.with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as handle:
-        code = subprocess.run(command, env=env, stdout=handle, stderr=subprocess.STDOUT, check=False).returncode
+        folder = source.resolve() if source is not None else out
+        run = subprocess.run(command, env=env, cwd=folder, stdout=handle, stderr=subprocess.STDOUT, check=False)
+        code = run.returncode
     if code != 0:
         raise SystemExit(f"{setting} / {label} failed (exit {code}); see {log}")
     run = runs.latest_run(experiments, "*")
@@ -141,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
                         "interpreter's package); default: installed")  # fmt: skip
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the wave2d setting (default 3)")
     args = parser.parse_args(argv)
+    args.out = args.out.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
     sources = args.source or [("installed", None)]
     results = [
         run_setting(setting, label, source, args.out, args.epochs)

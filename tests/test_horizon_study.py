@@ -4,6 +4,7 @@ trajectories do not hold is named, not counted; the section replaces an earlier 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -50,3 +51,30 @@ def test_the_section_replaces_an_earlier_one_and_keeps_the_rest(tmp_path):
     written = report.read_text()
     assert written.count(horizon_study.BEGIN) == 1 and "second" in written and "first" not in written
     assert written.startswith("# Trust\n\nintro") and written.endswith("## Reading\n\nthe reading\n")
+
+
+def test_the_training_table_reads_the_window_the_run_trusted_and_its_labelled_record(tmp_path):
+    """A run's validation lines: the 6:12 run's table shows its picked prior, the evidence, what best.pt keeps and
+    the labelled 6:12 record of the model and the prior (not the one-step one); lines without evidence are left
+    out."""
+    lines = [
+        {"epoch": 0, "valid": 1.0, "valid_trust_window": "6:12", "valid_trust_prior": "extrap1",
+         "valid_trust_reach": "backtest to step 5 of 12", "valid_score_window_persistence": 5.07,
+         "valid_score_window_extrap1": 5.06, "valid_score_window_extrap2": 8.0, "valid_score_window_model": 23.4,
+         "kept_prior": True, "kept_prior_name": "extrap1", "best_epoch": 0, "valid_paper_VRMSE": 9.0,
+         "valid_rollout_VRMSE_6:12": 1.87, "valid_prior_rollout_VRMSE_6:12": 1.66},
+        {"epoch": 1, "train": 0.5},
+        {"epoch": 1, "valid": 0.9, "valid_trust_window": "6:12", "valid_trust_prior": "extrap1",
+         "valid_trust_reach": "backtest to step 5 of 12", "valid_score_window_model": 4.0, "kept_prior": False,
+         "best_epoch": 1, "valid_rollout_VRMSE_6:12": 1.1, "valid_prior_rollout_VRMSE_6:12": 1.66},
+    ]  # fmt: skip
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    table = horizon_study.run_table([("gs", metrics)])
+    assert table[2] == (
+        "| gs | 0 | 6:12 | extrap1 (backtest to step 5 of 12) | 5.07 | 5.06 | 8 | 23.4 | extrap1 | 1.87 / 1.66 |"
+    )
+    assert table[3] == (
+        "| gs | 1 | 6:12 | extrap1 (backtest to step 5 of 12) | — | — | — | 4 | the model (epoch 1) | 1.1 / 1.66 |"
+    )
+    assert len(table) == 5 and table[4] == ""

@@ -408,6 +408,13 @@ def test_every_candidate_is_scored_on_the_same_validation_batches(small_datasets
     assert [line["epoch"] for line in lines] == [0, 1]
     assert lines[1]["valid_score_floor"] == lines[0]["valid_score_floor"]
     assert lines[1]["valid_score_start_floor"] == lines[0]["valid_score_floor"]
+    # issue 53: each classical predictor's one-step residual ratio on the same batches (labels-free, so equal at
+    # every validation); persistence has no rate term and is marked blind; on these smooth exact frames quadratic
+    # extrapolation satisfies the PDE far better than persistence
+    ratios = {n: lines[0][f"valid_score_residual_ratio_{n}"] for n in ("persistence", "extrap1", "extrap2")}
+    assert all(np.isfinite(v) for v in ratios.values()) and ratios["extrap2"] < 0.5 * ratios["persistence"]
+    assert lines[0]["valid_residual_blind"] == lines[1]["valid_residual_blind"] == ["persistence"]
+    assert lines[1]["valid_score_residual_ratio_extrap2"] == ratios["extrap2"]
 
 
 def prefer_trained(trainer) -> None:

@@ -41,17 +41,22 @@ CLASSICAL: dict[str, int] = {"persistence": 0, "extrap1": 1, "extrap2": 2}
 START = 3
 
 
+def next_frame(frames: Sequence[torch.Tensor], order: int) -> torch.Tensor:
+    """Polynomial extrapolation of degree ``order`` of the next frame from the last of ``frames``: ``u_{T-1}``,
+    ``2 u_{T-1} - u_{T-2}`` or ``3 u_{T-1} - 3 u_{T-2} + u_{T-3}``."""
+    if order == 0:
+        return frames[-1]
+    if order == 1:
+        return 2 * frames[-1] - frames[-2]
+    return 3 * frames[-1] - 3 * frames[-2] + frames[-3]
+
+
 def extrapolation_rollout(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
     """Polynomial extrapolation of degree ``order`` started from ``window[:, :start]`` (``(B, T, ...)``) and fed
     back: its predictions of frames ``start .. T-1``, ``(B, T - start, ...)``."""
     frames = list(window[:, :start].unbind(1))
     for _ in range(window.shape[1] - start):
-        if order == 0:
-            frames.append(frames[-1])
-        elif order == 1:
-            frames.append(2 * frames[-1] - frames[-2])
-        else:
-            frames.append(3 * frames[-1] - 3 * frames[-2] + frames[-3])
+        frames.append(next_frame(frames, order))
     return torch.stack(frames[start:], 1)
 
 

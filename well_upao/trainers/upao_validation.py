@@ -24,7 +24,15 @@ from typing import Any
 
 import torch
 
-from well_upao.evaluate.horizons import CLASSICAL, START, backtest_curve, classical_curves, pick, with_one_step
+from well_upao.evaluate.horizons import (
+    CLASSICAL,
+    START,
+    backtest_curve,
+    classical_curves,
+    next_frame,
+    pick,
+    with_one_step,
+)
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.evaluate.protocol import one_step_all, rollout
@@ -63,7 +71,7 @@ class UpaoValidation:
         trainer.model.eval()
         reference = self.start.reference()
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
-        cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}}
+        cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}, "classical_": {}}
         curves: dict[str, list[torch.Tensor]] = {}
         first = trainer.global_step == 0 and loss.judge.start_card is None
         count = 0
@@ -82,6 +90,7 @@ class UpaoValidation:
             if start is not None:
                 collect(cards["start_"], self.batch_scores(start, None, self.rollout_backtest(batch, reference)))
             collect(curves, self.backtest_curves(batch, prepared.history))
+            collect(cards["classical_"], self.classical_residuals(prepared))
             count += 1
         card = mean_card(cards[""])
         if first:
@@ -93,7 +102,7 @@ class UpaoValidation:
         logs["unavailable_scores"] = self.unavailable_scores(card, self.start.available)
         if cards["start_"]:
             logs |= mean_card(cards["start_"]).logs(prefix="score_start_")
-        return logs | self.horizon_logs(curves)
+        return logs | self.horizon_logs(curves) | classical_residual_logs(cards["classical_"])
 
     def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
         """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
@@ -192,6 +201,24 @@ class UpaoValidation:
         rolled = backtest_curve(predicted, history, start, mask)
         return curves | {"model": with_one_step(rolled, backtest_curve(one_step, history, start, mask))}
 
+    @torch.no_grad()
+    def classical_residuals(self, prepared) -> dict[str, torch.Tensor]:
+        """Per sample, each classical predictor's one-step residual ratio (its extrapolation of the next frame from
+        the observed window, :meth:`BoundResidual.scorecard`) and whether it moved at all (``moved_<name>``: a
+        prediction equal to the last frame has no rate term, so the residual cannot rank it: persistence)."""
+        if self.loss.one_frame or not self.loss.rollout.one_step:
+            return {}
+        bound, history = prepared.bound.in_double(), prepared.history.double()
+        frames = list(history.unbind(1))
+        out = {}
+        for name, order in CLASSICAL.items():
+            if len(frames) <= order:
+                continue
+            prediction = next_frame(frames, order)
+            out[f"residual_ratio_{name}"] = bound.scorecard(history, prediction, prepared.dt.double())["residual_ratio"]
+            out[f"moved_{name}"] = (prediction - frames[-1]).flatten(1).abs().amax(1).gt(0).double()
+        return out
+
     def horizon_logs(self, curves: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
         """The mean curves and the trust window's evidence and pick (keys without the ``valid_`` prefix)."""
         means = {name: torch.cat(parts).mean(0).tolist() for name, parts in curves.items() if parts}
@@ -255,6 +282,20 @@ class UpaoValidation:
         predicted = rollout(predictor, trajectory, history, steps, None)[0]
         target = trajectory[history : history + steps]
         return vrmse_well(predicted, target, self.trainer.dset_metadata.n_spatial_dims).mean(-1).tolist()
+
+
+def classical_residual_logs(scores: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
+    """``score_residual_ratio_<name>`` per classical predictor (mean over the validation samples) and
+    ``residual_blind``: the predictors the residual cannot rank (no sample moved: their rate term is zero)."""
+    logs: dict[str, Any] = {}
+    blind = []
+    for name in CLASSICAL:
+        if f"residual_ratio_{name}" not in scores:
+            continue
+        logs[f"score_residual_ratio_{name}"] = float(torch.cat(scores[f"residual_ratio_{name}"]).mean())
+        if not torch.cat(scores[f"moved_{name}"]).any():
+            blind.append(name)
+    return logs | ({"residual_blind": blind} if logs else {})
 
 
 def collect(into: dict[str, list[torch.Tensor]], scores: Mapping[str, torch.Tensor]) -> None:

@@ -31,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from readings import portable_paths  # benchmarks/ is on the path of a script run from it
+
 from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.harness import runs
 from well_upao.harness.metrics_file import read_metrics
@@ -142,18 +144,42 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--source", type=parse_source, action="append", help="LABEL=DIR (DIR 'installed': this "
                         "interpreter's package); default: installed")  # fmt: skip
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the wave2d setting (default 3)")
+    parser.add_argument("--report", type=Path, help="write the table and the command here (markdown)")
+    parser.add_argument("--analyse-only", action="store_true", help="read --out's validation_cost.json, run nothing")
     args = parser.parse_args(argv)
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     sources = args.source or [("installed", None)]
-    results = [
-        run_setting(setting, label, source, args.out, args.epochs)
-        for setting in (args.setting or SETTINGS)
-        for label, source in sources
-    ]
-    (args.out / "validation_cost.json").write_text(json.dumps(results, indent=1))
-    print(f"Command: `python benchmarks/validation_cost.py {' '.join(sys.argv[1:] if argv is None else argv)}`")
-    print(table(results))
+    record = args.out / "validation_cost.json"
+    if args.analyse_only:
+        results = json.loads(record.read_text())
+    else:
+        results = [
+            run_setting(setting, label, source, args.out, args.epochs)
+            for setting in (args.setting or SETTINGS)
+            for label, source in sources
+        ]
+        record.write_text(json.dumps(results, indent=1))
+    command = "python benchmarks/validation_cost.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    text = f"Command: `{command}` (`--analyse-only`: the table of the runs it names)\n\n" + table(results)
+    print(text)
+    if args.report is not None:
+        write_report(args.report, text, results)
+
+
+def write_report(report: Path, text: str, results: list[dict]) -> None:
+    """The report: what was measured, the table, each run's folder; temp file + rename."""
+    runs = "\n".join(f"- {r['setting']} / {r['code']}: `{portable_paths(r['run'])}`" for r in results)
+    body = (
+        "# What validation costs next to training (issue 53, item 4)\n\n"
+        + (__doc__ or "").split("\n\n")[1].strip()
+        + "\n\nTraining seconds are `time_per_train_iter` times the epoch's steps; the rest of the epoch's wall "
+        "seconds (validation, best.pt/recent.pt, the line) is the second column. Goal: a ratio of at most 0.25 "
+        "with the horizon scoring.\n\n" + text + "\n\nRuns (their metrics.jsonl in `artifacts/`):\n" + runs + "\n"
+    )
+    tmp = report.with_suffix(".md.tmp")
+    tmp.write_text(body)
+    tmp.replace(report)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -210,6 +211,13 @@ def run_table(runs: list[tuple[str, Path]]) -> list[str]:
     return [*lines, ""]
 
 
+def missing_lines(rows: list[dict], datasets: list[str], histories: list[int]) -> list[str]:
+    """The (dataset, history) cells of the study without an evaluation (a study cut short), named."""
+    done = {(r["dataset"], r["history"]) for r in rows}
+    missing = [f"{d} (history {h})" for d in datasets for h in histories if (d, h) not in done]
+    return [f"- Not evaluated (yet): {', '.join(missing)}."] if missing else []
+
+
 def report(args, rows: list[dict], command: str) -> list[str]:
     rows_text = ["zero-shot " + args.backbone if args.backbone != "none" else "no model row"]
     lines = [
@@ -234,6 +242,7 @@ def report(args, rows: list[dict], command: str) -> list[str]:
         "history 16):",
         "",
         *goal_lines(rows, args.datasets, args.histories),
+        *missing_lines(rows, args.datasets, args.histories),
         "",
     ]
     if args.runs:
@@ -281,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = records(args)
     if not rows:
         raise SystemExit(f"no evaluation under {args.out / 'evaluations'}")
-    command = "python benchmarks/horizon_study.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python benchmarks/horizon_study.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     lines = report(args, rows, command)
     print("\n".join(lines))
     write_section(args.report, lines, *MARKERS)

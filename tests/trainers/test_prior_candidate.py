@@ -185,7 +185,7 @@ def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(o
     model = trained_looking("last")
     generator = torch.Generator().manual_seed(4)
     observed = 1.0 + torch.randn(2, 8, 16, 16, len(SLOTS), generator=generator).cumsum(1) / 4
-    loss = UpaoLoss()
+    loss = UpaoLoss(trust_window="6:12")  # a window beyond one step: the model's rollout is scored too
     loss.trainer = SimpleNamespace(model=model, bare_model=model)
     loss.one_frame, loss.space, loss.channel_slots = False, ModelSpace(), SLOTS
     validation = UpaoValidation(loss, prior_candidate=True, vrmse_trajectories=2, rollout_vrmse_steps=30)
@@ -198,3 +198,12 @@ def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(o
     network = validation.backtest_curves({"input_fields": observed}, history)["model"]
     assert not torch.allclose(network[:, 0], curves[name][:, 0], rtol=1e-2)  # one step
     assert not torch.allclose(network[:, 1:], curves[name][:, 1:], rtol=1e-2)  # the rollout
+    # the default window (one step) pays no rollout: the model's curve is its one-step evidence alone, the same
+    # whether its shifted predictions come from the objective's pass or from its own
+    loss.judge.trust_window = "one_step"
+    alone = validation.backtest_curves({"input_fields": observed}, history)["model"]
+    assert alone.shape == (2, 1)
+    torch.testing.assert_close(alone[:, 0], network[:, 0])
+    shifted = model(into_slots(observed[:, :-1], SLOTS), sequence=True)
+    given = validation.backtest_curves({"input_fields": observed}, history, shifted)["model"]
+    torch.testing.assert_close(given, alone)

@@ -89,7 +89,8 @@ class UpaoValidation:
             collect(cards[""], self.batch_scores(prepared, start_prediction, self.rollout_backtest(batch)))
             if start is not None:
                 collect(cards["start_"], self.batch_scores(start, None, self.rollout_backtest(batch, reference)))
-            collect(curves, self.backtest_curves(batch, prepared.history))
+            shifted = prepared.prediction[:, :-1] if loss.rollout.one_step else None  # frames 1..T-1, one step each
+            collect(curves, self.backtest_curves(batch, prepared.history, shifted))
             collect(cards["classical_"], self.classical_residuals(prepared))
             count += 1
         card = mean_card(cards[""])
@@ -178,11 +179,15 @@ class UpaoValidation:
         return self.prior_candidate and hasattr(self.trainer.bare_model, "set_prior")
 
     @torch.no_grad()
-    def backtest_curves(self, batch: Mapping[str, torch.Tensor], history: torch.Tensor) -> dict[str, torch.Tensor]:
+    def backtest_curves(
+        self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
         """Per-sample backtest curves on the observed window ``history`` (physical, 18 slots): the classical
-        predictors' (closed forms) and, for a backbone, the model's: started from the window's first ``START`` frames
-        and rolled out, each prediction fed back; one step ahead, the mean over every later frame of the window, each
-        predicted from the true frames before it (one causal pass; ``evaluate.horizons``)."""
+        predictors' (closed forms) and, for a backbone, the model's (``evaluate.horizons``): one step ahead, the mean
+        over every frame after the first ``START``, each predicted from the true frames before it (``shifted``: the
+        batch's shifted predictions of frames ``1 .. T-1`` where the objective already made them, else one causal
+        pass); beyond one step, only when the trust window lies beyond it, its rollout from the first ``START``
+        frames, each prediction fed back (``T - START`` passes: the default window, one step, does not pay them)."""
         loss = self.loss
         mask = slots_mask(loss.channel_slots, history.device)
         curves = classical_curves(history, mask)
@@ -191,15 +196,18 @@ class UpaoValidation:
             return curves
         slots = loss.channel_slots
         observed = into_slots(loss.space.to_model(batch["input_fields"].to(history.device)), slots)
+        if shifted is None:
+            predicted = self.trainer.model(observed[:, :-1], sequence=True)[..., slots]
+            shifted = into_slots(loss.space.to_physical(predicted), slots)
+        one_step = backtest_curve(shifted[:, start - 1 :], history, start, mask)
+        if loss.judge.trust_window == "one_step":
+            return curves | {"model": one_step.mean(1, keepdim=True)}
         window = observed[:, :start]
         for _ in range(history.shape[1] - start):
             frame = self.trainer.model(window, sequence=True)[:, -1:][..., slots]
             window = torch.cat([window, into_slots(frame, slots)], 1)
         predicted = into_slots(loss.space.to_physical(window[:, start:][..., slots]), slots)
-        teacher_forced = self.trainer.model(observed[:, :-1], sequence=True)[:, start - 1 :][..., slots]
-        one_step = into_slots(loss.space.to_physical(teacher_forced), slots)
-        rolled = backtest_curve(predicted, history, start, mask)
-        return curves | {"model": with_one_step(rolled, backtest_curve(one_step, history, start, mask))}
+        return curves | {"model": with_one_step(backtest_curve(predicted, history, start, mask), one_step)}
 
     @torch.no_grad()
     def classical_residuals(self, prepared) -> dict[str, torch.Tensor]:

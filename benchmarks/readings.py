@@ -23,11 +23,11 @@ A report names no absolute path of the machine that made it (``/work/...``, ``/t
 folder): the scripts write paths inside the repository relative to it and any other as ``RUNS/...``
 (:func:`portable_paths`, applied by :func:`write_keeping_reading`), and the check fails on one that is left.
 
-``README.md`` is checked the same way, paragraph by paragraph, against the reports a paragraph names
-(:func:`check_readme_text`).
+``README.md`` and the documentation's pages (``docs/``) are checked the same way, paragraph by paragraph, against the
+reports a paragraph names (:func:`check_readme_text`).
 
-``python benchmarks/readings.py [REPORT ...]`` prints every number that fails (all of ``reports/`` and the README by
-default) and exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed reports and
+``python benchmarks/readings.py [REPORT ...]`` prints every number that fails (all of ``reports/``, the README and
+``docs/`` by default) and exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed reports and
 the README, with planted wrong numbers as negative controls.
 """
 
@@ -293,9 +293,25 @@ def check_readme_text(readme: Path, text: str, root: Path | None = None) -> list
     return failures
 
 
+def is_prose_page(path: Path) -> bool:
+    """Whether ``path`` is checked paragraph by paragraph as the README is: ``README.md`` and the documentation's
+    pages (``docs/**/*.md``), which quote the reports' numbers without tables of their own."""
+    return path.name == "README.md" or "docs" in path.resolve().parent.parts
+
+
+def documentation_pages(root: Path = REPOSITORY) -> list[Path]:
+    """The documentation's markdown pages, ``docs/**/*.md`` (the linked ``docs/reports`` folder left out: those are
+    the reports, checked as reports)."""
+    docs = root / "docs"
+    return sorted(p for p in docs.rglob("*.md") if not p.relative_to(docs).parts[0] == "reports")
+
+
 def check_report(report: Path, root: Path | None = None) -> list[Failure]:
-    """:func:`check_text` for a report, :func:`check_readme_text` for a file named ``README.md``."""
-    if report.name == "README.md":
+    """:func:`check_text` for a report, :func:`check_readme_text` for ``README.md`` and a documentation page (with
+    the repository as the root its paragraphs name reports from)."""
+    if is_prose_page(report):
+        if root is None and report.name != "README.md":
+            root = REPOSITORY
         return check_readme_text(report, report.read_text(), root)
     return check_text(report, report.read_text(), root)
 
@@ -336,7 +352,11 @@ def exit_if_stale(report: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     paths = [Path(p) for p in (argv if argv is not None else sys.argv[1:])]
-    paths = paths or [*sorted(REPOSITORY.joinpath("reports").glob("*.md")), REPOSITORY / "README.md"]
+    paths = paths or [
+        *sorted(REPOSITORY.joinpath("reports").glob("*.md")),
+        REPOSITORY / "README.md",
+        *documentation_pages(),
+    ]
     failures = [failure for path in paths for failure in check_report(path)]
     for failure in failures:
         print(failure)

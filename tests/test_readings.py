@@ -41,6 +41,7 @@ def test_every_committed_reading_states_only_numbers_its_tables_hold(report):
 
 
 README = ROOT / "README.md"
+DOCS = readings.documentation_pages(ROOT)
 
 
 def test_the_readme_states_only_numbers_of_the_reports_it_cites():
@@ -51,18 +52,41 @@ def test_the_readme_states_only_numbers_of_the_reports_it_cites():
     assert readings.main([str(README)]) == 0
 
 
-def test_a_planted_wrong_number_in_the_readme_fails():
-    text = README.read_text()
+@pytest.mark.parametrize("page", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
+def test_every_documentation_page_states_only_numbers_of_the_reports_it_cites(page):
+    """The documentation's pages are held to the README's rule (they quote the reports' numbers too)."""
+    failures = readings.check_report(page, root=ROOT)
+    assert not failures, "\n".join(map(str, failures))
+
+
+def test_the_documentation_pages_are_found_and_checked_by_default():
+    assert {"index.md", "label-free.md", "training.md"} <= {p.name for p in DOCS}
+    assert all(readings.is_prose_page(p) for p in DOCS)
+    assert not any("reports" in p.relative_to(ROOT / "docs").parts[:1] for p in DOCS)
+
+
+def test_a_planted_wrong_number_on_a_documentation_page_fails():
+    home = ROOT / "docs" / "index.md"
+    text = home.read_text()
     planted = text.replace("(1.49e-06 vs 8.62e-06)", "(1.49e-06 vs 8.72e-06)", 1)  # regimes.md holds 8.62e-06
     assert planted != text
-    assert [f.number for f in readings.check_readme_text(README, planted, root=ROOT)] == ["8.72e-06"]
+    assert [f.number for f in readings.check_readme_text(home, planted, root=ROOT)] == ["8.72e-06"]
     ratio = text.replace("by 9.2x at stride 5", "by 19.2x at stride 5", 1)  # 2.09e-05 / 2.27e-06 is 9.2
     assert ratio != text
-    assert [f.number for f in readings.check_readme_text(README, ratio, root=ROOT)] == ["19.2x"]
+    assert [f.number for f in readings.check_readme_text(home, ratio, root=ROOT)] == ["19.2x"]
     # a paragraph that cites a report made before the guard says so
+    page = ROOT / "docs" / "label-free.md"
+    text = page.read_text()
     unsaid = text.replace("(made before the guard: burgers2d,", "(burgers2d,", 1)
     assert unsaid != text
-    assert [f.number for f in readings.check_readme_text(README, unsaid, root=ROOT)] == ["reports/regimes.md"]
+    assert [f.number for f in readings.check_readme_text(page, unsaid, root=ROOT)] == ["reports/regimes.md"]
+
+
+def test_a_planted_wrong_number_in_the_readme_fails():
+    text = README.read_text()
+    planted = text.replace("(0.1789 vs 0.2318;", "(0.1789 vs 0.2418;", 1)  # quickstart.md holds 0.2318
+    assert planted != text
+    assert [f.number for f in readings.check_readme_text(README, planted, root=ROOT)] == ["0.2418"]
 
 
 def test_readme_paragraphs_naming_no_report_are_not_checked(tmp_path):

@@ -27,8 +27,8 @@ folder): the scripts write paths inside the repository relative to it and any ot
 reports a paragraph names (:func:`check_readme_text`).
 
 ``python benchmarks/readings.py [REPORT ...]`` prints every number that fails (all of ``reports/``, the README and
-``docs/`` by default) and exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed reports and
-the README, with planted wrong numbers as negative controls.
+``docs/`` by default) and exits 1 if there is one; ``tests/test_readings.py`` runs the same check on the committed
+reports, the README and the documentation pages, with planted wrong numbers as negative controls.
 """
 
 from __future__ import annotations
@@ -296,7 +296,10 @@ def check_readme_text(readme: Path, text: str, root: Path | None = None) -> list
 def is_prose_page(path: Path) -> bool:
     """Whether ``path`` is checked paragraph by paragraph as the README is: ``README.md`` and the documentation's
     pages (``docs/**/*.md``), which quote the reports' numbers without tables of their own."""
-    return path.name == "README.md" or "docs" in path.resolve().parent.parts
+    if path.name == "README.md":
+        return True
+    folders = path.resolve().parents
+    return any(f.name == "docs" and (f.parent / "mkdocs.yml").is_file() for f in folders)
 
 
 def documentation_pages(root: Path = REPOSITORY) -> list[Path]:

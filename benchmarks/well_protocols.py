@@ -3,8 +3,8 @@
 For every dataset and model (FNO, TFNO, U-Net, CNextU-Net) it trains two rows through the harness with the same
 wall-clock budget: ``experiment=<model>`` (the paper's protocol: history 8, no normalisation, per-step schedule,
 clipping) and ``experiment=<model>_well`` (the Well's released protocol: history 4, z-score, per-epoch warm-up +
-cosine over the protocol's 200 epochs, no clipping; README "Comparing with the leaderboard"). Both keep their own
-epoch counts, so a short budget runs the first epochs of each schedule, as a longer run would. Then one
+cosine over the protocol's 200 epochs, no clipping; docs/evaluation.md, "Comparing with the leaderboard"). Both keep
+their own epoch counts, so a short budget runs the first epochs of each schedule, as a longer run would. Then one
 ``well-upao evaluate`` of all rows beside the classical baselines (every row on the same frames: those after the
 longest history), the learning curves (validation VRMSE, the Well's definition, from each run's ``metrics.jsonl``,
 against wall-clock seconds) as a figure, and the Well's published validation VRMSE in its own labelled column.

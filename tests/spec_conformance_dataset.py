@@ -1,7 +1,7 @@
 """The conformance fixtures' registry entries (``tests/well_synthetic.py`` ``write_spec_dataset``): one user module,
-as the README's "add your own" describes, registering ``spec{1,2,3}d_{periodic,wall,open}`` with the heat equation
-``d_t T = kappa lap T`` (``kappa`` from the files' ``/scalars``) and slots for ``temperature`` and ``velocity``; the
-constant field ``obstacle`` has no slot (it is not a channel)."""
+as docs/your-data.md describes ("add your own dataset"), registering ``spec{1,2,3}d_{periodic,wall,open}`` with the
+heat equation ``d_t T = kappa lap T`` (``kappa`` from the files' ``/scalars``) and slots for ``temperature`` and
+``velocity``; the constant field ``obstacle`` has no slot (it is not a channel)."""
 
 from __future__ import annotations
 

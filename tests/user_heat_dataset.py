@@ -1,4 +1,4 @@
-"""A user's dataset in one module: its PDE, its generator and its registry entry (the README's "add your own").
+"""A user's dataset in one module: its PDE, its generator and its registry entry (docs/your-data.md).
 
     d_t T = kappa d_xx T  on [0, 2 pi), periodic;  T(x, t) = sum_k a_k exp(-kappa k^2 t) sin(k x + phi_k), k = 1..3
 

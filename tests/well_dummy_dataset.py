@@ -1,5 +1,5 @@
 """The user module for the Well's dummy dataset (``tests/well_dummy.py``): slots for its vector field and a PDE,
-as the README's "add your own" describes, plus ``dummy_nopde``, the same files registered without a PDE.
+as docs/your-data.md's "add your own dataset" describes, plus ``dummy_nopde``, the same files registered without a PDE.
 
 The dummy's values are random, so the PDE is only something to compute a residual with: advection of each velocity
 component by the file's constant scalar ``a`` along x, ``d_t V + a d_x V = 0``."""

@@ -13,7 +13,8 @@ smallest detection ratio over the mutations):
 * tg2d, wave2d, advdiff2d, burgers2d, burgers1d, adv1d, adv3d: the exact sets' closed forms, the generator's own
   trajectories (``well-upao generate-exact``, seed 42) at the float32 values it stores, 5 frames at the default dt,
   32^2 / 64 / 16^3 points; factor 2; floors 9e-7 to 8e-3; worst ratio 17 (adv3d), 24 (burgers1d), > 200 others.
-* user_heat (the README's example, tests/user_heat_dataset.py): its closed form, as above; floor 4e-4, worst 1200.
+* user_heat (the example of docs/your-data.md, tests/user_heat_dataset.py): its closed form, as above; floor 4e-4,
+  worst 1200.
 * diffusion_reaction_2d: the family's RK4 solver, 32^2, after t = 1 (its white-noise start smoothed), frames at its
   0.01 step, Crank-Nicolson; factor 1.1; floor 8e-6, worst 165.
 * shallow_water_2d: the family's solver (MUSCL, Rusanov) on a smooth hump of height 2 (on the family's own dam break

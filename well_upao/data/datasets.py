@@ -169,7 +169,7 @@ def register_dataset_slots(dataset_name: str, mapping: Mapping[str, str], overwr
 
 
 # ---------------------------------------------------------------------------- our datasets
-# Slots where a field has no obvious one (README "Channel slots"), identical in pretraining and adaptation:
+# Slots where a field has no obvious one (docs/your-data.md, "Channel slots"), identical in pretraining and adaptation:
 # advected / diffused scalars u -> concentration_rho (a transported single-species concentration); the wave
 # displacement u -> height (the linearised shallow-water height obeys the same wave equation) and its rate
 # w = du/dt -> Vz (the out-of-plane velocity of that membrane); the 1D Burgers velocity -> Vx (the paper says so).

@@ -1,4 +1,4 @@
-"""The documented home of the channel slots (README "Channel slots", INTERFACES.md section 2): the 18-slot
+"""The documented home of the channel slots (docs/your-data.md "Channel slots", INTERFACES.md section 2): the 18-slot
 inventory (:mod:`well_upao.data.slot_inventory`) and the dataset registry's views of each dataset's slot row
 (:mod:`well_upao.data.datasets`), importable from one place.
 

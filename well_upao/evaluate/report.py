@@ -162,7 +162,7 @@ def scorecard_text(evaluation: Evaluation) -> str:
     lines = [
         "",
         "",
-        'Label-free scores (no interior labels; README "Label-free scorecard and guard"): *residual / floor* is the '
+        "Label-free scores (no interior labels; docs/label-free.md): *residual / floor* is the "
         "prediction's relative residual over that of the observed window's frames (~1: as consistent as the data; "
         "< 1: closer to the discrete equation than the truth is); *departure from extrap2* is how far the prediction "
         "moved from the window's quadratic extrapolation, per unit of its step (the floor is in the same unit); "

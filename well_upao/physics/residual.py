@@ -10,7 +10,7 @@ With ``Q_k`` the conserved quantity and ``N_k`` the spatial operator of sub-equa
 
 Constraints (no ``Q_k``) are ``N_k`` at the same state. For the shifted prediction, ``u_old`` is input frame
 ``tau`` and ``u_new`` the prediction of frame ``tau + 1`` (the paper gives spatial schemes only; Crank-Nicolson
-is our default, see the README's UPAO section).
+is our default, see docs/training.md, UPAO).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ _warned_about_alias = False
 
 def resolve_nslora_schedule(schedule: str | None, switch_patience: int | None, alias: dict | None) -> tuple[str, int]:
     """The NSLoRA schedule: the trainer's settings, else the model config's earlier names for them
-    (``model.adapter.schedule`` / ``switch_patience``, documented in the README; with one warning), else
+    (``model.adapter.schedule`` / ``switch_patience``, documented in docs/training.md; with one warning), else
     ``warmup`` after 5 validations."""
     global _warned_about_alias
     alias = alias or {}

@@ -170,8 +170,8 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     shutil.copytree(DOCS, copy / "docs", symlinks=True)
     (copy / "docs" / "reports").unlink()  # the link to ../reports, relative: point it at the repository's
     (copy / "docs" / "reports").symlink_to(ROOT / "reports")
-    shutil.copy(README, copy / "README.md")
-    config = (ROOT / "mkdocs.yml").read_text().replace('paths: ["."]', f'paths: ["{ROOT}"]')
+    config = (ROOT / "mkdocs.yml").read_text()  # the sources (docstrings, included files) from the repository
+    config = config.replace('paths: ["."]', f'paths: ["{ROOT}"]').replace('base_path: ["."]', f'base_path: ["{ROOT}"]')
     (copy / "mkdocs.yml").write_text(config)
     assert build(copy / "mkdocs.yml", tmp_path / "ok").returncode == 0
     page = copy / "docs" / "commands.md"

@@ -62,3 +62,33 @@ def test_the_one_step_evidence_is_the_mean_over_every_later_history_frame():
     assert curves["extrap1"][0, 0].item() == pytest.approx(expected)
     assert curves["persistence"][0, 0].item() == pytest.approx(1.0) and curves["extrap2"].abs().max() < 1e-12
     assert curves["extrap1"][0, 1].item() == pytest.approx(abs(10 - 16) / (16 - 9))  # step 2: frame 4
+
+
+def test_the_one_step_evidence_comes_from_windows_spread_over_the_targets():
+    """A trajectory that grows linearly for its first 10 frames (both extrapolations exact, persistence one step off)
+    and then alternates in sign (persistence one step off, extrap1 two, extrap2 four: 4c, 8c against a step of 2c):
+    the first history window alone ranks the extrapolations first; the one-step evidence, from windows before the
+    first, a middle and the last target, is persistence's (mean 1 against 4/3 and 8/3), as on most targets."""
+    from well_upao.evaluate.horizons import pick
+    from well_upao.evaluate.predictors import classical_predictors
+    from well_upao.evaluate.scores import add_history_curves, history_curves, mean_curves
+
+    n_frames, history, c = 40, 8, 0.5
+    t = torch.arange(n_frames, dtype=torch.float64)
+    amplitude = torch.where(t < 10, 1.0 + 0.3 * t, c * (-1.0) ** t)
+    field = torch.linspace(0.5, 1.5, 16, dtype=torch.float64)
+    frames = (amplitude[:, None] * field[None, :])[..., None].float()  # (T, x, one channel)
+    rows = classical_predictors(None, None, solver=False)
+    curves = {"one_step": {}, "rollout": {}}
+    add_history_curves(curves, rows, frames, history, None, rollout_starts=[0], count=3)
+    one_step = mean_curves(curves["one_step"])
+    chosen, evidence = pick(one_step, "one_step")
+    assert chosen == "persistence"
+    assert evidence["persistence"].value == pytest.approx(1.0, rel=1e-4)
+    assert evidence["extrap1"].value == pytest.approx(4 / 3, rel=1e-4)
+    assert evidence["extrap2"].value == pytest.approx(8 / 3, rel=1e-4)
+    first = {
+        name: [float(v) for v in curve.mean(0)] for name, curve in history_curves(rows, frames[:history], None).items()
+    }
+    assert pick(first, "one_step")[0] in {"extrap1", "extrap2"}  # the first window alone: the transient's ranking
+    assert len(curves["rollout"]["persistence"]) == 1  # the rollout windows: the rollouts' own starts only

@@ -75,8 +75,9 @@ def trust_text(evaluation: Evaluation) -> str:
     lines = [
         "",
         "",
-        "What the evidence would trust per window (label-free: backtests on each trajectory's first history window, "
-        "the solver not a candidate; with labels, the lowest true error among the extrapolation rows and the models):",
+        "What the evidence would trust per window (label-free: backtests on the history windows the rows predict "
+        "from, spread over each trajectory's one-step targets and its rollouts' starts; the solver not a candidate; "
+        "with labels, the lowest true error among the extrapolation rows and the models):",
     ]
     for window, entry in evaluation.trust.items():
         if entry.get("pick") is None:

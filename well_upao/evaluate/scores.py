@@ -88,7 +88,8 @@ def score(
         scored, unscored = False, NO_WINDOW
     data, source = plan.opened, plan.source
     sums = {p.name: RowSums() for p in [*predictors, *ladder]}
-    curves: dict[str, list[torch.Tensor]] = {}  # each row's backtest curves on the trajectories' first windows
+    #: each row's backtest curves on the history windows of the one-step targets and of the rollouts' starts
+    curves: dict[str, dict[str, list[torch.Tensor]]] = {"one_step": {}, "rollout": {}}
     counts: list[int] = []  # per rollout step: how many rollouts reached it
     time_axis, names = file_time_axis(source), list(data.metadata.constant_scalar_names)
     bar = tqdm(range(count), desc=f"evaluate {source.name}/{source.split}", unit="traj", disable=not progress)
@@ -111,8 +112,7 @@ def score(
         }
         for p in ladder:
             score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, None)
-        for name, curve in history_curves(predictors, frames[: plan.history], context).items():
-            curves.setdefault(name, []).append(curve)
+        add_history_curves(curves, predictors, frames, plan.history, context, starts, plan.rollout_starts)
         if index == 0:
             figures = figure_frames(plan, frames, slotted, context, first, bounds)
     scores = [row_scores(p, sums[p.name], data, counts, None if scored else unscored) for p in predictors]
@@ -127,13 +127,44 @@ def score(
     evaluation.solver_ladder = [row_scores(p, sums[p.name], data, counts) for p in ladder]
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
-    evaluation.trust = trust_per_window(evaluation, {n: torch.cat(c).mean(0).tolist() for n, c in curves.items()})
+    evaluation.trust = trust_per_window(evaluation, *(mean_curves(curves[kind]) for kind in ("one_step", "rollout")))
     finish(plan, evaluation, figures)
     return evaluation, figures
 
 
+def add_history_curves(
+    curves: dict[str, dict[str, list[torch.Tensor]]],
+    predictors: Sequence[Predictor],
+    frames: torch.Tensor,
+    history: int,
+    context: Context,
+    rollout_starts: Sequence[int],
+    count: int,
+) -> None:
+    """Add a trajectory's backtest curves (:func:`history_curves`) to ``curves``: under ``one_step``, those of up to
+    ``count`` history windows spread evenly over the one-step targets (the windows before the first, a middle and the
+    last target frame for 3), the evidence for the one-step pick; under ``rollout``, those of the rollouts' own
+    history windows (``rollout_starts``; the first window where no rollout is run), the evidence for the rollout
+    windows. Each prediction the pick is judged on reads such a window, so the evidence comes from where the rows are
+    scored, not from the first frames only (on a trajectory that starts with a transient, those rank the predictors
+    otherwise); a window's curve is computed once."""
+    one_step_starts = spread_starts(frames.shape[0], history, 1, count)
+    cache: dict[int, dict[str, torch.Tensor]] = {}
+    for kind, starts in (("one_step", one_step_starts), ("rollout", list(rollout_starts) or [0])):
+        for start in starts:
+            if start not in cache:
+                cache[start] = history_curves(predictors, frames[start : start + history], context)
+            for name, curve in cache[start].items():
+                curves[kind].setdefault(name, []).append(curve)
+
+
+def mean_curves(curves: dict[str, list[torch.Tensor]]) -> dict[str, list[float]]:
+    """Each row's backtest curve averaged over the windows it was computed on."""
+    return {name: torch.cat(found).mean(0).tolist() for name, found in curves.items()}
+
+
 def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:
-    """Each row's backtest curve (``evaluate.horizons``) on a trajectory's first history window: the classical rows'
+    """Each row's backtest curve (``evaluate.horizons``) on one history window: the classical rows'
     closed forms, a model row's rollout from the window's first ``START`` frames and, one step ahead, its predictions
     of every later frame of the window from the ``START`` frames before it (none for a row that cannot start from
     them, e.g. a one-frame model of the Well, which reads its whole history); the solver is not a candidate."""
@@ -160,8 +191,11 @@ def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, conte
     return out
 
 
-def trust_per_window(evaluation: Evaluation, curves: dict[str, list[float]]) -> dict[str, dict]:
-    """Per window, the row the label-free evidence picks and, where the split's labels give one, the lowest true
+def trust_per_window(
+    evaluation: Evaluation, one_step_curves: dict[str, list[float]], rollout_curves: dict[str, list[float]]
+) -> dict[str, dict]:
+    """Per window, the row the label-free evidence picks (one step from ``one_step_curves``, the rollout windows
+    from ``rollout_curves``: :func:`add_history_curves`) and, where the split's labels give one, the lowest true
     error among the extrapolation rows and the models (``one_step``: the Well's one-step VRMSE; the rollout windows:
     the Well's window means) and the ratio of the pick's to it."""
     true_errors = {}
@@ -170,7 +204,7 @@ def trust_per_window(evaluation: Evaluation, curves: dict[str, list[float]]) -> 
             true_errors[row.name] = {"one_step": row.mean_well} | {k: v for k, v in row.rollout_windows.items()}
     out = {}
     for window in WINDOWS:
-        chosen, evidence = pick(curves, window)
+        chosen, evidence = pick(one_step_curves if window == "one_step" else rollout_curves, window)
         entry: dict = {"pick": chosen, "evidence": {n: e.value for n, e in evidence.items()}}
         entry["reach"] = evidence[chosen].describe() if chosen else None
         held = {n: errors.get(window) for n, errors in true_errors.items()}

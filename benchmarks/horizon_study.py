@@ -5,9 +5,10 @@ For each dataset and history length, ``well-upao evaluate`` scores the classical
 extrap2), the solver where the PDE is known (reported, not a candidate) and, with ``--backbone``, a shipped backbone
 zero-shot (a model row), with rollouts of up to 30 steps from ``--rollout-starts`` windows of each validation
 trajectory. Inside the same scoring pass it decides, per window (one step, 6:12, 13:30), the row the label-free
-evidence picks: backtests of every candidate on each trajectory's first history window
-(``well_upao/evaluate/horizons.py``), which reach ``history - 3`` steps. This script reads the evaluations' JSON
-(``trust``) only:
+evidence picks: backtests of every candidate on the history windows the rows predict from (one step: windows
+spread over each trajectory's targets; the rollout windows: the rollouts' starting windows;
+``well_upao/evaluate/scores.py``, ``add_history_curves``), which reach ``history - 3`` steps. This script reads
+the evaluations' JSON (``trust``) only:
 
 * *the pick* and how far its evidence reaches ("backtest to step 5 of 12");
 * *the true best*: the extrapolation row or model with the lowest true error over the window (the Well's one-step
@@ -229,7 +230,8 @@ def report(args, rows: list[dict], command: str) -> list[str]:
         f"`well-upao evaluate` on the validation split of each dataset at stride 1, histories "
         f"{' and '.join(map(str, args.histories))}, rollouts of up to {ROLLOUT} steps from {args.rollout_starts} "
         f"starts per trajectory; candidates: persistence, extrap1, extrap2 and {rows_text[0]}; the solver is "
-        "reported, not a candidate. The pick is label-free (backtests on each trajectory's first history window, "
+        "reported, not a candidate. The pick is label-free (backtests on the history windows the rows predict from: "
+        "before the first, a middle and the last one-step target of each trajectory, and the rollouts' starts; "
         "`well_upao/evaluate/horizons.py`); the true best and the cost read the labels. One evaluation per cell "
         "(deterministic: no seed enters it). Datasets: the four study replicas (41 frames), wave2d and advdiff2d "
         "(64^2, 101 frames), burgers1d (128 points, 101 frames; closed form, used by no test of the evidence).",

@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("outputs/horizon_study"))
     parser.add_argument("--report", type=Path, default=Path("reports/trust.md"))
-    parser.add_argument("--datasets", nargs="+", default=[*STUDY_REPLICAS, *EXACT])
+    parser.add_argument("--datasets", nargs="*", default=[*STUDY_REPLICAS, *EXACT], help="none: train only")
     parser.add_argument("--histories", nargs="+", type=int, default=[8, 16])
     parser.add_argument("--rollout-starts", type=int, default=3)
     parser.add_argument("--backbone", default="none", help="a shipped backbone to add zero-shot (default none)")
@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> None:
             for seed in args.train_seeds:
                 train_and_evaluate(args, dataset, seed)
     rows = records(args)
-    if not rows:
+    if not rows and not training_records(args):
         raise SystemExit(f"no evaluation under {args.out / 'evaluations'}")
     command = "python benchmarks/horizon_study.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     lines = report(args, rows, command)

@@ -56,8 +56,13 @@ def test_the_readme_is_a_map_of_at_most_250_lines():
     assert len(text.splitlines()) <= MAX_README_LINES
     headings = re.findall(r"^## (.+)$", text, flags=re.M)
     assert headings[0] == "What you get" and "Set-up" in headings
+    assert any(h.startswith("Where it pays") for h in headings) and "**Reading the table.**" in text
+    path = text.split("## Your path", 1)[1].split("\n## ", 1)[0]
+    commands = "\n".join(re.findall(r"```bash\n(.*?)```", path, flags=re.S))
     for command in USER_PATH:
-        assert command in text, f"the README shows the user's path: {command!r}"
+        assert command in commands, f"the README's path shows {command!r} as a command"
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", text))
+    assert {"docs/getting-started.md", "docs/training.md", "docs/evaluation.md", "docs/reports.md"} <= linked
 
 
 def test_every_link_of_the_readme_and_the_docs_resolves():
@@ -72,23 +77,26 @@ def test_every_link_of_the_readme_and_the_docs_resolves():
     assert not broken, broken
 
 
-def test_no_number_of_the_0_1_0_readme_is_lost():
-    """Moving the README's text into docs/ kept every number it quoted (a measurement keeps its sentence)."""
+def lost_numbers(texts: list[str]) -> list[str]:
+    """The numbers of the 0.1.0 README (:data:`NUMBERS_0_1_0`) that none of ``texts`` holds."""
     wanted = [line for line in NUMBERS_0_1_0.read_text().splitlines() if line and not line.startswith("#")]
-    assert len(wanted) > 300  # the fixture is the whole list, not a sample
-    found = set().union(*(numbers_in(page.read_text()) for page in markdown_sources()))
-    lost = [number for number in wanted if number not in found]
+    assert len(wanted) > 250  # the fixture is the whole list, not a sample
+    found = set().union(*(numbers_in(text) for text in texts))
+    return [number for number in wanted if number not in found]
+
+
+def test_no_number_of_the_0_1_0_readme_is_lost():
+    """Moving the README's text into docs/ kept every number it quoted outside its generated table."""
+    lost = lost_numbers([page.read_text() for page in markdown_sources()])
     assert not lost, f"numbers of the 0.1.0 README in neither README.md nor docs/: {lost}"
 
 
-def test_the_lost_number_check_sees_a_number_removed(tmp_path):
-    """Negative control: a page that drops a quoted number is caught (the check reads the pages, not a cache)."""
-    page = DOCS / "label-free.md"
-    text = page.read_text()
-    assert "1.23e+03" in text and "1.23e+03" in NUMBERS_0_1_0.read_text()
-    others = [p for p in markdown_sources() if p != page]
-    found = set().union(*(numbers_in(p.read_text()) for p in others), numbers_in(text.replace("1.23e+03", "")))
-    assert "1.23e+03" not in found
+def test_the_lost_number_check_sees_a_number_removed():
+    """Negative control: the same check on the pages with one quoted number edited away names that number."""
+    texts = [page.read_text() for page in markdown_sources()]
+    edited = [text.replace("1.23e+03", "1.24e+03") for text in texts]
+    assert edited != texts
+    assert lost_numbers(edited) == ["1.23e+03"]
 
 
 def test_the_changelog_is_cut_at_the_package_version():
@@ -180,6 +188,15 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     assert result.returncode != 0 and "nowhere.md" in result.stdout + result.stderr
 
 
+#: the module of each replica's solver (``well_upao/families/replicas/``), whose docstring states its equations
+SOLVERS = {
+    "gray_scott_reaction_diffusion": "gray_scott",
+    "shear_flow": "shear_flow",
+    "rayleigh_benard": "rayleigh_benard",
+    "active_matter": "active_matter",
+}
+
+
 def test_one_dataset_page_per_exact_set_and_replica_with_its_figure():
     """Every exact set the package generates and every replica it re-makes has a page in the site's nav, with a
     figure that exists."""
@@ -192,4 +209,5 @@ def test_one_dataset_page_per_exact_set_and_replica_with_its_figure():
         assert page.is_file() and f"datasets/{name}.md" in nav, f"no dataset page for {name}"
         figures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text())
         assert figures and all((page.parent / f).is_file() for f in figures), f"{name}: figure missing"
-        assert "::: " in page.read_text(), f"{name}: the equation comes from its module's docstring"
+        module = f"datasets_exact.{name}" if name in EXACT_PDES else f"well_upao.families.replicas.{SOLVERS[name]}"
+        assert f"::: {module}" in page.read_text(), f"{name}: the equation comes from its module's docstring"

@@ -20,7 +20,7 @@ import torch
 
 from well_upao.data.slot_inventory import SLOT_NAMES
 from well_upao.data.source import WellSource
-from well_upao.evaluate.solver import DEALIAS, PDESolver, supports
+from well_upao.evaluate.solver import PDESolver, supports
 from well_upao.harness.normalization import ModelSpace, model_space_for
 from well_upao.harness.runs import checkpoint_file, default_row_name, initial_weights, run_history
 from well_upao.harness.samples import Context, one_frame_prediction
@@ -109,10 +109,16 @@ class SolverStep(Predictor):
     ``substeps=None``: step doubling until the result converges (the ``solver`` row, the accuracy limit);
     ``substeps=s``: ``s`` RK4 steps, no error control; ``coarsen=f`` (periodic grids): stepped on the grid
     coarsened ``f`` times by Fourier truncation and prolonged back (``well_upao.physics.resample``); ``dealias``:
-    the refinement of the grid its right-hand side is evaluated on (``well_upao.evaluate.solver``; 1: none)."""
+    the refinement of the grid its right-hand side is evaluated on (``well_upao.evaluate.solver``; 1: none; default
+    the PDE's ``solver_dealias``)."""
 
     def __init__(
-        self, pde: PDE, substeps: int | None = None, coarsen: int = 1, name: str = "solver", dealias: float = DEALIAS
+        self,
+        pde: PDE,
+        substeps: int | None = None,
+        coarsen: int = 1,
+        name: str = "solver",
+        dealias: float | None = None,
     ):
         super().__init__(name, "solver")
         self.pde, self.substeps, self.coarsen, self.dealias = pde, substeps, int(coarsen), dealias

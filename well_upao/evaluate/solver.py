@@ -14,8 +14,10 @@ with modes ``|k| < N/2`` reaches ``|k| < N``, which the finer grid resolves for 
 a kept mode (a product with it would fold onto it again): its tendency is zero, so a state's Nyquist content is
 carried over unchanged. Without the rule the folded energy piles up at the highest kept modes and an
 autoregressive rollout of an under-resolved flow can blow up (the shear-flow study replica, 64x128 at Reynolds 1e4
-and 5e4: non-finite from step 28 of 30). Higher powers (Gray-Scott's ``A B^2``) keep a smaller aliasing error.
-``dealias=1`` evaluates on the data's grid. Two families:
+and 5e4: non-finite from step 28 of 30). A PDE whose data were made with the nonlinear terms evaluated on the grid
+says so (``PDE.solver_dealias = 1``: Gray-Scott, whose cubic ``A B^2`` the Well's generator and our replica evaluate
+on the grid), and the baseline then steps that discretisation. ``dealias=1`` evaluates on the data's grid. Two
+families:
 
 * every sub-equation steps a field directly (``rate`` is a slot name): ``d_t u_k = -N_k(u)``;
 * incompressible flow (a ``pressure`` variable and a ``continuity`` constraint, periodic grid): the momentum
@@ -37,9 +39,6 @@ from well_upao.physics.resample import fourier_resample
 from well_upao.physics.residual import broadcast_parameters, sum_terms
 from well_upao.physics.stencils import Grid, Stencils
 
-#: how much finer the grid is on which a periodic solver evaluates its right-hand side (the 3/2 rule)
-DEALIAS = 1.5
-
 
 def _is_incompressible(pde: PDE) -> bool:
     names = {e.name for e in pde.equations}
@@ -57,11 +56,12 @@ def supports(pde: PDE, grid: Grid) -> bool:
 
 class PDESolver:
     """RK4 with step doubling on ``grid`` (see the module docstring); ``dealias``: the refinement of the grid on
-    which a fully periodic solver evaluates its right-hand side (1: none)."""
+    which a fully periodic solver evaluates its right-hand side (1: none; default the PDE's ``solver_dealias``)."""
 
     def __init__(
-        self, pde: PDE, grid: Grid, tolerance: float = 1e-6, max_substeps: int = 2048, dealias: float = DEALIAS
+        self, pde: PDE, grid: Grid, tolerance: float = 1e-6, max_substeps: int = 2048, dealias: float | None = None
     ):
+        dealias = pde.solver_dealias if dealias is None else dealias
         if not supports(pde, grid):
             raise ValueError(f"no solver baseline for PDE {pde.name!r} on this grid")
         if dealias < 1:

@@ -94,6 +94,11 @@ def ensure_data(setting: str, out: Path) -> Path:
     return base
 
 
+def finished(lines: list[dict]) -> bool:
+    """Whether a run's metrics.jsonl reached the harness's test line (keys ``rollout_test_*`` or ``test_*``)."""
+    return bool(lines) and any(key.startswith(("rollout_test_", "test_")) for key in lines[-1])
+
+
 def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs: int) -> dict:
     """One harness run of ``setting`` on the code at ``source`` (``None``: the installed package); its summary."""
     base = ensure_data(setting, out)
@@ -102,6 +107,11 @@ def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs
     if source is not None:  # `python -m` puts its working folder first on the path: run it from the checkout
         env["PYTHONPATH"] = str(source.resolve())
     command = setting_command(setting, base, experiments, epochs)
+    done = runs.latest_run(experiments, "*")
+    if done is not None and finished(read_metrics(done)):  # a run that reached its test line: measured already
+        print(f"[{setting} / {label}] reusing {done}", flush=True)
+        costs = epoch_costs(read_metrics(done))
+        return {"setting": setting, "code": label, "run": str(done), "per_epoch": costs, **summary(costs)}
     print(f"[{setting} / {label}] {' '.join(command)}", flush=True)
     log = experiments.with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from readings import portable_paths  # benchmarks/ is on the path of a script run from it
+from readings import portable_paths, write_keeping_reading  # benchmarks/ is on the path of a script run from it
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.harness import runs
@@ -178,18 +178,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def write_report(report: Path, text: str, results: list[dict]) -> None:
-    """The report: what was measured, the table, each run's folder; temp file + rename."""
+    """The report: what was measured, the table, each run's folder; a hand-written reading after it is kept."""
     runs = "\n".join(f"- {r['setting']} / {r['code']}: `{portable_paths(r['run'])}`" for r in results)
     body = (
         "# What validation costs next to training (issue 53, item 4)\n\n"
-        + (__doc__ or "").split("\n\n")[1].strip()
+        + "\n\n".join((__doc__ or "").split("\n\n")[1:3]).strip()
         + "\n\nTraining seconds are `time_per_train_iter` times the epoch's steps; the rest of the epoch's wall "
         "seconds (validation, best.pt/recent.pt, the line) is the second column. Goal: a ratio of at most 0.25 "
         "with the horizon scoring.\n\n" + text + "\n\nRuns (their metrics.jsonl in `artifacts/`):\n" + runs + "\n"
     )
-    tmp = report.with_suffix(".md.tmp")
-    tmp.write_text(body)
-    tmp.replace(report)
+    write_keeping_reading(report, body.splitlines())  # the hand-written reading (## Reading on) is kept
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@ trajectories do not hold is named, not counted; the section replaces an earlier 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -78,3 +81,43 @@ def test_the_training_table_reads_the_window_the_run_trusted_and_its_labelled_re
         "| gs | 1 | 6:12 | extrap1 (backtest to step 5 of 12) | — | — | — | 4 | the model (epoch 1) | 1.1 / 1.66 |"
     )
     assert len(table) == 5 and table[4] == ""
+
+
+def test_the_goal_says_per_history_whether_it_holds():
+    """History 8 needs 5 of 7 datasets within 1.2x at one step and at 6:12: two within is short of it."""
+    rows = []
+    for name, one_step, window in (("a", 1.0, 1.0), ("b", 1.19, 1.5), ("c", 3.0, None)):
+        rows += [horizon_study.window_record(name, 8, w, evaluation(one_step, window)) for w in horizon_study.WINDOWS]
+    lines = horizon_study.goal_lines(rows, ["a", "b", "c"], [8])
+    assert lines[2] == "- history 8: the goal (5 of 7 at one step and at 6:12) does not hold (2 and 1)."
+
+
+def write_run(out: Path, dataset: str, seed: int, kept: str | None, windows: dict[str, float]) -> None:
+    """A ``--train`` run as horizon_study finds it: the harness's run folder with its metrics.jsonl, and the
+    evaluation of its best.pt (the run's row ``upao`` and the classical rows' 6:12 VRMSE)."""
+    folder = out / "training" / f"{dataset}-seed{seed}"
+    artifacts = folder / "experiment" / f"{dataset}-na_nslora-upao" / "0" / "artifacts"
+    artifacts.mkdir(parents=True)
+    line = {"epoch": 2, "valid": 1.0, "valid_trust_prior": kept or "extrap2", "best_epoch": 2,
+            "valid_trust_reach": "backtest to step 5 of 12", "kept_prior": kept is not None,
+            "kept_prior_name": kept}  # fmt: skip
+    (artifacts / "metrics.jsonl").write_text(json.dumps({"epoch": 0}) + "\n" + json.dumps(line) + "\n")
+    (folder / "evaluation").mkdir()
+    scores = [{"name": name, "rollout_windows": {"6:12": value}} for name, value in windows.items()]
+    (folder / "evaluation" / "evaluation_x.json").write_text(json.dumps({"scores": scores}))
+
+
+def test_the_training_runs_are_scored_against_the_best_extrapolation_row(tmp_path):
+    """Each run's best.pt at 6:12 over the lowest classical row of the same evaluation (persistence 1.0 here, so a
+    run at 1.5 costs 1.5 and misses the 1.2 goal; one keeping extrap1 at 1.1 costs 1.1)."""
+    write_run(tmp_path, "gs", 0, "extrap1", {"persistence": 1.0, "extrap1": 1.1, "extrap2": 3.0, "upao": 1.1})
+    write_run(tmp_path, "rb", 0, None, {"persistence": 2.0, "extrap1": 1.2, "extrap2": 1.0, "upao": 1.5})
+    args = argparse.Namespace(out=tmp_path, train_datasets=["gs", "rb"], train_seeds=[0])
+    rows = horizon_study.training_records(args)
+    assert [(r["keeps"], r["best"], r["cost"]) for r in rows] == [
+        ("extrap1", "persistence", pytest.approx(1.1)),
+        ("the model", "extrap2", pytest.approx(1.5)),
+    ]
+    table = horizon_study.training_table(rows)
+    assert table[2] == "| gs | 0 | extrap1 (backtest to step 5 of 12) | extrap1 | 1.1 | persistence (1) | 1.1 |"
+    assert table[-2].endswith("within on 1 of 2 runs; above: rb seed 0 (1.5).")

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
+from well_upao.models.na_transformer import extrapolate_history
+
 #: the windows a user may trust a prediction for: (first, last) horizon, counted from 1 (the Well's 6:12 is steps
 #: 7..12 of a rollout counted from 1, its slice ``[6:12]`` counted from 0)
 WINDOWS: dict[str, tuple[int, int]] = {"one_step": (1, 1), "6:12": (7, 12), "13:30": (14, 30)}
@@ -42,13 +44,10 @@ START = 3
 
 
 def next_frame(frames: Sequence[torch.Tensor], order: int) -> torch.Tensor:
-    """Polynomial extrapolation of degree ``order`` of the next frame from the last of ``frames``: ``u_{T-1}``,
-    ``2 u_{T-1} - u_{T-2}`` or ``3 u_{T-1} - 3 u_{T-2} + u_{T-3}``."""
-    if order == 0:
-        return frames[-1]
-    if order == 1:
-        return 2 * frames[-1] - frames[-2]
-    return 3 * frames[-1] - 3 * frames[-2] + frames[-3]
+    """Polynomial extrapolation of degree ``order`` of the next frame from the last of ``frames`` (each ``(B, ...)``):
+    ``u_{T-1}``, ``2 u_{T-1} - u_{T-2}`` or ``3 u_{T-1} - 3 u_{T-2} + u_{T-3}``, the model's own extrapolation base
+    (:func:`~well_upao.models.na_transformer.extrapolate_history`) at the last frame."""
+    return extrapolate_history(torch.stack(list(frames[-(order + 1) :]), 1), order)[:, -1]
 
 
 def extrapolation_rollout(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
@@ -62,13 +61,9 @@ def extrapolation_rollout(window: torch.Tensor, order: int, start: int) -> torch
 
 def extrapolation_one_step(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
     """Polynomial extrapolation of degree ``order`` of each frame ``start .. T-1`` of ``window`` (``(B, T, ...)``)
-    from the true frames before it: ``(B, T - start, ...)``."""
-    last, before, third = (window[:, start - j : window.shape[1] - j] for j in (1, 2, 3))
-    if order == 0:
-        return last
-    if order == 1:
-        return 2 * last - before
-    return 3 * last - 3 * before + third
+    from the true frames before it (``start > order``): ``(B, T - start, ...)``, the model's extrapolation base
+    (:func:`~well_upao.models.na_transformer.extrapolate_history`) shifted by one frame."""
+    return extrapolate_history(window, order)[:, start - 1 : window.shape[1] - 1]
 
 
 def with_one_step(curve: torch.Tensor, one_step: torch.Tensor) -> torch.Tensor:
@@ -89,6 +84,11 @@ def backtest_curve(predicted: torch.Tensor, window: torch.Tensor, start: int, ma
     error = (predicted.double() - target)[..., active].flatten(2, -2).norm(dim=2)  # (B, K, C_active)
     step = (target - before)[..., active].flatten(2, -2).norm(dim=2)
     return (error / step.clamp_min(1e-300)).mean(-1)
+
+
+def mean_curves(curves: Mapping[str, Sequence[torch.Tensor]]) -> dict[str, list[float]]:
+    """Each predictor's backtest curve averaged over the samples or windows it was computed on (``(n, K)`` parts)."""
+    return {name: torch.cat(list(parts)).mean(0).tolist() for name, parts in curves.items() if len(parts)}
 
 
 def classical_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:

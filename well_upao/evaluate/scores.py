@@ -38,6 +38,7 @@ from well_upao.evaluate.horizons import (
     backtest_curve,
     extrapolation_one_step,
     extrapolation_rollout,
+    mean_curves,
     pick,
     with_one_step,
 )
@@ -156,11 +157,6 @@ def add_history_curves(
                 cache[start] = history_curves(predictors, frames[start : start + history], context)
             for name, curve in cache[start].items():
                 curves[kind].setdefault(name, []).append(curve)
-
-
-def mean_curves(curves: dict[str, list[torch.Tensor]]) -> dict[str, list[float]]:
-    """Each row's backtest curve averaged over the windows it was computed on."""
-    return {name: torch.cat(found).mean(0).tolist() for name, found in curves.items()}
 
 
 def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:

@@ -29,6 +29,7 @@ from well_upao.evaluate.horizons import (
     START,
     backtest_curve,
     classical_curves,
+    mean_curves,
     next_frame,
     pick,
     with_one_step,
@@ -229,7 +230,7 @@ class UpaoValidation:
 
     def horizon_logs(self, curves: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
         """The mean curves and the trust window's evidence and pick (keys without the ``valid_`` prefix)."""
-        means = {name: torch.cat(parts).mean(0).tolist() for name, parts in curves.items() if parts}
+        means = mean_curves(curves)
         window = self.loss.judge.trust_window
         _, evidence = pick(means, window)  # every curve read to the same horizons
         classical = {n: e.value for n, e in evidence.items() if n in CLASSICAL and math.isfinite(e.value)}

@@ -15,10 +15,11 @@ the Well's 6:12 window). One step ahead the history holds more evidence than the
 the mean of the one-step errors over every frame ``u_m .. u_{T-1}``, each predicted from the ``m`` true frames
 before it (:func:`with_one_step`), as the one-step protocol predicts every frame from its true history.
 
-A window's evidence (:func:`window_evidence`) is the curve's mean over the window's horizons it reaches, else (a
-history too short for the window) its value at the longest horizon it has, said as "backtest to step 5 of 12". The
-pick (:func:`pick`) is the predictor with the lowest evidence, every curve read to the same horizons; only
-label-free numbers enter it.
+The curves of the windows a history offers (several per trajectory, or the samples of a batch) are combined by their
+median per horizon (:func:`median_curves`). A window's evidence (:func:`window_evidence`) is the curve's mean over
+the window's horizons it reaches, else (a history too short for the window) its value at the longest horizon it has,
+said as "backtest to step 5 of 12". The pick (:func:`pick`) is the predictor with the lowest evidence, every
+curve read to the same horizons; only label-free numbers enter it.
 
 The classical predictors' curves are closed forms of the window (:func:`extrapolation_rollout`); a model's comes from
 its own rollout (``trainers/upao_validation.py``, ``evaluate/scores.py``).
@@ -86,9 +87,16 @@ def backtest_curve(predicted: torch.Tensor, window: torch.Tensor, start: int, ma
     return (error / step.clamp_min(1e-300)).mean(-1)
 
 
-def mean_curves(curves: Mapping[str, Sequence[torch.Tensor]]) -> dict[str, list[float]]:
-    """Each predictor's backtest curve averaged over the samples or windows it was computed on (``(n, K)`` parts)."""
-    return {name: torch.cat(list(parts)).mean(0).tolist() for name, parts in curves.items() if len(parts)}
+def median_curves(curves: Mapping[str, Sequence[torch.Tensor]]) -> dict[str, list[float]]:
+    """Each predictor's backtest curve, per horizon the median over the samples or windows it was computed on
+    (``(n, K)`` parts; the mean of the two middle values for an even ``n``). The median, not the mean: one window
+    holding a trajectory's start (a field at rest, a transient) has steps near zero, and its ratios, orders of
+    magnitude above the others', would decide a mean alone."""
+    return {
+        name: torch.cat(list(parts)).double().quantile(0.5, dim=0).tolist()
+        for name, parts in curves.items()
+        if len(parts)
+    }
 
 
 def classical_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -38,7 +38,7 @@ from well_upao.evaluate.horizons import (
     backtest_curve,
     extrapolation_one_step,
     extrapolation_rollout,
-    mean_curves,
+    median_curves,
     pick,
     with_one_step,
 )
@@ -128,7 +128,7 @@ def score(
     evaluation.solver_ladder = [row_scores(p, sums[p.name], data, counts) for p in ladder]
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
-    evaluation.trust = trust_per_window(evaluation, *(mean_curves(curves[kind]) for kind in ("one_step", "rollout")))
+    evaluation.trust = trust_per_window(evaluation, *(median_curves(curves[kind]) for kind in ("one_step", "rollout")))
     finish(plan, evaluation, figures)
     return evaluation, figures
 

@@ -17,9 +17,11 @@ At every validation (:meth:`UpaoValidation.run`):
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,7 +31,7 @@ from well_upao.evaluate.horizons import (
     START,
     backtest_curve,
     classical_curves,
-    mean_curves,
+    median_curves,
     next_frame,
     pick,
     with_one_step,
@@ -46,6 +48,33 @@ from well_upao.trainers.training_loss import kept_prior
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class FixedParts:
+    """What a validation batch yields whatever the weights being trained (all on the CPU): its
+    :func:`batch_fingerprint`; the starting model's prediction the departure compares with
+    (:meth:`UpaoValidation.departure_reference`, ``None`` without a start) and its per-sample scores (``None``
+    without a copy of the start); the classical predictors' backtest curves and residual ratios (closed forms of the
+    observed frames)."""
+
+    fingerprint: str
+    departure: torch.Tensor | None
+    start_scores: dict[str, torch.Tensor] | None
+    classical_curves: dict[str, torch.Tensor]
+    classical_residuals: dict[str, torch.Tensor]
+
+
+def batch_fingerprint(batch: Mapping[str, torch.Tensor]) -> str:
+    """A digest of a batch's tensors (names, shapes, dtypes and bytes): equal for the same batch served again."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(batch):
+        value = batch[name]
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().contiguous()
+            digest.update(f"{name}{tuple(value.shape)}{value.dtype}".encode())
+            digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 class UpaoValidation:
     """The validation of the run the UPAO loss ``loss`` trains (its ``prepared`` batches, objective, rollout and
     judge); ``prior_candidate``: score the model's prior; ``vrmse_trajectories`` and ``rollout_vrmse_steps``: the
@@ -58,6 +87,8 @@ class UpaoValidation:
         self.start = StartModel(getattr(loss, "trainer", None))
         #: the last reason :meth:`unavailable_scores` logged (each new one is logged once)
         self._unavailable_said: str | None = None
+        #: per validation batch index, what it yields whatever the trained weights (:meth:`fixed_parts`)
+        self.fixed: dict[int, FixedParts] = {}
 
     @property
     def trainer(self):
@@ -83,16 +114,14 @@ class UpaoValidation:
             terms = loss.terms_of(prepared)
             for key, value in (("upao_loss", terms.total), ("L_BC", terms.boundary), ("L_PDE", terms.residual)):
                 totals[key] += value.item()
-            start = None if reference is None else loss.prepared(batch, False, reference, bound=prepared.bound)
-            start_prediction = (
-                self.start.kept_prediction(i, prepared.prediction, first) if start is None else start.prediction
-            )
-            collect(cards[""], self.batch_scores(prepared, start_prediction, self.rollout_backtest(batch)))
-            if start is not None:
-                collect(cards["start_"], self.batch_scores(start, None, self.rollout_backtest(batch, reference)))
+            fixed = self.fixed_parts(i, batch, prepared, reference, first)
+            departure = None if fixed.departure is None else fixed.departure.to(prepared.prediction.device)
+            collect(cards[""], self.batch_scores(prepared, departure, self.rollout_backtest(batch)))
+            if fixed.start_scores is not None:
+                collect(cards["start_"], fixed.start_scores)
             shifted = prepared.prediction[:, :-1] if loss.rollout.one_step else None  # frames 1..T-1, one step each
-            collect(curves, self.backtest_curves(batch, prepared.history, shifted))
-            collect(cards["classical_"], self.classical_residuals(prepared))
+            collect(curves, fixed.classical_curves | self.model_backtest_curve(batch, prepared.history, shifted))
+            collect(cards["classical_"], fixed.classical_residuals)
             count += 1
         card = mean_card(cards[""])
         if first:
@@ -137,21 +166,56 @@ class UpaoValidation:
         self._unavailable_said = text or self._unavailable_said
         return text
 
-    def batch_scores(self, prepared, start: torch.Tensor | None, backtest: torch.Tensor | None = None):
+    def fixed_parts(
+        self, index: int, batch: Mapping[str, torch.Tensor], prepared, reference, first: bool
+    ) -> FixedParts:
+        """What validation batch ``index`` yields whatever the trained weights (:class:`FixedParts`): computed at the
+        first validation that sees the batch and kept (on the CPU) for the batches of a short validation
+        (``trainer.short_validation_length``, the batches every validation sees), as long as the batch comes back
+        the same (:func:`batch_fingerprint`); the batches only a full validation sees are computed each time."""
+        fingerprint = batch_fingerprint(batch)
+        kept = self.fixed.get(index)
+        if kept is not None and kept.fingerprint == fingerprint:
+            return kept
+        loss = self.loss
+        start = None if reference is None else loss.prepared(batch, False, reference, bound=prepared.bound)
+        if start is None:
+            start_prediction = self.start.kept_prediction(index, prepared.prediction, first)
+            start_scores = None
+        else:
+            start_prediction = start.prediction
+            start_scores = self.batch_scores(start, None, self.rollout_backtest(batch, reference))
+        mask = slots_mask(loss.channel_slots, prepared.history.device)
+        parts = FixedParts(
+            fingerprint,
+            None if start_prediction is None else self.departure_reference(start_prediction).cpu(),
+            None if start_scores is None else {name: value.cpu() for name, value in start_scores.items()},
+            {name: curve.cpu() for name, curve in classical_curves(prepared.history, mask).items()},
+            {name: value.cpu() for name, value in self.classical_residuals(prepared).items()},
+        )
+        if index < getattr(self.trainer, "short_validation_length", 0):
+            self.fixed[index] = parts
+        return parts
+
+    def departure_reference(self, start: torch.Tensor) -> torch.Tensor:
+        """The frames of the starting model's shifted prediction ``start`` of a batch that the departure compares
+        with: the next frame, or the last ``K`` of a ``K``-step rollout."""
+        rolled = self.loss.rollout
+        return start[:, -1] if rolled.one_step else start[:, -rolled.steps :]
+
+    def batch_scores(self, prepared, departure: torch.Tensor | None, backtest: torch.Tensor | None = None):
         """Per-sample scores of a validation batch (``BoundResidual.scorecard``): the prediction of the next frame
         against the observed window; the backbone's shifted prediction of the last observed frame (the backtest);
-        ``start``: the starting model's predictions of the same batch (the departure's reference). Over a
-        ``K``-step rollout (``trainer.rollout_steps``), the rollout's card with ``backtest`` the last frame of the
-        rollout that ends on the last observed frame (:meth:`rollout_backtest`)."""
+        ``departure``: the starting model's prediction of the same frames (:meth:`departure_reference`, the
+        departure's reference). Over a ``K``-step rollout (``trainer.rollout_steps``), the rollout's card with
+        ``backtest`` the last frame of the rollout that ends on the last observed frame (:meth:`rollout_backtest`)."""
         p, rolled = prepared, self.loss.rollout
         bound = p.bound.in_double()
         if not rolled.one_step:
             steps = rolled.steps
-            reference = None if start is None else start[:, -steps:]
-            return bound.rollout_scorecard(p.history, p.prediction[:, -steps:], p.dt.double(), reference, backtest)
+            return bound.rollout_scorecard(p.history, p.prediction[:, -steps:], p.dt.double(), departure, backtest)
         backtest = p.prediction[:, -2] if not self.loss.one_frame and p.prediction.shape[1] >= 2 else None
-        reference = None if start is None else start[:, -1]
-        return bound.scorecard(p.history, p.prediction[:, -1], p.dt.double(), reference, backtest)
+        return bound.scorecard(p.history, p.prediction[:, -1], p.dt.double(), departure, backtest)
 
     @torch.no_grad()
     def rollout_backtest(self, batch: Mapping[str, torch.Tensor], model=None) -> torch.Tensor | None:
@@ -184,17 +248,26 @@ class UpaoValidation:
         self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
     ) -> dict[str, torch.Tensor]:
         """Per-sample backtest curves on the observed window ``history`` (physical, 18 slots): the classical
-        predictors' (closed forms) and, for a backbone, the model's (``evaluate.horizons``): one step ahead, the mean
-        over every frame after the first ``START``, each predicted from the true frames before it (``shifted``: the
-        batch's shifted predictions of frames ``1 .. T-1`` where the objective already made them, else one causal
-        pass); beyond one step, only when the trust window lies beyond it, its rollout from the first ``START``
-        frames, each prediction fed back (``T - START`` passes: the default window, one step, does not pay them)."""
+        predictors' (closed forms, ``evaluate.horizons.classical_curves``) and the model's
+        (:meth:`model_backtest_curve`)."""
+        mask = slots_mask(self.loss.channel_slots, history.device)
+        return classical_curves(history, mask) | self.model_backtest_curve(batch, history, shifted)
+
+    @torch.no_grad()
+    def model_backtest_curve(
+        self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
+        """``{"model": curve}`` for a backbone, per sample on the observed window ``history`` (physical, 18 slots;
+        ``evaluate.horizons``): one step ahead, the mean over every frame after the first ``START``, each predicted
+        from the true frames before it (``shifted``: the batch's shifted predictions of frames ``1 .. T-1`` where the
+        objective already made them, else one causal pass); beyond one step, only when the trust window lies beyond
+        it, its rollout from the first ``START`` frames, each prediction fed back (``T - START`` passes: the default
+        window, one step, does not pay them). Empty for a one-frame model or a history of ``START`` frames or less."""
         loss = self.loss
         mask = slots_mask(loss.channel_slots, history.device)
-        curves = classical_curves(history, mask)
         start = START
         if loss.one_frame or history.shape[1] <= start:
-            return curves
+            return {}
         slots = loss.channel_slots
         observed = into_slots(loss.space.to_model(batch["input_fields"].to(history.device)), slots)
         if shifted is None:
@@ -202,13 +275,13 @@ class UpaoValidation:
             shifted = into_slots(loss.space.to_physical(predicted), slots)
         one_step = backtest_curve(shifted[:, start - 1 :], history, start, mask)
         if loss.judge.trust_window == "one_step":
-            return curves | {"model": one_step.mean(1, keepdim=True)}
+            return {"model": one_step.mean(1, keepdim=True)}
         window = observed[:, :start]
         for _ in range(history.shape[1] - start):
             frame = self.trainer.model(window, sequence=True)[:, -1:][..., slots]
             window = torch.cat([window, into_slots(frame, slots)], 1)
         predicted = into_slots(loss.space.to_physical(window[:, start:][..., slots]), slots)
-        return curves | {"model": with_one_step(backtest_curve(predicted, history, start, mask), one_step)}
+        return {"model": with_one_step(backtest_curve(predicted, history, start, mask), one_step)}
 
     @torch.no_grad()
     def classical_residuals(self, prepared) -> dict[str, torch.Tensor]:
@@ -229,13 +302,13 @@ class UpaoValidation:
         return out
 
     def horizon_logs(self, curves: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
-        """The mean curves and the trust window's evidence and pick (keys without the ``valid_`` prefix)."""
-        means = mean_curves(curves)
+        """The median curves and the trust window's evidence and pick (keys without the ``valid_`` prefix)."""
+        medians = median_curves(curves)
         window = self.loss.judge.trust_window
-        _, evidence = pick(means, window)  # every curve read to the same horizons
+        _, evidence = pick(medians, window)  # every curve read to the same horizons
         classical = {n: e.value for n, e in evidence.items() if n in CLASSICAL and math.isfinite(e.value)}
         prior = min(classical, key=classical.get) if classical else None
-        logs: dict[str, Any] = {"backtest_curves": means, "trust_window": window, "trust_prior": prior}
+        logs: dict[str, Any] = {"backtest_curves": medians, "trust_window": window, "trust_prior": prior}
         logs |= {f"score_window_{name}": e.value for name, e in evidence.items()}
         reach = evidence.get("model", evidence.get(prior)) if prior else None
         logs["trust_reach"] = reach.describe() if reach is not None else None

@@ -117,3 +117,25 @@ def test_one_window_holding_the_start_does_not_decide_the_evidence():
     assert first_window.max() > 3 and first_window.median() < 1e-3  # the start's window alone is far off
     means = {name: torch.cat(parts).mean(0).tolist() for name, parts in curves["one_step"].items()}
     assert pick(means, "one_step")[0] == "extrap1"  # the mean over windows: the start decides
+
+
+def test_a_one_frame_row_that_reads_more_frames_than_the_backtest_starts_from_has_no_curve_and_errors_surface():
+    """A one-frame model of the Well reads exactly its history: with 4 frames it cannot start from the backtest's 3
+    and has no curve; with 3 it has one. A model row whose network fails is an error, not a missing curve."""
+    from well_upao.evaluate.horizons import START
+    from well_upao.evaluate.predictors import HarnessModel
+    from well_upao.evaluate.scores import history_curves
+
+    channels, frames = 2, torch.randn(8, 8, 8, 2)
+
+    def row(history: int) -> HarnessModel:
+        torch.manual_seed(0)
+        return HarnessModel(f"conv{history}", torch.nn.Conv2d(history * channels, channels, 3, padding=1),
+                            "channels_first_default", history)  # fmt: skip
+
+    curves = history_curves([row(START), row(START + 1)], frames, None)
+    assert list(curves) == [f"conv{START}"] and curves[f"conv{START}"].shape == (1, 8 - START)
+    broken = row(START)
+    broken.model = torch.nn.Conv2d(5, channels, 3)  # the wrong number of input channels: a bug, not a short window
+    with pytest.raises(RuntimeError):
+        history_curves([broken], frames, None)

@@ -69,6 +69,10 @@ class Predictor:
     def _on_device(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor if self.device is None else tensor.to(self.device)
 
+    def can_start_from(self, frames: int) -> bool:
+        """Whether it predicts from a window of ``frames`` frames (a backtest starts from 3: ``evaluate.horizons``)."""
+        return True
+
     def _predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
         raise NotImplementedError
 
@@ -202,6 +206,10 @@ class HarnessModel(Predictor):
         self.space = space or ModelSpace()
         #: constant fields ``(*space, C_const)`` for calls without a context that carries them
         self.constant_fields: torch.Tensor | None = None
+
+    def can_start_from(self, frames: int) -> bool:
+        """A one-frame model reads exactly its ``history`` frames."""
+        return frames >= self.history
 
     @torch.no_grad()
     def _predict(self, window, context):

@@ -163,7 +163,8 @@ def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, conte
     """Each row's backtest curve (``evaluate.horizons``) on one history window: the classical rows'
     closed forms, a model row's rollout from the window's first ``START`` frames and, one step ahead, its predictions
     of every later frame of the window from the ``START`` frames before it (none for a row that cannot start from
-    them, e.g. a one-frame model of the Well, which reads its whole history); the solver is not a candidate."""
+    them, ``Predictor.can_start_from``: a one-frame model of the Well reading more frames); the solver is not a
+    candidate."""
     window = history[None]
     mask = torch.ones(history.shape[-1])
     out = {}
@@ -174,12 +175,9 @@ def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, conte
             order = CLASSICAL[predictor.name]
             predicted = extrapolation_rollout(window, order, START)
             one_step = extrapolation_one_step(window, order, START)
-        elif predictor.kind == "model":
-            try:
-                predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
-                one_step = one_step_all(predictor, history, START, context)[None]
-            except Exception:  # a row that cannot predict from START frames has no curve
-                continue
+        elif predictor.kind == "model" and predictor.can_start_from(START):
+            predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
+            one_step = one_step_all(predictor, history, START, context)[None]
         else:
             continue
         curve = backtest_curve(predicted, window, START, mask)

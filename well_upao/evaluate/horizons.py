@@ -17,8 +17,11 @@ before it (:func:`with_one_step`), as the one-step protocol predicts every frame
 
 The curves of the windows a history offers (several per trajectory, or the samples of a batch) are combined by their
 median per horizon (:func:`median_curves`). A window's evidence (:func:`window_evidence`) is the curve's mean over
-the window's horizons it reaches, else (a history too short for the window) its value at the longest horizon it has,
-said as "backtest to step 5 of 12". The pick (:func:`pick`) is the predictor with the lowest evidence, every
+the window's horizons; where the history stops short of the window's end ("backtest to step 5 of 12"), the curve is
+continued past its reach as the quadratic through its last three values, its increments never below 0
+(:func:`continued`): the predictors' errors grow at different orders (persistence's about linearly, an
+extrapolation's faster), so a ranking at the reach can turn by the window, and the continuation carries each
+curve's own growth there. The pick (:func:`pick`) is the predictor with the lowest evidence, every
 curve read to the same horizons; only label-free numbers enter it.
 
 The classical predictors' curves are closed forms of the window (:func:`extrapolation_rollout`); a model's comes from
@@ -139,17 +142,31 @@ class Evidence:
         )
 
 
+def continued(curve: Sequence[float], horizons: int) -> list[float]:
+    """``curve`` (``e_1 .. e_K``) continued to ``horizons`` values: each next increment is the last one plus the last
+    second difference, ``d_{k+1} = d_k + (d_k - d_{k-1})`` (the quadratic through the last three values), never below
+    0 (an error curve continues non-decreasing); from two values their increment, from one that value."""
+    values = [float(v) for v in curve]
+    if not values:
+        return values
+    increment = values[-1] - values[-2] if len(values) >= 2 else 0.0
+    change = increment - (values[-2] - values[-3]) if len(values) >= 3 else 0.0
+    while len(values) < horizons:
+        increment = max(0.0, increment + change)
+        values.append(values[-1] + increment)
+    return values
+
+
 def window_evidence(curve: Sequence[float], window: str, cap: int | None = None) -> Evidence:
-    """The evidence of a mean backtest ``curve`` (``e_1 .. e_K``) for ``window`` (see the module docstring), its
-    horizons capped at ``cap`` (a comparison's common reach)."""
+    """The evidence of a backtest ``curve`` (``e_1 .. e_K``) for ``window`` (see the module docstring), its horizons
+    capped at ``cap`` (a comparison's common reach): the curve's mean over the window's horizons, the curve
+    :func:`continued` past its reach where the history stops short of the window's end."""
     first, last = WINDOWS[window]
     reach = len(curve) if cap is None else min(len(curve), cap)
     if reach == 0:
         return Evidence(math.nan, first, 0, last)
-    covered = [curve[k - 1] for k in range(first, min(last, reach) + 1)]
-    if covered:
-        return Evidence(sum(covered) / len(covered), first, min(last, reach), last)
-    return Evidence(float(curve[reach - 1]), reach, reach, last)
+    values = continued(curve[:reach], last)[first - 1 : last]
+    return Evidence(sum(values) / len(values), first, min(last, reach), last)
 
 
 def pick(curves: Mapping[str, Sequence[float]], window: str) -> tuple[str | None, dict[str, Evidence]]:

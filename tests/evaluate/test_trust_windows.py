@@ -41,7 +41,8 @@ def test_the_6_12_pick_on_a_coarse_wave_is_not_extrap2(wave, tmp_path):
 def test_window_evidence_covers_the_window_or_says_how_far_it_reaches():
     """Within its reach the evidence is the curve's mean over the window; short of it, the curve continued as the
     quadratic through its last three values: exact for a line and for a parabola (a curve ``k^2`` from its first 5
-    values gives the mean of ``k^2`` over 7..12), flat where the increments would fall below 0."""
+    values gives the mean of ``k^2`` over 7..12); where the curve bends down, the line through its last two values;
+    where it falls, flat."""
     curve = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
     assert window_evidence(curve, "6:12").value == pytest.approx(sum(range(7, 13)) / 6)  # steps 7..12
     partial = window_evidence(curve[:9], "6:12")  # steps 7..9 of 7..12, continued to 12
@@ -52,8 +53,9 @@ def test_window_evidence_covers_the_window_or_says_how_far_it_reaches():
     short = window_evidence(squares, "6:12")
     assert short.value == pytest.approx(sum(k * k for k in range(7, 13)) / 6) and short.short
     assert short.describe() == "backtest to step 5 of 12"
-    levelling = window_evidence([1.0, 2.0, 2.5, 2.75, 2.8], "6:12")  # increments 0.25, 0.05: next would be -0.15
-    assert levelling.value == pytest.approx(2.8)
+    levelling = window_evidence([1.0, 2.0, 2.5, 2.75, 2.8], "6:12")  # increments 0.25, 0.05: on at 0.05 a step
+    assert levelling.value == pytest.approx(2.8 + 0.05 * sum(range(2, 8)) / 6)
+    assert window_evidence([3.0, 4.0, 2.0], "6:12").value == 2.0  # a falling curve is continued flat
     assert window_evidence([3.0], "6:12").value == 3.0 and window_evidence([1.0, 2.0], "6:12").value == 9.5
     assert window_evidence(curve, "one_step").value == 1.0 and window_evidence([], "6:12").describe() == "no backtest"
 
@@ -62,7 +64,8 @@ def test_a_ranking_at_the_reach_can_turn_by_the_window():
     """The shear-flow replica's validation curves to step 5 (a UPAO run at history 8, its metrics.jsonl): extrap1 is
     below persistence at step 5 (4.451 against 4.572), but its error grows faster, and over 6:12, where
     persistence's true VRMSE was 0.953 and extrap1's 2.37 (reports/trust.md), the continued curves rank persistence
-    first. The expected values are numpy's quadratic through each curve's last three values."""
+    first. The expected values are numpy's quadratic through each curve's last three values (extrap1's, bending up),
+    or its line through the last two (persistence's, bending down)."""
     import numpy as np
 
     from well_upao.evaluate.horizons import pick
@@ -74,9 +77,11 @@ def test_a_ranking_at_the_reach_can_turn_by_the_window():
     chosen, evidence = pick(curves, "6:12")
     assert chosen == "persistence"
     for name, curve in curves.items():
-        quadratic = np.polyfit([3, 4, 5], curve[2:], 2)
-        expected = np.polyval(quadratic, np.arange(7, 13)).mean()
+        bends_up = curve[4] - 2 * curve[3] + curve[2] > 0
+        fit = np.polyfit([3, 4, 5], curve[2:], 2) if bends_up else np.polyfit([4, 5], curve[3:], 1)
+        expected = np.polyval(fit, np.arange(7, 13)).mean()
         assert evidence[name].value == pytest.approx(expected, rel=1e-9)
+    assert curves["persistence"][4] - 2 * curves["persistence"][3] + curves["persistence"][2] < 0  # both cases
     assert min(curves, key=lambda n: curves[n][-1]) == "extrap1"  # the value at the reach alone ranks extrap1 first
 
 

@@ -18,8 +18,8 @@ before it (:func:`with_one_step`), as the one-step protocol predicts every frame
 The curves of the windows a history offers (several per trajectory, or the samples of a batch) are combined by their
 median per horizon (:func:`median_curves`). A window's evidence (:func:`window_evidence`) is the curve's mean over
 the window's horizons; where the history stops short of the window's end ("backtest to step 5 of 12"), the curve is
-continued past its reach as the quadratic through its last three values, its increments never below 0
-(:func:`continued`): the predictors' errors grow at different orders (persistence's about linearly, an
+continued past its reach as the quadratic through its last three values, or the line through its last two where it
+bends down (:func:`continued`): the predictors' errors grow at different orders (persistence's about linearly, an
 extrapolation's faster), so a ranking at the reach can turn by the window, and the continuation carries each
 curve's own growth there. The pick (:func:`pick`) is the predictor with the lowest evidence, every
 curve read to the same horizons; only label-free numbers enter it.
@@ -144,15 +144,17 @@ class Evidence:
 
 def continued(curve: Sequence[float], horizons: int) -> list[float]:
     """``curve`` (``e_1 .. e_K``) continued to ``horizons`` values: each next increment is the last one plus the last
-    second difference, ``d_{k+1} = d_k + (d_k - d_{k-1})`` (the quadratic through the last three values), never below
-    0 (an error curve continues non-decreasing); from two values their increment, from one that value."""
+    second difference where that is positive, ``d_{k+1} = d_k + max(0, d_k - d_{k-1})`` (the quadratic through the
+    last three values, or the line through the last two where the curve bends down: an error is not assumed to level
+    off beyond what the history shows), never negative (nor is it assumed to fall); from two values their increment,
+    from one that value."""
     values = [float(v) for v in curve]
     if not values:
         return values
-    increment = values[-1] - values[-2] if len(values) >= 2 else 0.0
-    change = increment - (values[-2] - values[-3]) if len(values) >= 3 else 0.0
+    increment = max(0.0, values[-1] - values[-2]) if len(values) >= 2 else 0.0
+    change = max(0.0, increment - (values[-2] - values[-3])) if len(values) >= 3 else 0.0
     while len(values) < horizons:
-        increment = max(0.0, increment + change)
+        increment += change
         values.append(values[-1] + increment)
     return values
 

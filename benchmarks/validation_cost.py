@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -99,8 +100,10 @@ def finished(lines: list[dict]) -> bool:
     return bool(lines) and any(key.startswith(("rollout_test_", "test_")) for key in lines[-1])
 
 
-def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs: int) -> dict:
-    """One harness run of ``setting`` on the code at ``source`` (``None``: the installed package); its summary."""
+def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs: int, partial: bool = False) -> dict:
+    """One harness run of ``setting`` on the code at ``source`` (``None``: the installed package); its summary.
+    ``partial``: a run stopped before its end whose epochs are kept is tabulated as it stands (``stopped``), not run
+    again."""
     base = ensure_data(setting, out)
     experiments = out / "runs" / f"{setting}-{label}"
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
@@ -108,10 +111,12 @@ def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs
         env["PYTHONPATH"] = str(source.resolve())
     command = setting_command(setting, base, experiments, epochs)
     done = runs.latest_run(experiments, "*")
-    if done is not None and finished(read_metrics(done)):  # a run that reached its test line: measured already
+    lines = read_metrics(done) if done is not None else []
+    if finished(lines) or (partial and epoch_costs(lines)):  # measured already (or as far as it went)
         print(f"[{setting} / {label}] reusing {done}", flush=True)
-        costs = epoch_costs(read_metrics(done))
-        return {"setting": setting, "code": label, "run": str(done), "per_epoch": costs, **summary(costs)}
+        costs = epoch_costs(lines)
+        return {"setting": setting, "code": label, "run": str(done), "per_epoch": costs, **summary(costs),
+                "stopped": not finished(lines)}  # fmt: skip
     print(f"[{setting} / {label}] {' '.join(command)}", flush=True)
     log = experiments.with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +131,11 @@ def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs
     return {"setting": setting, "code": label, "run": str(run), "per_epoch": costs, **summary(costs)}
 
 
+def ratio(value: float) -> str:
+    """A ratio to 3 decimals, "—" where there is none (a run stopped after its first epoch has no later one)."""
+    return "—" if math.isnan(value) else f"{value:.3f}"
+
+
 def table(results: list[dict]) -> str:
     rows = [
         "| setting | code | epochs | training s | validation and checkpoints s | ratio, epoch 1 (with the start's "
@@ -133,9 +143,10 @@ def table(results: list[dict]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        epochs = f"{r['epochs']} (stopped)" if r.get("stopped") else f"{r['epochs']}"
         rows.append(
-            f"| {r['setting']} | {r['code']} | {r['epochs']} | {r['train_s']:.1f} | {r['other_s']:.1f} "
-            f"| {r['first_ratio']:.3f} | {r['median_later_ratio']:.3f} |"
+            f"| {r['setting']} | {r['code']} | {epochs} | {r['train_s']:.1f} | {r['other_s']:.1f} "
+            f"| {ratio(r['first_ratio'])} | {ratio(r['median_later_ratio'])} |"
         )
     return "\n".join(rows)
 
@@ -156,6 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the wave2d setting (default 3)")
     parser.add_argument("--report", type=Path, help="write the table and the command here (markdown)")
     parser.add_argument("--analyse-only", action="store_true", help="read --out's validation_cost.json, run nothing")
+    parser.add_argument("--partial", action="store_true", help="tabulate a run stopped before its end as it stands "
+                        "(its completed epochs; 'stopped' in the table) instead of running it again")  # fmt: skip
     args = parser.parse_args(argv)
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -165,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         results = json.loads(record.read_text())
     else:
         results = [
-            run_setting(setting, label, source, args.out, args.epochs)
+            run_setting(setting, label, source, args.out, args.epochs, args.partial)
             for setting in (args.setting or SETTINGS)
             for label, source in sources
         ]

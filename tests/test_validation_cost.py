@@ -4,6 +4,7 @@ checkpoints; lines without training (the start's epoch 0, the test line) are ski
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -36,3 +37,28 @@ def test_a_source_without_a_folder_is_refused():
     with pytest.raises(Exception, match="LABEL=DIR"):
         validation_cost.parse_source("before")
     assert validation_cost.parse_source("after=installed") == ("after", None)
+
+
+def test_a_run_stopped_after_its_first_epoch_is_tabulated_as_it_stands_with_partial(tmp_path, monkeypatch):
+    """``--partial``: a run whose metrics.jsonl holds a trained epoch but no test line is tabulated (marked
+    ``stopped``, no later epochs: "—"), not run again; without it, it would be run again (here: refused)."""
+    run = tmp_path / "runs" / "wave2d-after" / "wave2d-na_nslora-upao" / "0"
+    (run / "artifacts").mkdir(parents=True)
+    lines = [
+        {"epoch": 0, "step": 0, "seconds": 0.0},
+        {"epoch": 1, "step": 4, "seconds": 10.0, "time_per_train_iter": 2.0},  # 8 s training, 2 s the rest
+    ]
+    (run / "artifacts" / "metrics.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    monkeypatch.setattr(validation_cost, "ensure_data", lambda setting, out: tmp_path / "data")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("ran the harness")
+
+    monkeypatch.setattr(validation_cost.subprocess, "run", refuse)
+    result = validation_cost.run_setting("wave2d", "after", None, tmp_path, epochs=2, partial=True)
+    assert result["stopped"] and result["epochs"] == 1
+    assert result["first_ratio"] == pytest.approx(2.0 / 8.0)
+    row = validation_cost.table([result]).splitlines()[-1]
+    assert row == "| wave2d | after | 1 (stopped) | 8.0 | 2.0 | 0.250 | — |"
+    with pytest.raises(AssertionError, match="ran the harness"):
+        validation_cost.run_setting("wave2d", "after", None, tmp_path, epochs=2)

@@ -13,6 +13,10 @@ At every validation (:meth:`UpaoValidation.run`):
 * why a score is ``nan`` (``valid_unavailable_scores``);
 * the paper's VRMSE of whole validation trajectories and the Well's rollout windows, the model's and the picked
   prior's: labels for the record (a study's oracle), never read by the selection.
+
+What the trained weights do not change (the starting model's predictions and scores, the classical predictors'
+backtests and residual ratios) is computed at the first validation that sees a batch and kept
+(:meth:`UpaoValidation.fixed_parts`): the same numbers, one forward pass of the start per batch per run.
 """
 
 from __future__ import annotations

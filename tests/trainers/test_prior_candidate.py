@@ -178,9 +178,9 @@ def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(o
     network it differs (negative control)."""
     from types import SimpleNamespace
 
-    from well_upao.evaluate.horizons import CLASSICAL
+    from well_upao.evaluate.horizons import CLASSICAL, classical_curves
     from well_upao.harness.normalization import ModelSpace
-    from well_upao.harness.samples import into_slots
+    from well_upao.harness.samples import into_slots, slots_mask
 
     model = trained_looking("last")
     generator = torch.Generator().manual_seed(4)
@@ -191,19 +191,20 @@ def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(o
     validation = UpaoValidation(loss, prior_candidate=True, vrmse_trajectories=2, rollout_vrmse_steps=30)
     history = into_slots(observed, SLOTS)
     name = next(n for n, o in CLASSICAL.items() if o == order)
+    classical = classical_curves(history, slots_mask(SLOTS, history.device))[name]
     with kept_prior(model, order):
-        curves = validation.backtest_curves({"input_fields": observed}, history)
-    assert curves["model"].shape == (2, 5)
-    torch.testing.assert_close(curves["model"], curves[name], rtol=1e-5, atol=1e-6)
-    network = validation.backtest_curves({"input_fields": observed}, history)["model"]
-    assert not torch.allclose(network[:, 0], curves[name][:, 0], rtol=1e-2)  # one step
-    assert not torch.allclose(network[:, 1:], curves[name][:, 1:], rtol=1e-2)  # the rollout
+        kept = validation.model_backtest_curve({"input_fields": observed}, history)["model"]
+    assert kept.shape == (2, 5)
+    torch.testing.assert_close(kept, classical, rtol=1e-5, atol=1e-6)
+    network = validation.model_backtest_curve({"input_fields": observed}, history)["model"]
+    assert not torch.allclose(network[:, 0], classical[:, 0], rtol=1e-2)  # one step
+    assert not torch.allclose(network[:, 1:], classical[:, 1:], rtol=1e-2)  # the rollout
     # the default window (one step) pays no rollout: the model's curve is its one-step evidence alone, the same
     # whether its shifted predictions come from the objective's pass or from its own
     loss.judge.trust_window = "one_step"
-    alone = validation.backtest_curves({"input_fields": observed}, history)["model"]
+    alone = validation.model_backtest_curve({"input_fields": observed}, history)["model"]
     assert alone.shape == (2, 1)
     torch.testing.assert_close(alone[:, 0], network[:, 0])
     shifted = model(into_slots(observed[:, :-1], SLOTS), sequence=True)
-    given = validation.backtest_curves({"input_fields": observed}, history, shifted)["model"]
+    given = validation.model_backtest_curve({"input_fields": observed}, history, shifted)["model"]
     torch.testing.assert_close(given, alone)

@@ -248,16 +248,6 @@ class UpaoValidation:
         return self.prior_candidate and hasattr(self.trainer.bare_model, "set_prior")
 
     @torch.no_grad()
-    def backtest_curves(
-        self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
-    ) -> dict[str, torch.Tensor]:
-        """Per-sample backtest curves on the observed window ``history`` (physical, 18 slots): the classical
-        predictors' (closed forms, ``evaluate.horizons.classical_curves``) and the model's
-        (:meth:`model_backtest_curve`)."""
-        mask = slots_mask(self.loss.channel_slots, history.device)
-        return classical_curves(history, mask) | self.model_backtest_curve(batch, history, shifted)
-
-    @torch.no_grad()
     def model_backtest_curve(
         self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
     ) -> dict[str, torch.Tensor]:

@@ -1,6 +1,6 @@
 """The closed-form families of the exact-solution datasets, on the family base of ``well_upao.families``.
 
-Each PDE module defines one :class:`ExactSolution` subclass with the paper's parameter distributions (appendix
+Each PDE module defines one ``ExactSolution`` subclass with the paper's parameter distributions (appendix
 "Exact-Solution Finetuning Datasets") and sizes (table "Overview of pretraining and downstream datasets"), and
 evaluates its closed form on the periodic, boundary-exclusive grid ``x_i = i L / N``. This module holds what they
 share.
@@ -75,7 +75,7 @@ def plane_wave_sum_2d(
     field is ``Re[H E_y] = sum_k cos(k y) sum_{|n|=k} Re H_n - sin(k y) sum_{|n|=k} sign(n) Im H_n`` over the
     distinct ``k = |n|`` (``cos`` and ``sin`` being even and odd): one product of the ``T N_x`` rows of those
     coefficients with a fixed table of at most ``2 K_n`` rows, cost ``O(T N^2 K_n)`` instead of ``O(T N^2 J)``.
-    Both products are :func:`exact_matmul` calls; the result is rounded to ``dtype`` once.
+    Both products are ``exact_matmul`` calls; the result is rounded to ``dtype`` once.
     """
     m_values, m_index = np.unique(m, return_inverse=True)
     n_values, n_index = np.unique(n, return_inverse=True)

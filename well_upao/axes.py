@@ -6,19 +6,19 @@ half a unit in the last place of the exact one, ``|t_i - (t_0 + i h)| <= eps / 2
 float32), so one difference ``t_1 - t_0`` can be off by ``eps * max|t|``: 1.4e-6 relative for 0.05 near t = 1, 6e-4
 relative for 0.1 near t = 1000. Here an axis ``t_0 .. t_{n-1}`` is
 
-* fitted in float64 by least squares to a uniform axis ``t_i ~ a + h i`` (:func:`fit_uniform`), whose step ``h``
+* fitted in float64 by least squares to a uniform axis ``t_i ~ a + h i`` (``fit_uniform``), whose step ``h``
   averages the rounding out over the whole axis;
 * accepted as equally spaced when no point lies further from the fitted line than
   ``MARGIN * eps(stored dtype) * max|t|`` (the rounding explains up to half of ``eps * max|t|``) or than
   ``STEP_TOLERANCE`` of a step (axes built by adding the step frame after frame drift by more than one rounding,
   harmlessly for finite differences), and refused with its largest and smallest step and where they are otherwise
-  (:class:`UnevenAxisError`); integer axes are exact;
+  (``UnevenAxisError``); integer axes are exact;
 * refused too when the stored precision cannot resolve the step (the tolerance reaches half a step).
 
 Windows of frames as the Well's loader hands them (``input_time_grid`` / ``output_time_grid``: a few frames,
 min-subtracted in float32) carry the rounding of the original values but not their magnitude:
-:func:`window_steps` snaps each window's fitted step to a whole number of the file's step when that is known
-(:class:`UniformAxis` of the file, from ``well_upao.data.source``), which gives the window's ``dt`` to float64
+``window_steps`` snaps each window's fitted step to a whole number of the file's step when that is known
+(``UniformAxis`` of the file, from ``well_upao.data.source``), which gives the window's ``dt`` to float64
 precision whatever the stride.
 """
 
@@ -71,7 +71,7 @@ def _epsilon(stored_dtype) -> float:
 
 def fit_uniform(values, stored_dtype=np.float32, name: str = "time", where: str = "") -> UniformAxis:
     """The uniform axis that fits ``values`` (1-D) by least squares in float64, checked at the precision of
-    ``stored_dtype`` (see the module docstring). Raises :class:`UnevenAxisError` with the largest and smallest
+    ``stored_dtype`` (see the module docstring). Raises ``UnevenAxisError`` with the largest and smallest
     step, the frames where they are and what to do."""
     points = np.asarray(values, dtype=np.float64).reshape(-1)
     place = f" of {where}" if where else ""
@@ -109,7 +109,7 @@ def fit_uniform(values, stored_dtype=np.float32, name: str = "time", where: str 
 
 
 def uniform_step(values, stored_dtype=np.float32, name: str = "time", where: str = "") -> float:
-    """The float64 step of an equally spaced axis (:func:`fit_uniform`)."""
+    """The float64 step of an equally spaced axis (``fit_uniform``)."""
     return fit_uniform(values, stored_dtype, name, where).step
 
 

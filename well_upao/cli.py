@@ -1,6 +1,6 @@
-"""The ``well-upao`` command line: a dispatcher. Parsing (:mod:`well_upao.commands.parsers`, argparse only: ``--help``
+"""The ``well-upao`` command line: a dispatcher. Parsing (``well_upao.commands.parsers``, argparse only: ``--help``
 loads no torch), then the chosen command's own module, imported after parsing by
-:mod:`well_upao.commands.running`, which reports errors from bad input as one line on stderr with a non-zero exit
+``well_upao.commands.running``, which reports errors from bad input as one line on stderr with a non-zero exit
 code."""
 
 from __future__ import annotations

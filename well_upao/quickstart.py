@@ -11,10 +11,10 @@
 5. ``well-upao evaluate`` of all of them beside the classical baselines and the solver matched to the UPAO row
    in runtime and in accuracy: the table, JSON and PNG figures, and one line saying whether UPAO beat ``extrap2``
    and the cost-matched solver, with the UPAO run's label-free score and whether its guard fired (from the run's
-   ``metrics.jsonl``, :func:`label_free_summary`).
+   ``metrics.jsonl``, ``label_free_summary``).
 
 While a training run works, a second progress bar follows its ``metrics.jsonl``: the epoch, the selection
-criterion and the label-free scores of the last validation (:func:`progress_text`).
+criterion and the label-free scores of the last validation (``progress_text``).
 
 A quarter of the trajectories (3 of 12) are the validation split: UPAO's label-free selection and the table use
 all of them.
@@ -164,7 +164,7 @@ def follow_run(
 def verdict(scores: list[Scores], upao_metrics: list[dict[str, Any]] | None = None) -> str:
     """One line: did the UPAO row beat ``extrap2`` and the cost-matched solver (mean paper VRMSE)? With the UPAO
     run's ``metrics.jsonl`` lines, also its label-free score and whether the guard fired
-    (:func:`label_free_summary`)."""
+    (``label_free_summary``)."""
     rows = {s.name: s for s in scores}
     upao, extrap2 = rows[UPAO_ROW], rows["extrap2"]
     solver = next((s for s in scores if s.name.startswith(("solver, cost-matched", "solver, slower"))), None)

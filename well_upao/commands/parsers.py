@@ -1,7 +1,7 @@
 """Every ``well-upao`` command line (argparse only: building them loads no torch, so ``--help`` is fast).
 
-Each command's parser names the module that runs it (``command_module``; :mod:`well_upao.commands.running`
-imports it after parsing). Options several commands take come from :mod:`well_upao.commands.options`.
+Each command's parser names the module that runs it (``command_module``; ``well_upao.commands.running``
+imports it after parsing). Options several commands take come from ``well_upao.commands.options``.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ For every time-varying field of a file, every trajectory, every tensor component
   flag every frame).
 
 The Well's script counts NaN and constant frames as issues and prints outliers with them; so do we:
-:attr:`DataReport.problems` and :attr:`DataReport.notes` (near-constant frames are notes, problems with
+``DataReport.problems`` and ``DataReport.notes`` (near-constant frames are notes, problems with
 ``strict``). Its boundary-name and dimension checks are part of our
-format checker (:mod:`well_upao.data.validate`).
+format checker (``well_upao.data.validate``).
 """
 
 from __future__ import annotations
@@ -74,12 +74,12 @@ class DataReport:
 
     @property
     def problems(self) -> list[str]:
-        """:meth:`problems_found`, not strict (the Well's script's issues)."""
+        """``problems_found``, not strict (the Well's script's issues)."""
         return self.problems_found()
 
     @property
     def notes(self) -> list[str]:
-        """:meth:`notes_found`, not strict."""
+        """``notes_found``, not strict."""
         return self.notes_found()
 
 
@@ -148,7 +148,7 @@ def check_file(path: str | Path) -> DataReport:
 
 
 def check_dataset(path: str | Path) -> list[DataReport]:
-    """:func:`check_file` on every HDF5 file of ``path/data/{train,valid,test}`` (or on ``path`` itself if a file)."""
+    """``check_file`` on every HDF5 file of ``path/data/{train,valid,test}`` (or on ``path`` itself if a file)."""
     path = Path(path)
     if path.is_file():
         return [check_file(path)]

@@ -4,7 +4,7 @@ A dataset is registered once, with everything specific to it:
 
 * ``name``: the folder under the Well base path, the ``--pde`` key of the generators, the Well ``dataset_name``;
 * ``slots``: ``{flattened channel name: slot name}`` in the Well's channel order (t0 fields, then each
-  component of the t1 fields, ``velocity_x, velocity_y, ...``), see :mod:`well_upao.data.slots`;
+  component of the t1 fields, ``velocity_x, velocity_y, ...``), see ``well_upao.data.slots``;
 * ``pde``: the PDE of its UPAO residual: a name in ``well_upao.physics``' registry, a ``PDE`` object, or
   ``None`` for the PDE registered under the dataset's own name;
 * ``family``: the trajectory family that generates it (``None`` for data made elsewhere, e.g. The Well's);
@@ -16,7 +16,7 @@ A dataset is registered once, with everything specific to it:
 
 The slot table (``DATASET_SLOTS``), the field selections, the PDE lookup (``well_upao.physics.pde_for_dataset``),
 the names the Well's loaders accept and the generators' lists are views of this registry. A user module does the
-same as the built-in rows below::
+same as the built-in rows below:
 
     from well_upao.data.datasets import DatasetSpec, register_dataset
 

@@ -1,6 +1,6 @@
 """Generate a dataset in the Well's layout from any trajectory family, streaming trajectory by trajectory.
 
-Directory written (a Well base path ``out`` and the dataset name ``pde``)::
+Directory written (a Well base path ``out`` and the dataset name ``pde``):
 
     out/<pde>/data/train/<pde>_train_000.hdf5 ...
     out/<pde>/data/valid/<pde>_valid_000.hdf5 ...
@@ -254,7 +254,7 @@ class _Pipeline:
     """Evaluate a file's write units on a thread pool, then hand them, in order, to the HDF5 writer thread.
 
     Each pool thread also reduces the units it evaluated (train files) into statistics of its own while the data is
-    still in its cache; :meth:`statistics` merges them (exact sums: the result does not depend on which thread
+    still in its cache; ``statistics`` merges them (exact sums: the result does not depend on which thread
     reduced what). A unit that starts inside a trajectory is evaluated with one frame before it, so its first
     increment needs nothing from other units. At most ``2 x workers`` units are in flight and the writer's queue
     is bounded, so memory stays bounded too.

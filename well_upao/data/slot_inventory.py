@@ -1,14 +1,14 @@
 """The unified 18-channel representation: the slot inventory and the rule a dataset's slot row must follow.
 
 The package imports the inventory from here; users import it, with the registry's slot views, from the documented
-façade :mod:`well_upao.data.slots` (both this module and the registry sit below that façade, so no import circles).
+façade ``well_upao.data.slots`` (both this module and the registry sit below that façade, so no import circles).
 
 The model sees ``C = 18`` channels in this fixed order (paper, appendix "Channel Slot Mapping"):
 three vector slots ``Vx, Vy, Vz`` followed by the paper's 15 scalar slots in its index order 0..14.
 A dataset's channels are the Well's flattened field names in the order the Well produces them
 (all t0 fields, then each component of the t1 fields, ``velocity_x, velocity_y, ...``); each is written to
 exactly one slot, the other slots are zero and masked out. Each dataset's row lives in its registry entry
-(:mod:`well_upao.data.datasets`, which also documents our choices where a field has no obvious slot).
+(``well_upao.data.datasets``, which also documents our choices where a field has no obvious slot).
 """
 
 from __future__ import annotations

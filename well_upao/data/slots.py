@@ -1,9 +1,9 @@
 """The documented home of the channel slots (docs/your-data.md "Channel slots", INTERFACES.md section 2): the 18-slot
-inventory (:mod:`well_upao.data.slot_inventory`) and the dataset registry's views of each dataset's slot row
-(:mod:`well_upao.data.datasets`), importable from one place.
+inventory (``well_upao.data.slot_inventory``) and the dataset registry's views of each dataset's slot row
+(``well_upao.data.datasets``), importable from one place.
 
 A user module may write ``from well_upao.data.slots import register_dataset_slots, SLOT_NAMES``; the package
-itself imports the inventory from :mod:`well_upao.data.slot_inventory`, which the registry imports too.
+itself imports the inventory from ``well_upao.data.slot_inventory``, which the registry imports too.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The dataset source: the one home for *reading* a dataset in The Well's layout.
 
-A :class:`WellSource` is resolved once, from ``(base path, name, split)`` or from the data settings a run stored
-in its checkpoint (:meth:`WellSource.from_settings`), and then owns everything other parts need to know about the
-data on disk:
+A [`WellSource`][well_upao.data.source.WellSource] is resolved once, from ``(base path, name, split)`` or from the data
+settings a run stored in its checkpoint ([`WellSource.from_settings`][well_upao.data.source.WellSource.from_settings]),
+and then owns everything other parts need to know about the data on disk:
 
 * its files: ``{base}/{name}/data/{split}/*.hdf5`` (``*.h5`` too), globbed here and nowhere else
-  (:func:`split_files`);
-* its decoded :class:`Layout`, read once from the first file: spatial axes, resolution, spacing, periodicity
-  (per axis, from ``/boundary_conditions``), the stored frames' time axis (``dt`` and ``dx`` from
+  (``split_files``);
+* its decoded [`Layout`][well_upao.data.source.Layout], read once from the first file: spatial axes, resolution,
+  spacing, periodicity (per axis, from ``/boundary_conditions``), the stored frames' time axis (``dt`` and ``dx`` from
   ``well_upao.axes``: float64 fits of the whole float32 axes), field names per tensor order and the
   flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, then t2) of the
   time-varying fields, the constant fields apart (the Well's ``constant_field_names``), the constant and the
@@ -15,8 +15,8 @@ data on disk:
   is refused there by name), and our replica attribute (provenance);
 * its registry entry (``well_upao.data.datasets``): slot row, field selection (the paper's, e.g. active matter
   without its tensor fields), the UPAO defaults;
-* observed frames keyed by slot name (:meth:`WellSource.observed`), what residual floors and fitted constants
-  are computed from (``well_upao.physics.floor``, on frames in memory).
+* observed frames keyed by slot name ([`WellSource.observed`][well_upao.data.source.WellSource.observed]), what residual
+  floors and fitted constants are computed from (``well_upao.physics.floor``, on frames in memory).
 
 The PDE of a dataset is one lookup, ``well_upao.physics.pde_for_dataset(source.name)``: the PDE class lives in
 the physics layer above this one, so the source names the dataset and physics resolves it (for built-in and
@@ -153,7 +153,7 @@ class Layout:
         return dataclasses.replace(first, tolerance=tolerance, magnitude=magnitude)
 
     def require_spacing(self) -> tuple[float, ...]:
-        """:attr:`spacing`, refused (``UnevenAxisError``, with its numbers) where a coordinate axis is not equally
+        """``spacing``, refused (``UnevenAxisError``, with its numbers) where a coordinate axis is not equally
         spaced: finite differences need it; reading and training without physics do not."""
         if self.spacing_problem:
             raise UnevenAxisError(self.spacing_problem)
@@ -165,8 +165,8 @@ def read_layout(path: str | Path) -> Layout:
     attribute (``well_upao.data.specification.SpecificationError``: a grid_type other than cartesian, a periodic axis
     stored with its endpoint twice, boundary masks marking more than whole edges, a scalar whose shape disagrees
     with its attributes). Axes that are not equally spaced at their stored precision are refused when a step is
-    asked for, not here: coordinates by :meth:`Layout.require_spacing` (``spacing`` holds nan), time by
-    :attr:`Layout.time_axis`."""
+    asked for, not here: coordinates by [`Layout.require_spacing`][well_upao.data.source.Layout.require_spacing]
+    (``spacing`` holds nan), time by [`Layout.time_axis`][well_upao.data.source.Layout.time_axis]."""
     with h5py.File(path, "r") as f:
         check_grid_type(f, str(path))
         spatial = tuple(str(d) for d in f["dimensions"].attrs["spatial_dims"])
@@ -236,7 +236,7 @@ def coordinate_steps(f: h5py.File, spatial: Sequence[str], path: str) -> tuple[t
         coordinate = np.asarray(f["dimensions"][d], dtype=np.float64)
         first_row = coordinate.reshape(-1, coordinate.shape[-1])[0]
         try:
-            spacing.append(fit_uniform(first_row, f["dimensions"][d].dtype, f"{d} coordinate", path).step)
+            spacing.append(fit_uniform(first_row, f["dimensions"][d].dtype, f"{d} coordinate", path).start)
         except UnevenAxisError as error:
             spacing.append(float("nan"))
             problems.append(str(error))

@@ -1,17 +1,17 @@
 """The parts of the Well's file specification beyond fields and axes: what is read, and what is refused by name.
 
-Implemented here, for :mod:`well_upao.data.source` (the readers) and :mod:`well_upao.data.validate`:
+Implemented here, for ``well_upao.data.source`` (the readers) and ``well_upao.data.validate``:
 
 * ``grid_type``: only ``cartesian`` grids are read; any other (the specification's ``spherical``) is refused
-  (:func:`check_grid_type`);
-* fields of ``t0_fields`` / ``t1_fields`` / ``t2_fields`` (:func:`field_entries`): a field whose ``time_varying``
+  (``check_grid_type``);
+* fields of ``t0_fields`` / ``t1_fields`` / ``t2_fields`` (``field_entries``): a field whose ``time_varying``
   is false is a *constant field*, which the Well's ``WellDataset`` lists in its ``constant_field_names`` and serves
   as ``constant_fields``, not as channels; ``sample_varying`` false means no trajectory axis and ``dim_varying``
-  false an axis of length one, both broadcast as the Well does (:func:`read_field`);
-* ``/scalars`` (:func:`scalar_entries`): ``time_varying`` scalars are the Well's ``scalar_names`` (served per frame),
+  false an axis of length one, both broadcast as the Well does (``read_field``);
+* ``/scalars`` (``scalar_entries``): ``time_varying`` scalars are the Well's ``scalar_names`` (served per frame),
   the others its ``constant_scalar_names`` (per trajectory); the stored shape must be ``(n_traj,)`` when
-  ``sample_varying`` then ``(T,)`` when ``time_varying``, empty when neither (:func:`expected_scalar_shape`);
-* ``/boundary_conditions/<group>`` (:func:`boundary_edges`): its ``mask`` (shape: the grid along the group's
+  ``sample_varying`` then ``(T,)`` when ``time_varying``, empty when neither (``expected_scalar_shape``);
+* ``/boundary_conditions/<group>`` (``boundary_edges``): its ``mask`` (shape: the grid along the group's
   ``associated_dims``) must mark whole edges of the domain along those axes and nothing inside; a ``PERIODIC``
   group marks both edges of each of its axes; two groups may not mark the same edge. A mask that marks interior
   points or part of an edge and a time- or sample-varying mask are refused. A ``values`` dataset (the boundary
@@ -20,9 +20,9 @@ Implemented here, for :mod:`well_upao.data.source` (the readers) and :mod:`well_
   warning, also in ``validate``).
 
 * a PERIODIC axis stored endpoint-inclusive (``linspace(0, L, N)``: first and last point one period apart, the same
-  values in every field) is refused with the fix (:func:`check_periodic_endpoints`), never read as another grid.
+  values in every field) is refused with the fix (``check_periodic_endpoints``), never read as another grid.
 
-Every refusal is a :class:`SpecificationError` naming the file, the group and the attribute.
+Every refusal is a ``SpecificationError`` naming the file, the group and the attribute.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def read_varying_scalar(dataset: h5py.Dataset, entry: ScalarEntry, n_traj: int, 
 
 def boundary_edges(f: h5py.File, path: str, spatial: Sequence[str], resolution: Sequence[int]) -> tuple:
     """Per spatial axis, the boundary type of its low and high edge ``((low, high), ...)`` read from the groups'
-    masks (see the module docstring for what is refused); an edge no group marks is :data:`UNMARKED_EDGE`."""
+    masks (see the module docstring for what is refused); an edge no group marks is ``UNMARKED_EDGE``."""
     edges: list[list[str | None]] = [[None, None] for _ in spatial]
     owners: list[list[str | None]] = [[None, None] for _ in spatial]
     if "boundary_conditions" not in f:
@@ -279,7 +279,7 @@ def check_periodic_endpoints(f: h5py.File, path: str, spatial: Sequence[str], ed
     values there. Read as ``N`` distinct periodic points it would be a different grid (wrong neighbours at the seam,
     a period ``N / (N - 1)`` too long). Detected on the time-varying fields of the first trajectory at its first,
     middle and last frame: an axis along which some field varies, and whose two end slices agree in every field to
-    :data:`DUPLICATE_TOLERANCE` of the field's size, is refused by name with the fix."""
+    ``DUPLICATE_TOLERANCE`` of the field's size, is refused by name with the fix."""
     entries = [e for e in field_entries(f) if e.time_varying]
     for axis, (low, _) in enumerate(edges):
         if low != "PERIODIC" or not entries:

@@ -70,7 +70,7 @@ class FrameSums:
 class FieldStatistics:
     """Statistics of several fields and of their one-step increments, fed block by block (see the module docstring).
 
-    One instance per thread; :meth:`merge` combines them (in any order, with the same result).
+    One instance per thread; ``merge`` combines them (in any order, with the same result).
     """
 
     def __init__(self, field_layout: dict[str, tuple[int, int]]):

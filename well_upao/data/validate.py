@@ -3,7 +3,7 @@
 It checks what the Well's loaders rely on (root attributes, ``/dimensions``, ``/boundary_conditions``,
 ``/scalars``, the three ``t*_fields`` groups and their tensor shapes, ``stats.yaml``) plus our contracts
 (string attributes are ``str``, per-trajectory parameters in ``/scalars``, a slot-table row for the dataset,
-non-empty ``train/valid/test``), and the values with the Well's data checks (:mod:`.data_checks`: NaN, constant
+non-empty ``train/valid/test``), and the values with the Well's data checks (``data_checks``: NaN, constant
 frames; frames close to the previous one and outliers as notes). With ``check_exact=True`` it re-evaluates the
 closed form of exact-solution files from the stored parameters and compares with the stored fields.
 """
@@ -52,7 +52,7 @@ def validate_file(
 ) -> list[str]:
     """Problems found in one HDF5 file (empty list when valid), group by group (root attributes, ``/dimensions``,
     ``/boundary_conditions``, ``/scalars``, the ``t*_fields`` groups, the slot row). With ``check_values`` the
-    values are scanned for NaN / inf and the Well's data checks run (:mod:`well_upao.data.data_checks`): constant
+    values are scanned for NaN / inf and the Well's data checks run (``well_upao.data.data_checks``): constant
     frames are problems, and near-constant frames (problems too with ``strict``), frames close to the previous one
     or outlying are appended to ``notes`` (when given)."""
     path = Path(path)
@@ -275,7 +275,7 @@ def validate_dataset(
     strict: bool = False,
 ) -> list[str]:
     """Problems in a dataset directory ``path`` (containing ``data/{train,valid,test}`` and ``stats.yaml``),
-    or in a single file when ``path`` is a file; the data checks' notes go to ``notes`` (see :func:`validate_file`)."""
+    or in a single file when ``path`` is a file; the data checks' notes go to ``notes`` (see ``validate_file``)."""
     path = Path(path)
     if path.is_file():
         return validate_file(path, check_exact, check_values, notes, strict)

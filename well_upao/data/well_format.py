@@ -49,15 +49,15 @@ class GridSpec:
         return np.arange(self.n_steps, dtype=np.float64) * self.dt
 
     def stored_times(self) -> np.ndarray:
-        """``dimensions/time`` as written: :meth:`times` in :attr:`time_dtype`."""
+        """``dimensions/time`` as written: ``times`` in ``time_dtype``."""
         return self.times().astype(self.time_dtype)
 
 
 class WellFileWriter:
     """Creates one Well file for ``len(trajectory_indices)`` trajectories of a family and fills it.
 
-    Use as a context manager (or :meth:`open` / :meth:`close`); call :meth:`write_parameters` and
-    :meth:`write_block` for each group of trajectories or time block.
+    Use as a context manager (or ``open`` / ``close``); call ``write_parameters`` and
+    ``write_block`` for each group of trajectories or time block.
     """
 
     def __init__(
@@ -188,7 +188,7 @@ def write_layout(
     scalar_values: dict[str, float] | None = None,
 ) -> dict[str, h5py.Dataset]:
     """The Well's layout of one file (see the module docstring), every writer's: root attributes, ``/dimensions``
-    and ``/boundary_conditions`` (:func:`write_grid_groups`), ``/scalars`` and the three ``t*_fields`` groups with
+    and ``/boundary_conditions`` (``write_grid_groups``), ``/scalars`` and the three ``t*_fields`` groups with
     one float32 dataset per ``(name, tensor order, shape)`` of ``fields``, to be filled by the caller.
 
     ``scalar_values``: the file's parameters when they are the same for all its trajectories (one 0-d float32

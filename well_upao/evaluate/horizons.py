@@ -1,31 +1,34 @@
 """Which prediction to trust at each horizon, from the evidence the history holds, without labels.
 
 A user has an observed history ``u_0 .. u_{T-1}`` and cares about a window of horizons ahead: one step, or the
-Well's rollout windows 6:12 (predicted steps 7..12, counted from 1) and 13:30 (steps 14..30) (:data:`WINDOWS`). The
+Well's rollout windows 6:12 (predicted steps 7..12, counted from 1) and 13:30 (steps 14..30) (``WINDOWS``). The
 history itself is evidence: a predictor started from its first ``m`` frames and rolled out (each prediction fed
 back) predicts the observed frames ``u_m .. u_{T-1}``, i.e. horizons ``K = 1 .. T - m``. Its *backtest curve* is the
 error at each horizon in units of the target frame's step,
 
     e_K = mean_c ||p_{m+K-1,c} - u_{m+K-1,c}|| / ||u_{m+K-1,c} - u_{m+K-2,c}||      (K = 1 .. T - m)
 
-over the active channels ``c`` (:func:`backtest_curve`). Every predictor starts from the same ``m = 3`` frames
-(:data:`START`, what quadratic extrapolation needs), so each horizon is measured on the same observed frame for all:
-with the default history of 8 frames the curves reach 5 steps (a history of 15 frames reaches step 12, the end of
-the Well's 6:12 window). One step ahead the history holds more evidence than the rollout's first frame: ``e_1`` is
-the mean of the one-step errors over every frame ``u_m .. u_{T-1}``, each predicted from the ``m`` true frames
-before it (:func:`with_one_step`), as the one-step protocol predicts every frame from its true history.
+over the active channels ``c`` ([`backtest_curve`][well_upao.evaluate.horizons.backtest_curve]). Every predictor starts
+from the same ``m = 3`` frames (``START``, what quadratic extrapolation needs), so each horizon is measured on the same
+observed frame for all: with the default history of 8 frames the curves reach 5 steps (a history of 15 frames reaches
+step 12, the end of the Well's 6:12 window). One step ahead the history holds more evidence than the rollout's first
+frame: ``e_1`` is the mean of the one-step errors over every frame ``u_m .. u_{T-1}``, each predicted from the ``m``
+true frames before it ([`with_one_step`][well_upao.evaluate.horizons.with_one_step]), as the one-step protocol predicts
+every frame from its true history.
 
 The curves of the windows a history offers (several per trajectory, or the samples of a batch) are combined by their
-median per horizon (:func:`median_curves`). A window's evidence (:func:`window_evidence`) is the curve's mean over
-the window's horizons; where the history stops short of the window's end ("backtest to step 5 of 12"), the curve is
-continued past its reach as the quadratic through its last three values, or the line through its last two where it
-bends down (:func:`continued`): the predictors' errors grow at different orders (persistence's about linearly, an
-extrapolation's faster), so a ranking at the reach can turn by the window, and the continuation carries each
-curve's own growth there. The pick (:func:`pick`) is the predictor with the lowest evidence, every
-curve read to the same horizons; only label-free numbers enter it.
+median per horizon ([`median_curves`][well_upao.evaluate.horizons.median_curves]). A window's evidence
+([`window_evidence`][well_upao.evaluate.horizons.window_evidence]) is the curve's mean over the window's horizons; where
+the history stops short of the window's end ("backtest to step 5 of 12"), the curve is continued past its reach as the
+quadratic through its last three values, or the line through its last two where it bends down
+([`continued`][well_upao.evaluate.horizons.continued]): the predictors' errors grow at different orders (persistence's
+about linearly, an extrapolation's faster), so a ranking at the reach can turn by the window, and the continuation
+carries each curve's own growth there. The pick ([`pick`][well_upao.evaluate.horizons.pick]) is the predictor with the
+lowest evidence, every curve read to the same horizons; only label-free numbers enter it.
 
-The classical predictors' curves are closed forms of the window (:func:`extrapolation_rollout`); a model's comes from
-its own rollout (``trainers/upao_validation.py``, ``evaluate/scores.py``).
+The classical predictors' curves are closed forms of the window
+([`extrapolation_rollout`][well_upao.evaluate.horizons.extrapolation_rollout]); a model's comes from its own rollout
+(``trainers/upao_validation.py``, ``evaluate/scores.py``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ START = 3
 def next_frame(frames: Sequence[torch.Tensor], order: int) -> torch.Tensor:
     """Polynomial extrapolation of degree ``order`` of the next frame from the last of ``frames`` (each ``(B, ...)``):
     ``u_{T-1}``, ``2 u_{T-1} - u_{T-2}`` or ``3 u_{T-1} - 3 u_{T-2} + u_{T-3}``, the model's own extrapolation base
-    (:func:`~well_upao.models.na_transformer.extrapolate_history`) at the last frame."""
+    (``extrapolate_history``) at the last frame."""
     return extrapolate_history(torch.stack(list(frames[-(order + 1) :]), 1), order)[:, -1]
 
 
@@ -66,14 +69,15 @@ def extrapolation_rollout(window: torch.Tensor, order: int, start: int) -> torch
 def extrapolation_one_step(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
     """Polynomial extrapolation of degree ``order`` of each frame ``start .. T-1`` of ``window`` (``(B, T, ...)``)
     from the true frames before it (``start > order``): ``(B, T - start, ...)``, the model's extrapolation base
-    (:func:`~well_upao.models.na_transformer.extrapolate_history`) shifted by one frame."""
+    (``extrapolate_history``) shifted by one frame."""
     return extrapolate_history(window, order)[:, start - 1 : window.shape[1] - 1]
 
 
 def with_one_step(curve: torch.Tensor, one_step: torch.Tensor) -> torch.Tensor:
-    """``curve`` ``(B, K)`` (a rollout's :func:`backtest_curve`) with ``e_1`` replaced by the mean of ``one_step``
-    ``(B, T - START)``, the :func:`backtest_curve` of one-step predictions of every frame after the first ``START``
-    (see the module docstring)."""
+    """``curve`` ``(B, K)`` (a rollout's [`backtest_curve`][well_upao.evaluate.horizons.backtest_curve]) with ``e_1``
+    replaced by the mean of ``one_step`` ``(B, T - START)``, the
+    [`backtest_curve`][well_upao.evaluate.horizons.backtest_curve] of one-step predictions of every frame after the
+    first ``START`` (see the module docstring)."""
     return torch.cat([one_step.mean(1, keepdim=True), curve[:, 1:]], 1)
 
 
@@ -162,7 +166,8 @@ def continued(curve: Sequence[float], horizons: int) -> list[float]:
 def window_evidence(curve: Sequence[float], window: str, cap: int | None = None) -> Evidence:
     """The evidence of a backtest ``curve`` (``e_1 .. e_K``) for ``window`` (see the module docstring), its horizons
     capped at ``cap`` (a comparison's common reach): the curve's mean over the window's horizons, the curve
-    :func:`continued` past its reach where the history stops short of the window's end."""
+    [`continued`][well_upao.evaluate.horizons.continued] past its reach where the history stops short of the window's
+    end."""
     first, last = WINDOWS[window]
     reach = len(curve) if cap is None else min(len(curve), cap)
     if reach == 0:

@@ -44,7 +44,7 @@ def model_device(device: str) -> torch.device:
 
 
 def place_models(rows: Sequence[Predictor], device: str) -> None:
-    """Put the model rows' networks on ``device`` (:func:`model_device`); rows on a GPU say so in their notes."""
+    """Put the model rows' networks on ``device`` (``model_device``); rows on a GPU say so in their notes."""
     resolved = model_device(device)
     if resolved.type == "cpu":
         return
@@ -63,7 +63,7 @@ def model_rows(
     device: str,
 ) -> list[Predictor]:
     """The model rows: the checkpoints (a ``None`` label names a row after its run folder), the models in memory and
-    every channel assignment of each transferred model, their networks on ``device`` (:func:`place_models`)."""
+    every channel assignment of each transferred model, their networks on ``device`` (``place_models``)."""
     rows = [load_predictor(c.path, source, name=c.label, payload=c.payload) for c in checkpoints]
     rows += list(models)
     for label, path in transfers:
@@ -101,7 +101,7 @@ def run_evaluation(
     models: Sequence[Predictor] = (),
     transfers: Sequence[tuple[str, Path]] = (),
 ) -> EvaluationReport:
-    """Evaluate the baselines, the checkpoints (read once, :class:`RunCheckpoint`; a ``None`` label names a row
+    """Evaluate the baselines, the checkpoints (read once, ``RunCheckpoint``; a ``None`` label names a row
     after its run folder) and models already in memory (``models``); write JSON and figures to ``request.out``.
     ``transfers``: (label, checkpoint) of one-frame models of another dataset, evaluated zero-shot on every subset
     of their channels; the best one is kept (``scores.keep_best_assignment``). The scoring pass returns the finished

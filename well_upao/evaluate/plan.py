@@ -1,11 +1,11 @@
 """The plan of an evaluation: what ``well-upao evaluate`` scores, decided once before anything is scored.
 
 A plan holds the split (``WellSource`` and the split opened as whole trajectories), the protocol (history, stride,
-rollout length and starts, trajectories), the first trajectory's physics (:class:`Context`: step, grid, scalars,
+rollout length and starts, trajectories), the first trajectory's physics (``Context``: step, grid, scalars,
 slots) and the physics of every residual the evaluation computes, the label-free scorecard's and the figures' alike
 (``well_upao.physics.discretisation.Physics``): a run that stores its own (UPAO runs) is scored with it, every other
 row with the dataset's UPAO default, resolved on the evaluated frames (an ``auto`` part chosen as the UPAO trainer
-chooses it), with the residual floor of those frames (:func:`default_physics`).
+chooses it), with the residual floor of those frames (``default_physics``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class EvaluationError(ValueError):
 @dataclass
 class EvaluationRequest:
     """What to evaluate. ``history``: the frames before each target (``None``: the longest history of the rows,
-    else :data:`DEFAULT_HISTORY`); every row is scored on the same target frames."""
+    else ``DEFAULT_HISTORY``); every row is scored on the same target frames."""
 
     base: Path
     dataset: str
@@ -69,7 +69,7 @@ class EvaluationRequest:
     device: str = "auto"
 
     def check(self) -> None:
-        """Refuse numbers no evaluation can run with (:class:`EvaluationError`)."""
+        """Refuse numbers no evaluation can run with (``EvaluationError``)."""
         too_short = self.history is not None and self.history < 1
         if too_short or self.stride < 1 or self.rollout_steps < 0 or self.rollout_starts < 1:
             raise EvaluationError("history, stride and rollout starts must be >= 1, rollout steps >= 0")
@@ -80,7 +80,7 @@ class EvaluationPlan:
     """What is scored, on what, and with which discretisation (see the module docstring)."""
 
     source: WellSource
-    #: the split opened as whole trajectories (:func:`open_split`)
+    #: the split opened as whole trajectories (``open_split``)
     opened: WellUpaoDataset
     history: int
     stride: int

@@ -44,7 +44,7 @@ class Predictor:
     calls: int = 0
     notes: dict = field(default_factory=dict)
     history: int | None = None
-    #: where a model row's network runs (:meth:`place`; ``None``: where it was built, the CPU)
+    #: where a model row's network runs (``place``; ``None``: where it was built, the CPU)
     device: torch.device | None = None
     #: the physics its run trained with (a UPAO run's checkpoint stores it): its residuals are scored with it;
     #: ``None``: the evaluation's default

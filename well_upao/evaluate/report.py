@@ -130,7 +130,7 @@ def rollout_text(evaluation: Evaluation) -> str:
 
 
 def _score_cell(score: Scores, name: str) -> str:
-    """A label-free score, or ``n/a (reason)`` (the row's ``label_free_reasons``, else :func:`missing_scores`)."""
+    """A label-free score, or ``n/a (reason)`` (the row's ``label_free_reasons``, else ``missing_scores``)."""
     value = score.label_free.get(name)
     if value is not None and math.isfinite(value):
         return f"{value:.3g}"

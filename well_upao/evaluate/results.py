@@ -1,5 +1,5 @@
-"""What an evaluation produces (``well-upao evaluate``): each row's :class:`Scores`, the :class:`Evaluation` that holds
-them, the figures' frames (:class:`FigureFrames`), and why a label-free score is missing (:func:`missing_scores`).
+"""What an evaluation produces (``well-upao evaluate``): each row's ``Scores``, the ``Evaluation`` that holds
+them, the figures' frames (``FigureFrames``), and why a label-free score is missing (``missing_scores``).
 Data only: the scoring pass (``well_upao.evaluate.scores``) fills them, the report (``well_upao.evaluate.report``)
 prints them."""
 
@@ -13,7 +13,7 @@ import torch
 
 #: the scorecard's columns in evaluation tables, in order
 LABEL_FREE = ("residual_ratio", "departure_extrap2", "backtest")
-#: why a score of :data:`LABEL_FREE` can be missing from a scored row (:func:`missing_scores`)
+#: why a score of ``LABEL_FREE`` can be missing from a scored row (``missing_scores``)
 NO_EXTRAP2 = "history < 3 frames: no extrap2 of the window"
 NO_BACKTEST = "no shorter window to backtest (history 1, or the row reads the whole history)"
 NOT_FINITE = "not finite"
@@ -114,8 +114,8 @@ class FigureFrames:
 
 
 def missing_scores(label_free: dict, unscored: str | None = None) -> dict[str, str]:
-    """``{name: reason}`` for each score of :data:`LABEL_FREE` a row lacks: all of them with ``unscored`` (why the
-    scorecard was not computed) or :data:`NOT_SCORED`, when ``label_free`` is empty; else the departure without a
+    """``{name: reason}`` for each score of ``LABEL_FREE`` a row lacks: all of them with ``unscored`` (why the
+    scorecard was not computed) or ``NOT_SCORED``, when ``label_free`` is empty; else the departure without a
     window long enough for extrap2, a ``nan`` backtest (no shorter window) and any other value that is not
     finite."""
     if not label_free:
@@ -131,8 +131,8 @@ def missing_scores(label_free: dict, unscored: str | None = None) -> dict[str, s
 
 
 def explain_unscored(evaluation: Evaluation, reason: str | None) -> None:
-    """Give every row that lacks a label-free score its reason (rows added after :func:`evaluate`, e.g. matched
-    solvers, are not scored: ``reason`` or :data:`NOT_SCORED`)."""
+    """Give every row that lacks a label-free score its reason (rows added after ``evaluate``, e.g. matched
+    solvers, are not scored: ``reason`` or ``NOT_SCORED``)."""
     for score in evaluation.scores:
         for name, why in missing_scores(score.label_free, reason).items():
             score.label_free_reasons.setdefault(name, why)

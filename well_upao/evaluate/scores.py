@@ -12,11 +12,11 @@ For every trajectory (read whole, at the plan's time stride):
 * the label-free scorecard of every row's one-step predictions (``well_upao.physics.scores``), from each target's
   window only: the residual of the prediction over the floor of the window, the departure from ``extrap2`` of
   the same window per unit of its step, and the backtest (the row run on the window without its last frame, against
-  that observed frame), under the plan's discretisation (:func:`label_free_scores`);
+  that observed frame), under the plan's discretisation (``label_free_scores``);
 * the solver ladder (``well_upao.evaluate.matched_solver``), when given, on the same trajectories and windows, with
   the VRMSEs and timings only;
 * for the figures, the first trajectory at its middle predicted frame: truth, every row's prediction and its
-  ``|R_k|`` under the plan's discretisation, the table's (:class:`FigureFrames`).
+  ``|R_k|`` under the plan's discretisation, the table's (``FigureFrames``).
 
 Results are averaged over trajectories. Classical baselines are always part of the comparison.
 """
@@ -79,7 +79,7 @@ def score(
     plan: EvaluationPlan, predictors: Sequence[Predictor], ladder: Sequence[Predictor] = (), progress: bool = True
 ) -> tuple[Evaluation, FigureFrames]:
     """One pass over the plan's trajectories scoring every row of ``predictors`` (their scorecard where the plan
-    computes one, :attr:`EvaluationPlan.scored`, each row with its own physics, :meth:`EvaluationPlan.physics_of`;
+    computes one, ``EvaluationPlan.scored``, each row with its own physics, ``EvaluationPlan.physics_of``;
     else each row's ``label_free_reasons`` say why) and of ``ladder``
     (VRMSEs and timings; the evaluation's ``solver_ladder``). Every row is scored on the same target frames (those
     after the plan's history); a predictor that reads fewer frames gets the last ones of each window."""
@@ -142,7 +142,7 @@ def add_history_curves(
     rollout_starts: Sequence[int],
     count: int,
 ) -> None:
-    """Add a trajectory's backtest curves (:func:`history_curves`) to ``curves``: under ``one_step``, those of up to
+    """Add a trajectory's backtest curves (``history_curves``) to ``curves``: under ``one_step``, those of up to
     ``count`` history windows spread evenly over the one-step targets (the windows before the first, a middle and the
     last target frame for 3), the evidence for the one-step pick; under ``rollout``, those of the rollouts' own
     history windows (``rollout_starts``; the first window where no rollout is run), the evidence for the rollout
@@ -189,7 +189,7 @@ def trust_per_window(
     evaluation: Evaluation, one_step_curves: dict[str, list[float]], rollout_curves: dict[str, list[float]]
 ) -> dict[str, dict]:
     """Per window, the row the label-free evidence picks (one step from ``one_step_curves``, the rollout windows
-    from ``rollout_curves``: :func:`add_history_curves`) and, where the split's labels give one, the lowest true
+    from ``rollout_curves``: ``add_history_curves``) and, where the split's labels give one, the lowest true
     error among the extrapolation rows and the models (``one_step``: the Well's one-step VRMSE; the rollout windows:
     the Well's window means) and the ratio of the pick's to it."""
     true_errors = {}
@@ -214,7 +214,7 @@ def trust_per_window(
 
 def trajectories_to_score(plan: EvaluationPlan, rows: Sequence[Predictor]) -> int:
     """How many of the plan's trajectories are scored; rows that read more than the evaluated history, or a split
-    with no trajectory long enough, are refused (:class:`EvaluationError`)."""
+    with no trajectory long enough, are refused (``EvaluationError``)."""
     longer = [p.name for p in rows if p.history is not None and p.history > plan.history]
     if longer:
         raise EvaluationError(
@@ -231,7 +231,7 @@ def trajectories_to_score(plan: EvaluationPlan, rows: Sequence[Predictor]) -> in
 
 def finish(plan: EvaluationPlan, evaluation: Evaluation, figures: FigureFrames) -> None:
     """What the scored rows still need: each run's selection facts (``plan.selections``), the best channel assignment
-    of each transferred model (:func:`keep_best_assignment`), the cost- and accuracy-matched solver rows of
+    of each transferred model (``keep_best_assignment``), the cost- and accuracy-matched solver rows of
     ``plan.match_solver`` (from the ladder), the residual floor of the evaluated frames and every missing score's
     reason."""
     for row in evaluation.scores:
@@ -312,7 +312,7 @@ def score_trajectory(
 
 
 def row_scores(predictor: Predictor, sums: RowSums, data, counts: list[int], unscored: str | None = None) -> Scores:
-    """A row's :class:`Scores`: its sums averaged over trajectories (and rollouts); ``unscored``: why it has no
+    """A row's ``Scores``: its sums averaged over trajectories (and rollouts); ``unscored``: why it has no
     scorecard, where it has none."""
     channels = [n for group in data.metadata.field_names.values() for n in group]
     well = torch.stack(sums.one_well).mean(0)
@@ -343,7 +343,7 @@ def figure_frames(
     bounds: dict[str, BoundResidual | None],
 ) -> FigureFrames:
     """The figures' frames of the first trajectory: its middle predicted frame, each row's prediction of it and
-    ``|R_k|`` of that prediction under the row's residual on the trajectory (``bounds``, :func:`residual_fields`)."""
+    ``|R_k|`` of that prediction under the row's residual on the trajectory (``bounds``, ``residual_fields``)."""
     offset = (frames.shape[0] - plan.history) // 2
     t = plan.history + offset
     figures = FigureFrames(t, frames[t])

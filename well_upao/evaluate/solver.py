@@ -88,7 +88,7 @@ class PDESolver:
 
     def pressure(self, state: Fields, params: Mapping) -> torch.Tensor:
         """The pressure of an incompressible state, ``Lap p = -div N(v, p = 0)`` (zero mean), de-aliased as
-        :meth:`tendency`."""
+        ``tendency``."""
         params = broadcast_parameters(params, next(iter(state.values())).ndim)
         if self.dealias == 1:
             return self._pressure(state, params)

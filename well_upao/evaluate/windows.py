@@ -6,7 +6,7 @@ the windows 6:12 and 13:30 ("Rollout loss (6:12)", "(13:30)"): the mean of the 7
 predicted frames. A window is *held* when the rollout ran at least ``b`` steps; it then needs ``history + b`` frames
 of the trajectory at the evaluated stride.
 
-Rollouts start at several windows of each trajectory (:func:`rollout_starts`) so that a window is averaged over
+Rollouts start at several windows of each trajectory (``rollout_starts``) so that a window is averaged over
 more than one rollout.
 """
 
@@ -16,7 +16,7 @@ import math
 
 #: the windows of the Well's benchmark tables, ``(a, b)``: 0-based predicted steps ``a .. b - 1``
 WELL_WINDOWS: tuple[tuple[int, int], ...] = ((6, 12), (13, 30))
-#: the rollout length that holds every window of :data:`WELL_WINDOWS`
+#: the rollout length that holds every window of ``WELL_WINDOWS``
 LONGEST_WINDOW_END = max(end for _, end in WELL_WINDOWS)
 
 

@@ -1,11 +1,11 @@
 """What every trajectory family is: the dataset's shape, a parameter sampler and a way to produce the fields.
 
-A family (closed form in ``well_upao.datasets_exact``, simulation in :mod:`.simulated`, a converted PDEBench
-file in :mod:`.pdebench`) knows
+A family (closed form in ``well_upao.datasets_exact``, simulation in ``simulated``, a converted PDEBench
+file in ``pdebench``) knows
 
 * the dataset's shape (spatial dimension, fields and their tensor order, default sizes),
-* how to draw one trajectory's parameters (:meth:`TrajectoryFamily.sample_parameters`), and
-* how to produce its fields at given times on a grid (:meth:`TrajectoryFamily.evaluate`).
+* how to draw one trajectory's parameters (``TrajectoryFamily.sample_parameters``), and
+* how to produce its fields at given times on a grid (``TrajectoryFamily.evaluate``).
 
 Parameters come in two kinds (INTERFACES.md, section 1): per-trajectory *scalars* (``nu``, ``c``, ...), written
 to the Well's ``/scalars`` group, and *mode tables* (amplitudes, phases, wavenumbers of a multi-mode initial
@@ -111,9 +111,9 @@ class TrajectoryFamily(ABC):
     ) -> dict[str, np.ndarray]:
         """Evaluate several trajectories at the same ``times``: ``field name -> (len(params), len(times), ...)``.
 
-        This default calls :meth:`evaluate` per trajectory and stacks (a view for a single trajectory). Families
+        This default calls ``evaluate`` per trajectory and stacks (a view for a single trajectory). Families
         whose trajectories are so small that per-call overhead dominates (1D) override it; an override must give
-        every trajectory the same bits as :meth:`evaluate` alone.
+        every trajectory the same bits as ``evaluate`` alone.
         """
         if len(params) == 1:
             return {name: value[None] for name, value in self.evaluate(params[0], axes, times, dtype).items()}

@@ -6,10 +6,10 @@ complex multiplication uses FMA where the CPU has it) and BLAS products (OpenBLA
 kernels add in different orders). Everything else we use (``+ - * /``, ``sqrt``, ``rint``, ``ldexp``, casts,
 ``max``) is correctly rounded or exact, hence portable. This module builds the rest from those:
 
-* :func:`sincos` and :func:`exp`: Cody-Waite argument reduction (``x - q C1 - q C2 - q C3`` with the constant split
+* ``sincos`` and ``exp``: Cody-Waite argument reduction (``x - q C1 - q C2 - q C3`` with the constant split
   so that ``q C1``, ``q C2`` are exact) and Taylor polynomials evaluated by Horner's rule, truncated far below
   float64 rounding. Within two float64 ulps of the true values (tested against mpmath).
-* :func:`exact_matmul`: ``a @ b`` through BLAS, made order-independent by making every product and partial sum
+* ``exact_matmul``: ``a @ b`` through BLAS, made order-independent by making every product and partial sum
   exact. Each row of ``a`` and each column of ``b`` is split into ``hi + lo`` on two power-of-two grids set by its
   largest entry, ``p = (52 - ceil(log2 K)) // 2`` bits each; then ``hi @ hi`` and ``[hi, lo] @ [lo; hi]`` are sums
   of multiples of one power of two below ``2^53`` of it, which every kernel, in any order, with or without FMA,

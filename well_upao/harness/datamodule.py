@@ -4,10 +4,10 @@ field selection, a resumable training order and sample provenance.
 The Well's datasets assert that the dataset name is one of theirs; we register ours first, and check that the
 files exist so a missing dataset gives a one-line hint instead of an assertion deep in the loader. When a field
 selection applies (``fields``, or the paper's selection such as active matter without its tensor fields), every
-split is served by :class:`WellUpaoDataset`; the training split always is, and every sample carries its
-``sample_index``, which :meth:`WellUpaoDataset.describe_index` turns into file, trajectory and time.
+split is served by ``WellUpaoDataset``; the training split always is, and every sample carries its
+``sample_index``, which ``WellUpaoDataset.describe_index`` turns into file, trajectory and time.
 
-The training loader draws a permutation per epoch from ``(shuffle_seed, epoch)`` (:class:`EpochSampler`), so an
+The training loader draws a permutation per epoch from ``(shuffle_seed, epoch)`` (``EpochSampler``), so an
 epoch interrupted after ``n`` batches can be resumed by skipping them: the same command finishes with the same
 optimizer steps as an uninterrupted run.
 """
@@ -77,8 +77,8 @@ class WellUpaoDataset(WellDataset):
 
     def _reconstruct_fields(self, file, cache, sample_idx, time_idx, n_steps, dt):
         """The Well's reader reads (and, with ``use_normalization``, normalises) every field of the file; ours then
-        drops those not kept. While it reads, :attr:`norm` (built over the kept fields) stands behind
-        :class:`KeptFieldsNormalization`, so a dropped field is passed through rather than looked up in statistics
+        drops those not kept. While it reads, ``norm`` (built over the kept fields) stands behind
+        ``KeptFieldsNormalization``, so a dropped field is passed through rather than looked up in statistics
         that do not cover it (active matter's D and E under the Well's protocol)."""
         if self.kept_fields is None:
             return super()._reconstruct_fields(file, cache, sample_idx, time_idx, n_steps, dt)
@@ -119,7 +119,7 @@ class WellUpaoDataModule(WellDataModule):
     ``fields``: core field names to keep (default: the paper's selection for the dataset, else all).
     ``shuffle_seed``: seed of the per-epoch training order. ``settings`` (what checkpoints record, so later
     commands on a run know its data) holds the base path, dataset, history, strides, field selection, imports and
-    normalisation. ``source`` is the training split's :class:`~well_upao.data.source.WellSource` (files, layout,
+    normalisation. ``source`` is the training split's ``WellSource`` (files, layout,
     registry entry), the one place the rest of a run reads the dataset's description from.
     """
 
@@ -181,11 +181,11 @@ class WellUpaoDataModule(WellDataModule):
         self.rollout_test_dataset = WellUpaoDataset(well_split_name="test", **common, **rollout)
 
     def checkpoint_info(self) -> dict:
-        """What checkpoints record about the data (``train.data``): :attr:`settings`."""
+        """What checkpoints record about the data (``train.data``): ``settings``."""
         return {"data": dict(self.settings)}
 
     def train_dataloader(self) -> DataLoader:
-        """The training batches in the order of :class:`EpochSampler` (drop the last partial batch, as the Well).
+        """The training batches in the order of ``EpochSampler`` (drop the last partial batch, as the Well).
         A training split with fewer windows than one batch is refused: the Well's loader would yield no batch."""
         windows = len(self.train_dataset) // self.world_size
         if windows < self.batch_size:
@@ -204,13 +204,13 @@ class WellUpaoDataModule(WellDataModule):
         )
 
     def val_dataloader(self) -> DataLoader:
-        """Validation batches in one fixed order (:meth:`_evaluation_loader`), the same at every validation. The
+        """Validation batches in one fixed order (``_evaluation_loader``), the same at every validation. The
         rollout loaders keep the Well's (reshuffled) order: rollout validations run over the whole split at the end of
         training, where the order does not change the mean."""
         return self._evaluation_loader(self.val_dataset, super().val_dataloader)
 
     def test_dataloader(self) -> DataLoader:
-        """Test batches, with the same rules as :meth:`val_dataloader` (the Well's test loader is sequential; with a
+        """Test batches, with the same rules as ``val_dataloader`` (the Well's test loader is sequential; with a
         full test pass only the windows dropped with a partial last batch and the last batch's plots differ)."""
         return self._evaluation_loader(self.test_dataset, super().test_dataloader)
 
@@ -218,7 +218,7 @@ class WellUpaoDataModule(WellDataModule):
         """The Well's loader shuffles with torch's global generator at every pass, so a short validation
         (``trainer.short_validation_length`` batches) scored each epoch's model on other windows, and the selection
         compared candidates on different samples. Ours: one permutation from a fixed seed
-        (:data:`EVALUATION_ORDER_SEED`), the same for every validation, run and training seed, with the Well's
+        (``EVALUATION_ORDER_SEED``), the same for every validation, run and training seed, with the Well's
         ``drop_last``; a split with fewer windows than one batch is one batch of all its windows (the Well's loader
         would validate nothing). Several processes keep the Well's ``DistributedSampler`` (its order is fixed too)."""
         if self.is_distributed or len(dataset) == 0:
@@ -230,7 +230,7 @@ class WellUpaoDataModule(WellDataModule):
         )
 
 
-#: the seed of the one order in which validation and test windows are served (:meth:`_evaluation_loader`)
+#: the seed of the one order in which validation and test windows are served (``_evaluation_loader``)
 EVALUATION_ORDER_SEED = 0
 
 

@@ -3,12 +3,12 @@
 The Well's ``train.py`` builds the data module first and then calls the model config with the dataset's sizes
 (``n_spatial_dims, spatial_resolution, dim_in, dim_out``). This factory adds what only the dataset knows: its
 channels, read from its files and mapped to the 18 slots by its registry entry. It then hands one flat
-description to :func:`well_upao.models.assembly.assemble` (layers, pretrained backbone, adapters).
+description to ``well_upao.models.assembly.assemble`` (layers, pretrained backbone, adapters).
 
 The LoRA -> NSLoRA schedule is a training setting (``trainer.nslora_schedule``, ``trainer.switch_patience``).
 ``model.adapter.schedule`` / ``model.adapter.switch_patience``, which earlier commands set, still work: the trainer
 config carries them over (``trainer.adapter_schedule`` / ``adapter_switch_patience``, interpolated from the model's
-config; the trainer uses them, with one warning, where its own settings are unset) and :func:`assemble` takes them
+config; the trainer uses them, with one warning, where its own settings are unset) and ``assemble`` takes them
 off the adapter settings (``migrate_config``).
 """
 

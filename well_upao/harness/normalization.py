@@ -6,7 +6,7 @@ channel, from ``stats.yaml``), while the validation and test datasets return raw
 ``Trainer.rollout_model`` normalises before the model and de-normalises after it. So the model lives in *model
 units*; everything else (metrics, residuals, plots, classical baselines) in physical units. Every path that calls
 a model outside ``rollout_model`` (evaluation and its rollouts, the paper's VRMSE in the UPAO loop, the UPAO
-objective) goes through a :class:`ModelSpace`: ``to_model`` before the model, ``to_physical`` after it. Without
+objective) goes through a ``ModelSpace``: ``to_model`` before the model, ``to_physical`` after it. Without
 normalisation both are the identity.
 """
 

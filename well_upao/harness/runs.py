@@ -5,13 +5,13 @@ The Well's harness writes a run to ``<experiment_dir>/<experiment name>/<n>`` (`
 ``well_upao.models.checkpoint``), ``artifacts/metrics.jsonl`` (``well_upao.harness.metrics_file``) and
 ``extended_config.yaml``. This module is the one place that
 
-* builds the training command line (:func:`harness_command`; the quickstart and every benchmark use it),
-* globs an experiment folder for its run folders (:func:`run_folders`, :func:`latest_run`) and a run for its
-  checkpoint (:func:`find_checkpoint`, :func:`checkpoint_file`),
-* reads a run's checkpoint once (:class:`RunCheckpoint`) and what it says: the data it trained on
-  (:attr:`RunCheckpoint.settings`), its history (:func:`run_history`), its initial weights
-  (:func:`initial_weights`) and what its selection did (:func:`run_selection`, from ``metrics.jsonl``),
-* names the rows of checkpoints given on a command line (:func:`default_row_name`, :func:`labelled_checkpoints`).
+* builds the training command line (``harness_command``; the quickstart and every benchmark use it),
+* globs an experiment folder for its run folders (``run_folders``, ``latest_run``) and a run for its
+  checkpoint (``find_checkpoint``, ``checkpoint_file``),
+* reads a run's checkpoint once (``RunCheckpoint``) and what it says: the data it trained on
+  (``RunCheckpoint.settings``), its history (``run_history``), its initial weights
+  (``initial_weights``) and what its selection did (``run_selection``, from ``metrics.jsonl``),
+* names the rows of checkpoints given on a command line (``default_row_name``, ``labelled_checkpoints``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def run_folders(experiment_dir: str | Path, name: str = "*") -> list[Path]:
 
 
 def latest_run(experiment_dir: str | Path, name: str = "*") -> Path | None:
-    """The newest run folder under ``experiment_dir`` (:func:`run_folders`), ``None`` when none was made."""
+    """The newest run folder under ``experiment_dir`` (``run_folders``), ``None`` when none was made."""
     folders = run_folders(experiment_dir, name)
     return folders[-1] if folders else None
 
@@ -76,7 +76,7 @@ def find_checkpoint(folder: str | Path, file: str = BEST) -> Path:
 
 
 def checkpoint_file(path: str | Path) -> Path:
-    """The checkpoint file behind ``path``: itself, or its run's ``checkpoints/best.pt`` (:func:`find_checkpoint`)."""
+    """The checkpoint file behind ``path``: itself, or its run's ``checkpoints/best.pt`` (``find_checkpoint``)."""
     path = Path(path)
     return find_checkpoint(path) if path.is_dir() else path
 
@@ -185,5 +185,5 @@ class RunCheckpoint:
 
     @property
     def selection(self) -> dict:
-        """What its run's selection did (:func:`run_selection`)."""
+        """What its run's selection did (``run_selection``)."""
         return run_selection(self.path)

@@ -6,8 +6,8 @@ A sample (or a batch of them, with a leading batch axis) holds ``input_time_grid
 ``(*space, d)``), ``boundary_conditions`` (``(d, 2)`` codes of ``the_well.data.datasets.BoundaryCondition``) and
 ``constant_scalars`` (the per-trajectory ``/scalars``, in the metadata's ``constant_scalar_names`` order).
 
-Training decodes batches here (:func:`batch_grid`, :func:`batch_dt`) and evaluation whole-trajectory samples
-(:func:`sample_context`, with the split's time axis :func:`file_time_axis`): one place for both.
+Training decodes batches here (``batch_grid``, ``batch_dt``) and evaluation whole-trajectory samples
+(``sample_context``, with the split's time axis ``file_time_axis``): one place for both.
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@
 * Its validation plots raise on data they cannot draw (``field_histograms`` asks numpy for 100 bins over the
   target's range, which numpy refuses when a field is uniform to float32 precision: "Too many bins for data
   range"), ending a training run over a figure: during our validations such a plot is skipped with a warning
-  (:func:`skip_when_undrawable`); the numbers logged are unaffected.
+  (``skip_when_undrawable``); the numbers logged are unaffected.
 * Its validation logs ``param_norm``, the square root of the sum of ``p.pow(2).sum().item()`` over the parameters,
   which a parameter sharded by FSDP2 (a ``DTensor``) refuses: during our validations it is
-  :func:`sharded_param_norm`, the same number from the shards.
+  ``sharded_param_norm``, the same number from the shards.
 * Its rollout metrics per time window come from log-spaced bounds that repeat on short rollouts (3 steps: 0, 1, 1,
-  3), logging an empty window ``T=1:1`` as nan: repeated bounds are dropped (:meth:`WellTrainer.temporal_split_losses`).
+  3), logging an empty window ``T=1:1`` as nan: repeated bounds are dropped (``WellTrainer.temporal_split_losses``).
 * Its validation runs under ``torch.inference_mode``, in which FSDP2 would gather parameters into inference tensors
   that training cannot write to afterwards: a sharded model validates under ``torch.no_grad`` instead (the same
   numbers).

@@ -7,8 +7,8 @@ A backbone is described by one flat config (what the model factory receives and 
 * ``adapter``: LoRA / NSLoRA settings (``well_upao.models.lora.ADAPTER_DEFAULTS``), or none;
 * ``dataset_name``: the dataset it is for (a label; the slots are in ``channel_slots``).
 
-:func:`assemble` builds the layers, loads the backbone, attaches the adapters and records all of it in
-``model.config``; :func:`build_model` / :func:`load_model` do the same from a checkpoint file.
+``assemble`` builds the layers, loads the backbone, attaches the adapters and records all of it in
+``model.config``; ``build_model`` / ``load_model`` do the same from a checkpoint file.
 
 Configs of earlier versions (the shipped backbone, checkpoints with ``adapter.schedule``, old ``model.adapter.*``
 overrides) are brought to today's form by ``well_upao.models.checkpoint`` (``migrate_config``, ``migrated_base``),
@@ -81,7 +81,7 @@ def assemble(config: Mapping[str, Any]) -> NATransformer:
 def build_model(payload: dict[str, Any], **overrides) -> nn.Module:
     """The model a checkpoint describes, with its stored config (plus ``overrides``), weights not loaded yet.
 
-    A well-upao backbone is assembled (:func:`assemble`); its backbone file (``pretrained``) is only read when the
+    A well-upao backbone is assembled (``assemble``); its backbone file (``pretrained``) is only read when the
     checkpoint does not hold every weight itself. A harness model without its own config (e.g. the Well's FNO) is
     instantiated from its Hydra node and the harness arguments stored beside it."""
     if not payload["model"]["config"] and payload["model"].get("hydra"):

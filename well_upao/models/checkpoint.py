@@ -10,14 +10,15 @@
 
 Tensors shared between ``state_dict`` and ``model_state_dict`` are stored once by ``torch.save``. Files are
 written to a temporary name and renamed when complete. DDP/FSDP ``module.`` prefixes never reach the file.
-Rebuilding a model from a file (``load_model``) is :mod:`well_upao.models.assembly`.
+Rebuilding a model from a file (``load_model``) is ``well_upao.models.assembly``.
 
 Migration (the one place): configs written by earlier versions are read in today's form. The shipped ``shipped``
-backbone says ``residual_in_time`` instead of a prediction ``base`` (:func:`migrated_base`, :func:`legacy_base`,
-which the model's constructor reads the flag with too); adapter configs of
-earlier versions (the v0 adapter fixture, old ``model.adapter.*`` overrides) carry ``schedule`` /
-``switch_patience``, now training settings (``trainer.nslora_schedule`` / ``switch_patience``), which
-:func:`migrate_config` takes off.
+backbone says ``residual_in_time`` instead of a prediction ``base``
+([`migrated_base`][well_upao.models.checkpoint.migrated_base], [`legacy_base`][well_upao.models.checkpoint.legacy_base],
+which the model's constructor reads the flag with too); adapter configs of earlier versions (the v0 adapter fixture, old
+``model.adapter.*`` overrides) carry ``schedule`` / ``switch_patience``, now training settings
+(``trainer.nslora_schedule`` / ``switch_patience``), which
+[`migrate_config`][well_upao.models.checkpoint.migrate_config] takes off.
 """
 
 from __future__ import annotations
@@ -55,12 +56,12 @@ def legacy_base(residual_in_time: bool | None) -> str | None:
 
 def migrated_base(config: Mapping[str, Any]) -> str:
     """The prediction base a stored config describes: its ``base``; configs written before ``base`` existed say
-    ``residual_in_time`` (:func:`legacy_base`), and neither means ``last``."""
+    ``residual_in_time`` ([`legacy_base`][well_upao.models.checkpoint.legacy_base]), and neither means ``last``."""
     return config.get("base") or legacy_base(config.get("residual_in_time")) or "last"
 
 
 def migrate_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A model config without the adapter keys of earlier versions (:data:`LEGACY_SCHEDULE_KEYS`)."""
+    """A model config without the adapter keys of earlier versions (``LEGACY_SCHEDULE_KEYS``)."""
     config = dict(config)
     adapter = {k: v for k, v in (config.get("adapter") or {}).items() if k not in LEGACY_SCHEDULE_KEYS}
     config["adapter"] = adapter or None
@@ -214,8 +215,9 @@ def export_backbone(source: str | Path, destination: str | Path) -> int:
 
 
 def read_checkpoint(path: str | Path, accept_well_trainer: bool = False) -> dict[str, Any]:
-    """The checkpoint at ``path`` (see :func:`check_payload`). ``accept_well_trainer``: also return a checkpoint of
-    the Well's own trainer (``model_state_dict``, no schema) as it is, for resuming a run from it."""
+    """The checkpoint at ``path`` (see [`check_payload`][well_upao.models.checkpoint.check_payload]).
+    ``accept_well_trainer``: also return a checkpoint of the Well's own trainer (``model_state_dict``, no schema) as it
+    is, for resuming a run from it."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")

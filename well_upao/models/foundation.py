@@ -5,18 +5,18 @@ Both take the Well's channels-first input ``(B, T_in * C + K, H, W)`` (``K`` con
 frame ``(B, C, H, W)``, so ``trainer=shifted`` / ``supervised`` train them with labels and ``trainer=upao`` without
 (its one-frame path: the residual between the last input frame and the prediction).
 
-* :class:`PDETransformerOneStep`: every physical channel is a separate token stream of ``T_in + 1`` frames whose
+* ``PDETransformerOneStep``: every physical channel is a separate token stream of ``T_in + 1`` frames whose
   last frame is zero on input and predicted on output (PDE-Transformer's forward-prediction task), labelled by its
   channel type, here the channel's slot of our 18-slot table (a released checkpoint's own channel ids can be
   given instead). Constant fields are not read (the model has no stream for them).
-* :class:`PoseidonOneStep`: scOT maps the current state ``u(t)`` and a lead time to ``u(t + lead)``; as the paper
+* ``PoseidonOneStep``: scOT maps the current state ``u(t)`` and a lead time to ``u(t + lead)``; as the paper
   says, it reads no history: only the last input frame (and the constant fields). It takes square inputs: a
   rectangular grid whose longer side is a multiple of the shorter is cut into non-overlapping square tiles, each
   mapped as an independent sample (the paper's construction for Rayleigh-Benard and shear flow).
 
 Released checkpoints load from a local directory (``weights=PATH``; nothing is downloaded: the Hugging Face
 libraries run offline). Importing ``pdetransformer`` as a package would also import its data loaders, which fetch a
-dataset index over the network; :func:`pdetransformer_module` imports only the model modules.
+dataset index over the network; ``pdetransformer_module`` imports only the model modules.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ class PDETransformerSlots(nn.Module):
     (``python -m well_upao.train --config-name pretrain_pde_transformer``): ``forward(frames, mask)`` maps a
     history ``(B, T, H, W, 18)`` to the next frame ``(B, H, W, 18)``, one token stream per active slot of ``mask``
     with the slot as its channel type (zeros in the inactive slots). Its weights are those of
-    :class:`PDETransformerOneStep` of the same size (``model=pde_transformer model.weights=<its checkpoint>``),
+    ``PDETransformerOneStep`` of the same size (``model=pde_transformer model.weights=<its checkpoint>``),
     which labels a dataset's channels by the same slots."""
 
     model_kind = ModelKind.SLOT_FRAME  # no shifted (every-history-length) output: trained on the next frame
@@ -279,7 +279,7 @@ class PoseidonOneStep(nn.Module):
     ``size``: ``T`` / ``B`` / ``L`` (the released configurations) or ``tiny``; ``lead_time`` is the time input of
     the continuous-in-time operator for one step; ``weights``: ``None``, a local directory with a released
     checkpoint (``config.json`` + weights; its channel counts must match), or a ``.pt`` state dict. A rectangular
-    grid is mapped as square tiles (:func:`square_tile`: the released checkpoint's grid, else the shorter side),
+    grid is mapped as square tiles (``square_tile``: the released checkpoint's grid, else the shorter side),
     each an independent sample, and reassembled.
     """
 

@@ -18,11 +18,11 @@ NS from the first step); after the first update it runs the NS forward. The choi
 factors, so the forward never reads a value back to the host (no synchronisation, ``torch.compile``-able); the
 NS mode itself is a Python flag mirrored in the ``ns_active`` buffer that checkpoints store.
 
-What a backbone offers adapters (:class:`AdaptableBackbone`): ``adapter_core()``, the named modules whose linear
-layers are wrapped and which are frozen, and ``core_parameters()``, further frozen parameters of the core.
-Adapter settings and their defaults are :data:`ADAPTER_DEFAULTS` (:func:`resolve_adapter_config`). When NS
-starts (the paper's switch after a LoRA warm-up, or from the first step) is a training setting, not an adapter
-one.
+What a backbone offers adapters ([`AdaptableBackbone`][well_upao.models.lora.AdaptableBackbone]): ``adapter_core()``,
+the named modules whose linear layers are wrapped and which are frozen, and ``core_parameters()``, further frozen
+parameters of the core. Adapter settings and their defaults are ``ADAPTER_DEFAULTS``
+([`resolve_adapter_config`][well_upao.models.lora.resolve_adapter_config]). When NS starts (the paper's switch after a
+LoRA warm-up, or from the first step) is a training setting, not an adapter one.
 """
 
 from __future__ import annotations

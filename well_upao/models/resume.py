@@ -4,7 +4,7 @@ A lent GPU session gets about 15 minutes of device time, so the paper's pretrain
 starting from the weights the last one left. The artifact is a well-upao checkpoint (INTERFACES.md section 4, so
 ``model.pretrained=`` loads it like any backbone) with its weights stored in ``dtype`` (bf16 by default: half the
 bytes of fp32, the carry-in budget of a device call is about 31 MiB) and no optimizer state, plus a
-``train.resume`` record (:class:`ResumeRecord`): the optimizer steps done over all calls, the total of the cosine
+``train.resume`` record (``ResumeRecord``): the optimizer steps done over all calls, the total of the cosine
 schedule fixed up front, the seed of the next call's corpus, and one entry per call (device, minutes, steps, clips,
 corpus). A call restarts AdamW's moments with a short re-warm (``trainer.rewarm_steps``) at the schedule's position
 (``trainer.start_step`` of ``trainer.schedule_steps``): the model card states it.
@@ -80,7 +80,7 @@ def write_resume_artifact(
 
 
 def read_resume_record(path: str | Path) -> ResumeRecord:
-    """The :class:`ResumeRecord` of a resume artifact (``CheckpointError`` when the file has none)."""
+    """The ``ResumeRecord`` of a resume artifact (``CheckpointError`` when the file has none)."""
     train = read_checkpoint(path).get("train") or {}
     stored = train.get(RESUME_KEY)
     if stored is None:

@@ -11,12 +11,12 @@ exactly on the stored fields:
 3. kinematics ``E = (grad u + grad u^T) / 2``;
 4. ``tr D = c``.
 
-The first two are the sub-equations of the registry entry ``active_matter`` (:mod:`well_upao.physics.pdes`), the ones
+The first two are the sub-equations of the registry entry ``active_matter`` (``well_upao.physics.pdes``), the ones
 UPAO can use with the paper's fields (concentration and velocity); 3 and 4 need the ``D`` and ``E`` fields the paper
-drops and are measured here (:func:`kinematic_residuals`). Two more relations need the fourth moment ``S = int p p p p
+drops and are measured here (``kinematic_residuals``). Two more relations need the fourth moment ``S = int p p p p
 psi dtheta``, which the files do not store:
 
-5. the orientation equation (the ``p p`` moment of the Smoluchowski equation, ``(grad u)_ij = d_j u_i``)::
+5. the orientation equation (the ``p p`` moment of the Smoluchowski equation, ``(grad u)_ij = d_j u_i``):
 
        d_t D + div(u D) = grad u . D + D . grad u^T - 2 S:E + 4 zeta (D . D - S:D) + d_T Lap D - 4 d_R (D - c I / 2)
 
@@ -27,7 +27,7 @@ psi dtheta``, which the files do not store:
 A model of ``S`` from ``c`` and ``D`` (a closure) leaves a floor in 5 and 6 even on exact data. In 2D the moments are
 the theta-Fourier modes of ``psi``: ``c`` and ``D`` fix modes 0 and 2 (``C_2 + i S_2 = (D_11 - D_22) + 2 i D_12``),
 ``S`` adds mode 4 (``C_4 + i S_4``) through ``S_1111 = (3 c + 4 C_2 + C_4) / 8``, ``S_1112 = (2 S_2 + S_4) / 8`` and
-``sum_k S_ijkk = D_ij``. :func:`closure_fourth_moment` offers
+``sum_k S_ijkk = D_ij``. ``closure_fourth_moment`` offers
 
 * ``linear``: mode 4 set to zero (the isotropic-linear closure);
 * ``bingham``: mode 4 of the distribution ``psi ~ exp(kappa cos 2 (theta - theta_0))`` with the same modes 0 and 2

@@ -4,15 +4,15 @@ trajectory, with the residual, the floor and the scorecard as its methods.
 The pieces a residual needs used to travel as separate arguments (``pde, params, ops, scheme, dims``) through every
 function that evaluates one; they belong together and are decided together (``well_upao.physics.discretisation``
 chooses the derivative and the scheme, the sample's scalars and the run's constants give the parameters, the grid
-the stencils). Build it with :meth:`BoundResidual.of` (the only place that constructs its ``Stencils`` and resolves
-its parameters), evaluate with its methods:
+the stencils). Build it with [`BoundResidual.of`][well_upao.physics.bound.BoundResidual.of] (the only place that
+constructs its ``Stencils`` and resolves its parameters), evaluate with its methods:
 
-* :meth:`residuals` / :meth:`residuals_and_scales`: ``R_k`` and the term sizes ``|d_t Q_k| + sum_i |N_k,i|``
+* ``residuals`` / ``residuals_and_scales``: ``R_k`` and the term sizes ``|d_t Q_k| + sum_i |N_k,i|``
   between frame sets (``well_upao.physics.residual``);
-* :meth:`relative`: ``rho = mean_k ||R_k|| / ||scale_k||`` over the interior, per sample;
-* :meth:`floor`: ``rho_obs`` of an observed window (pairs, triples for ``central``);
-* :meth:`prediction_residual`: ``rho(u_{T-1} -> p)``;
-* :meth:`scorecard` / :meth:`rollout_scorecard`: the label-free scorecard (its scores are defined in
+* ``relative``: ``rho = mean_k ||R_k|| / ||scale_k||`` over the interior, per sample;
+* ``floor``: ``rho_obs`` of an observed window (pairs, triples for ``central``);
+* ``prediction_residual``: ``rho(u_{T-1} -> p)``;
+* ``scorecard`` / ``rollout_scorecard``: the label-free scorecard (its scores are defined in
   ``well_upao.physics.scores``).
 """
 
@@ -125,7 +125,8 @@ class BoundResidual:
         ``(B, T, *space, 18)`` the observed history, ``prediction`` ``(B, *space, 18)`` the predicted next frame,
         ``reference`` the reference prediction of the same frame (departure), ``backtest`` the prediction of the last
         observed frame from the frames before it. Returns ``{name: (B,)}`` for the scores that could be computed: the
-        one-step rollout's card (:meth:`rollout_scorecard`, ``K = 1``)."""
+        one-step rollout's card ([`rollout_scorecard`][well_upao.physics.bound.BoundResidual.rollout_scorecard],
+        ``K = 1``)."""
         reference = None if reference is None else reference[:, None]
         out = self.rollout_scorecard(window, prediction[:, None], dt, reference, backtest)
         del out["residual_ratio_step1"]  # the one step's ratio is residual_ratio itself
@@ -133,7 +134,8 @@ class BoundResidual:
 
     def rollout_scorecard(self, window, rollout, dt, reference=None, backtest=None) -> dict[str, torch.Tensor]:
         """The scorecard of a ``K``-step rollout ``p_1 .. p_K`` (``rollout`` ``(B, K, *space, 18)``) from the observed
-        ``window`` ``u_0 .. u_{T-1}``, in the units of :meth:`scorecard` (which it equals for ``K = 1``):
+        ``window`` ``u_0 .. u_{T-1}``, in the units of [`scorecard`][well_upao.physics.bound.BoundResidual.scorecard]
+        (which it equals for ``K = 1``):
 
         * ``residual_ratio = mean_k rho(p_{k-1} -> p_k) / rho_obs`` with ``p_0 = u_{T-1}`` (the central scheme reads
           the frame before each pair from the rollout too); ``residual_ratio_step<k>``: each step's ratio;

@@ -13,9 +13,10 @@ of the constant fit (``well_upao.physics.floor``):
 
 Training (``trainer=upao``), ``well-upao evaluate`` (the dataset's default for rows without a run of their own) and
 ``well-upao residual-floor`` all call it; a UPAO run stores its ``Physics`` in its checkpoint
-(:meth:`Physics.record`), and evaluate scores the run's row with it (:meth:`Physics.from_record`), so training and
-evaluation use one discretisation. :meth:`Physics.bind` gives the residual on a batch or trajectory
-(``well_upao.physics.bound.BoundResidual``).
+([`Physics.record`][well_upao.physics.discretisation.Physics.record]), and evaluate scores the run's row with it
+([`Physics.from_record`][well_upao.physics.discretisation.Physics.from_record]), so training and evaluation use one
+discretisation. [`Physics.bind`][well_upao.physics.discretisation.Physics.bind] gives the residual on a batch or
+trajectory (``well_upao.physics.bound.BoundResidual``).
 """
 
 from __future__ import annotations
@@ -122,8 +123,8 @@ class Physics:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Physics:
-        """A stored :meth:`record` (its PDE looked up by name,   :func:`pde_named`: a run's ``data.imports``
-        registered a user's)."""
+        """A stored [`record`][well_upao.physics.discretisation.Physics.record] (its PDE looked up by name,
+        ``pde_named``: a run's ``data.imports`` registered a user's)."""
         name = record.get("pde")
         pde = pde_named(name) if name is not None else None
         return cls(
@@ -185,7 +186,7 @@ def pde_named(name: str) -> PDE:
 
 
 def find_pde_for_dataset(dataset_name: str) -> PDE | None:
-    """:func:`pde_for_dataset`, or ``None`` where the dataset names no PDE and no PDE carries its name (supervised
+    """``pde_for_dataset``, or ``None`` where the dataset names no PDE and no PDE carries its name (supervised
     training and the classical rows need none; a PDE the registry entry names but nobody registered is an error)."""
     spec = DATASETS.get(dataset_name)
     if (spec is None or spec.pde is None) and dataset_name not in PDE_REGISTRY:

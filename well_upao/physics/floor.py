@@ -8,13 +8,13 @@ interior ``S_p`` is
 
 zero for data that satisfies the discrete equations exactly; for data from an exact solution or a finer solver it
 measures the discretisation's own error, the floor below which UPAO cannot push a prediction towards the truth.
-Everything here works on frames already in memory (:class:`well_upao.data.source.ObservedFrames`, read by
+Everything here works on frames already in memory (``well_upao.data.source.ObservedFrames``, read by
 ``WellSource.observed``); no file is opened. The PDE is the caller's, resolved once (``pde_for_dataset`` for a
 registered dataset, a user's included, or a run's ``trainer.pde``) and passed in.
 
-The discretisations a run may use are the derivative choices of its grid (:func:`derivatives_for`) times the time
-schemes (``SCHEMES``) that its settings permit (:func:`permitted`, the one filter: a fixed part as given, an ``auto``
-part any); :func:`choose_discretisation` picks among them the lowest floor, for the UPAO trainer's ``auto`` and for
+The discretisations a run may use are the derivative choices of its grid (``derivatives_for``) times the time
+schemes (``SCHEMES``) that its settings permit (``permitted``, the one filter: a fixed part as given, an ``auto``
+part any); ``choose_discretisation`` picks among them the lowest floor, for the UPAO trainer's ``auto`` and for
 ``well-upao evaluate`` alike.
 """
 
@@ -56,8 +56,8 @@ def permitted(
 
 
 def discretisations(periodic: Sequence[bool], derivative: str = "auto", scheme: str = "auto") -> list[tuple[str, str]]:
-    """``(derivative, time scheme)`` pairs on a grid (:func:`derivatives_for` x ``SCHEMES``) that the settings
-    permit (:func:`permitted`)."""
+    """``(derivative, time scheme)`` pairs on a grid (``derivatives_for`` x ``SCHEMES``) that the settings
+    permit (``permitted``)."""
     return permitted(product(derivatives_for(periodic), SCHEMES), derivative, scheme)
 
 
@@ -84,7 +84,7 @@ def relative_residuals(
 ) -> dict[str, float]:
     """``rho_k`` (see the module docstring) of ``pde`` over the observed frames: consecutive pairs for the two-frame
     schemes, triples (the middle frame's spatial terms) for ``central``. A parameter stored as a time-varying scalar
-    is refused (:func:`refuse_time_varying_parameters`)."""
+    is refused (``refuse_time_varying_parameters``)."""
     refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset)
     return _relative(observed, observed_residual(observed, pde, derivative, scheme))
 
@@ -110,7 +110,7 @@ def floor_rows(
     observed: ObservedFrames, stride: int, pde: PDE, derivative: str = "auto", scheme: str = "auto"
 ) -> list[FloorRow]:
     """The floor of ``pde`` on frames ``stride`` apart under every discretisation of their grid that the settings
-    permit (:func:`discretisations`; ``auto``, the default: every derivative x time scheme)."""
+    permit (``discretisations``; ``auto``, the default: every derivative x time scheme)."""
     return [
         FloorRow(stride, d, t, relative_residuals(observed, pde, d, t))
         for d, t in discretisations(observed.periodic, derivative, scheme)
@@ -123,7 +123,7 @@ def best_row(rows: Iterable[FloorRow], stride: int) -> FloorRow:
 
 def choose_discretisation(rows: Iterable[FloorRow], derivative: str, scheme: str) -> FloorRow | None:
     """The row a UPAO run with these settings uses (the UPAO trainer's ``auto`` and ``well-upao evaluate``): the
-    fixed parts as given, an ``auto`` part the lowest floor among the rows the settings permit (:func:`permitted`;
+    fixed parts as given, an ``auto`` part the lowest floor among the rows the settings permit (``permitted``;
     ``None`` when none is)."""
     matching = permitted(rows, derivative, scheme, key=lambda r: r.discretisation)
     return min(matching, key=lambda r: r.mean, default=None)
@@ -218,8 +218,8 @@ def fit_discretised(
     derivative: str = "auto",
     scheme: str = "auto",
 ) -> tuple[tuple[str, str], FittedConstants, dict[str, float]]:
-    """Constants fitted (:func:`fit_constants`) under every discretisation the settings permit
-    (:func:`discretisations`; ``auto``: any), the one whose floor *after* the fit is lowest kept: ``((derivative,
+    """Constants fitted (``fit_constants``) under every discretisation the settings permit
+    (``discretisations``; ``auto``: any), the one whose floor *after* the fit is lowest kept: ``((derivative,
     scheme), its fit, {"d/s": mean fitted floor})``. A floor at the documented constants would pick the
     discretisation whose error best hides a wrong constant."""
     candidates = discretisations(observed.periodic, derivative, scheme)

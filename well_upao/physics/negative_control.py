@@ -15,7 +15,7 @@ The detection ratio of a mutation is ``max_k ||R_k^mutated||_{S_p} / ||R_k||_{S_
 norms taken over the interior ``S_p`` of every frame pair (or triple for the ``central`` scheme): how far the most
 affected sub-equation moves above its own floor (the tests ask for at least 3 from every mutation).
 
-Check a new PDE the same way (tests/physics/test_negative_controls.py does it for every registered PDE with data)::
+Check a new PDE the same way (tests/physics/test_negative_controls.py does it for every registered PDE with data):
 
     from well_upao.physics import Grid
     from well_upao.physics.negative_control import ObservedWindow, negative_controls
@@ -173,7 +173,7 @@ def mutations(
 def negative_controls(
     bound: BoundResidual, window: ObservedWindow, factor: float = 2.0, swaps: Mapping[str, Mapping] = ()
 ) -> list[ControlResult]:
-    """The floor of the bound PDE on ``window`` (:meth:`ObservedWindow.bound`) and every mutation's residual (see
+    """The floor of the bound PDE on ``window`` (``ObservedWindow.bound``) and every mutation's residual (see
     the module docstring)."""
     floor = residual_norms(bound, window)
     return [

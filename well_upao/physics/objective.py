@@ -121,7 +121,7 @@ class UpaoObjective:
         window: torch.Tensor | None = None,
     ) -> UpaoTerms:
         """``prediction``/``inputs``: ``(B, T, *space, 18)`` physical; ``next_band``: ``(B, n_band, 18)``;
-        ``dt``: ``(B,)``; ``bound``: the residual on the batch's grid with its parameters (:meth:`bind`);
+        ``dt``: ``(B,)``; ``bound``: the residual on the batch's grid with its parameters (``bind``);
         ``mask``: ``(18,)`` active slots.
         ``next_band`` may also be ``(B, K, n_band, 18)``, the bands of the ``K`` frames after the history (a
         rollout, ``trainers/rollout.py``): they are the band references of the last ``K`` predicted frames, the

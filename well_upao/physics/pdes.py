@@ -7,7 +7,7 @@ come from the sample's ``constant_scalars`` (the dataset's own names, see each e
 ``constants``. Convective terms use the conservative second-order upwind flux derivative, diffusion and
 gradients central differences (paper section "PDE residual term").
 
-Register your own PDE without editing the package::
+Register your own PDE without editing the package:
 
     from well_upao.physics import PDE, SubEquation, register_pde
 

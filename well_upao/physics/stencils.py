@@ -77,7 +77,7 @@ class Grid:
 
 
 class Stencils:
-    """Differential operators on a :class:`Grid` with the ``derivative`` scheme on periodic axes (``fd``:
+    """Differential operators on a ``Grid`` with the ``derivative`` scheme on periodic axes (``fd``:
     second-order central, ``fd4``: fourth-order central, ``spectral``; non-periodic axes always use ``fd``);
     ``axis`` counts spatial axes from 0 (= ``x_1``)."""
 

@@ -2,8 +2,8 @@
 scorecards its validation logged (``valid_score_*``, ``well_upao.physics.scores``), never from labels.
 
 * the guard (``trainer.guard``): a candidate the scorecard finds worse than the start is refused
-  (:func:`guard_decision`, against the start's card on the same batches, else the card of
-  the start's own validation);
+  ([`guard_decision`][well_upao.trainers.guard.guard_decision], against the start's card on the same batches, else the
+  card of the start's own validation);
 * the prior (``trainer.prior_candidate``), per horizon (``trainer.trust_window``: ``one_step``, ``6:12`` or
   ``13:30``): the classical predictor (persistence, linear or quadratic extrapolation of the window) whose backtest
   on the observed history is lowest for that window (``well_upao.evaluate.horizons``; ``valid_score_window_<name>``)
@@ -12,11 +12,11 @@ scorecards its validation logged (``valid_score_*``, ``well_upao.physics.scores`
   fixed before it was measured). ``best.pt`` then predicts with that prior (``NATransformer.set_prior``);
 * the verdict of the first validation: the start against that prior, by the same rule.
 
-The guard's rules (:func:`guard_decision`): why its ``floor`` rule compares the departure with the start's backtest:
-when the start's residual is at the floor, the residual cannot tell predictions apart within about ``rho_obs`` of a
-step, so it gives no reason for any move; and if the start's error on the target is about its backtest ``e`` (both
-in step units), a candidate that moved by ``m`` has an error of at least ``m - e`` (triangle inequality), worse than
-the start's once ``m > 2 e``.
+The guard's rules ([`guard_decision`][well_upao.trainers.guard.guard_decision]): why its ``floor`` rule compares the
+departure with the start's backtest: when the start's residual is at the floor, the residual cannot tell predictions
+apart within about ``rho_obs`` of a step, so it gives no reason for any move; and if the start's error on the target is
+about its backtest ``e`` (both in step units), a candidate that moved by ``m`` has an error of at least ``m - e``
+(triangle inequality), worse than the start's once ``m > 2 e``.
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ def guard_decision(start: Scorecard, candidate: Scorecard, settings: GuardSettin
 
 
 def guard_unchecked(start: Scorecard | None, candidate: Scorecard) -> list[str]:
-    """What :func:`guard_decision` could not check, one line per rule with the scores it lacked (an empty list when
-    both rules were checked): a rule whose scores are ``nan`` never triggers, so a guard that found nothing wrong
-    says here what it did not look at."""
+    """What [`guard_decision`][well_upao.trainers.guard.guard_decision] could not check, one line per rule with the
+    scores it lacked (an empty list when both rules were checked): a rule whose scores are ``nan`` never triggers, so a
+    guard that found nothing wrong says here what it did not look at."""
     if start is None:
         return ["floor and backtest rules: no scorecard of the start (the start was not validated)"]
     needs = {
@@ -109,7 +109,7 @@ class Guard:
 
     def reference(self, logs: Mapping[str, Any]) -> Scorecard | None:
         """The start's card the guard compares with: the one measured on the candidate's batches, else
-        :attr:`start_card`."""
+        ``start_card``."""
         start = Scorecard.from_logs(logs, prefix="valid_score_start_")
         return self.start_card if math.isnan(start.residual_ratio) else start
 
@@ -121,8 +121,9 @@ class Guard:
         return guard_decision(start, Scorecard.from_logs(logs), self.settings)
 
     def unchecked(self, logs: Mapping[str, Any]) -> str | None:
-        """What the guard could not check on a candidate and why (:func:`guard_unchecked`),
-        or ``None`` (everything checked, or the guard is off: ``guard`` in the run's facts)."""
+        """What the guard could not check on a candidate and why
+        ([`guard_unchecked`][well_upao.trainers.guard.guard_unchecked]), or ``None`` (everything checked, or the guard
+        is off: ``guard`` in the run's facts)."""
         if not self.enabled:
             return None
         return "; ".join(guard_unchecked(self.reference(logs), Scorecard.from_logs(logs))) or None

@@ -1,6 +1,6 @@
 """The one training loop: The Well's ``Trainer`` with the paper's protocol, pluggable losses and validations.
 
-:class:`Trainer` runs epochs of optimizer steps and validations, writes ``best.pt`` as the selection decides,
+``Trainer`` runs epochs of optimizer steps and validations, writes ``best.pt`` as the selection decides,
 stops early, and resumes from ``recent.pt``. Its concerns live beside it: which candidate ``best.pt`` holds and why
 (``selection``, asking the run's ``judge``, ``guard``), the per-step LR schedule and the budgets (``schedule``), its
 checkpoints and ``metrics.jsonl`` (``run_files``, ``records``), the LoRA -> NSLoRA switch (``switch``),
@@ -83,12 +83,12 @@ LR_SCHEDULES = ("per_step", "per_epoch")
 
 class Trainer(RunFiles, WellTrainer):
     """The Well's ``Trainer`` with a warm-up + cosine LR schedule per step (the paper's) or per epoch (the Well's),
-    optional gradient clipping, our checkpoints, and a pluggable ``loss`` (a :class:`TrainingLoss`) and
-    ``validation`` (default :func:`well_validation`).
+    optional gradient clipping, our checkpoints, and a pluggable ``loss`` (a ``TrainingLoss``) and
+    ``validation`` (default ``well_validation``).
 
     Extra arguments (all from the trainer config): ``protocol`` (the name of the training protocol the config
     follows, ``paper`` or ``well``: recorded with the settings that change numbers in checkpoints and on the first
-    line of ``metrics.jsonl``, :meth:`protocol_facts`, so ``evaluate`` can name it), ``lr_schedule``
+    line of ``metrics.jsonl``, ``protocol_facts``, so ``evaluate`` can name it), ``lr_schedule``
     (``per_step``: linear warm-up over ``warmup_steps`` optimizer steps then cosine to ``lr_min``; ``per_epoch``:
     the Well's, warm-up over ``warmup_epochs`` epochs from ``warmup_start_ratio * lr``, cosine to
     ``min_lr_ratio * lr`` at the last epoch, stepped after each epoch), ``grad_clip`` (max gradient norm, ``0``
@@ -99,7 +99,7 @@ class Trainer(RunFiles, WellTrainer):
     ``max_steps`` (stop after that many optimizer steps), ``epoch_steps`` (end each epoch after that many
     batches of the shuffled training set: more validations, hence selection and switch points, in a short run),
     ``init_from`` (another run's checkpoint to start from, ``trainers/warm_start.py``), ``validate_start`` (the
-    untrained model is the first candidate of the selection, :meth:`validate_untrained`), ``checkpoint_steps`` /
+    untrained model is the first candidate of the selection, ``validate_untrained``), ``checkpoint_steps`` /
     ``checkpoint_minutes`` (also save ``recent.pt`` inside epochs, every that many steps / minutes: rerunning
     resumes mid-epoch), ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for
     ``switch_patience`` validations, then NS; ``from_start``) for models with NSLoRA adapters;
@@ -214,7 +214,7 @@ class Trainer(RunFiles, WellTrainer):
     # ------------------------------------------------------------------ helpers
     @property
     def best_val_loss(self) -> float | None:
-        """The selected candidate's criterion (the Well's trainer's name for it; :class:`Selection` holds it)."""
+        """The selected candidate's criterion (the Well's trainer's name for it; ``Selection`` holds it)."""
         return self.selection.best_value
 
     @best_val_loss.setter

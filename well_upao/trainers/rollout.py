@@ -137,7 +137,7 @@ def fed_back_frame(frame: torch.Tensor, settings: RolloutSettings, scale: torch.
 
 
 def weighted_steps(step_terms: list[torch.Tensor], settings: RolloutSettings) -> torch.Tensor:
-    """``sum_k w_k mean(step_terms[k])`` with the weights of :meth:`RolloutSettings.weights`."""
+    """``sum_k w_k mean(step_terms[k])`` with the weights of ``RolloutSettings.weights``."""
     weights = settings.weights()
     return sum(w * t.mean() for w, t in zip(weights, step_terms, strict=True))
 
@@ -155,7 +155,7 @@ def roll_out(
     dataset channels: ``(predicted, fed)``. A backbone's (``formatter`` ``None``; its slots ``slots``) ``predicted``
     is its ``T`` shifted predictions of the true window followed by the new frame of each later step,
     ``(B, T + K - 1, ...)``; a one-frame model's (the Well's ``formatter``; ``constants``: its constant fields) is its
-    ``K`` frames. ``fed``: the ``K - 1`` frames fed back (:func:`fed_back_frame`: detached under pushforward, noisy
+    ``K`` frames. ``fed``: the ``K - 1`` frames fed back (``fed_back_frame``: detached under pushforward, noisy
     in training), the earlier frame of each later step's residual pair."""
     scale = noise_scale(history, settings.noise_scale) if train and settings.noise else None
     if formatter is not None:

@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 class RunFiles:
-    """The checkpoint and record methods of :class:`well_upao.trainers.loop.Trainer` (a mixin: they read its
+    """The checkpoint and record methods of ``well_upao.trainers.loop.Trainer`` (a mixin: they read its
     state, the model, optimizer, schedule, selection, loss and data)."""
 
     def protocol_facts(self) -> dict[str, Any]:
@@ -135,7 +135,7 @@ class RunFiles:
 
     def record(self, values: dict[str, Any]) -> None:
         """Log to wandb (when on) and append one line to ``metrics.jsonl``; the first line this process writes
-        also carries the protocol (:meth:`protocol_facts`) and the loss's facts (:meth:`TrainingLoss.run_facts`)."""
+        also carries the protocol (``protocol_facts``) and the loss's facts (``TrainingLoss.run_facts``)."""
         if not self._facts_written:
             values = self.protocol_facts() | self.loss.run_facts() | self.device_facts() | values
             self._facts_written = True

@@ -3,15 +3,15 @@
 Two schedules, one per protocol:
 
 * the paper's (appendix "Training Protocol", INTERFACES.md section 6): a per-*step* linear warm-up and a cosine
-  decay ``lr -> lr_min`` (with clipping at norm 1.0, in the loop): :func:`step_scheduler`;
+  decay ``lr -> lr_min`` (with clipping at norm 1.0, in the loop): ``step_scheduler``;
 * the Well's released protocol (``trainer=well``): a per-*epoch* linear warm-up from ``start_ratio * lr`` to ``lr``
   over ``warmup_epochs`` epochs, then a cosine from ``lr`` down to ``min_ratio * lr`` at the last epoch, stepped
   once at the end of every epoch (the Well's ``train.py`` builds its ``LinearWarmupCosineAnnealingLR`` with
-  ``warmup_start_lr = eta_min = 0.1 lr``, 5 warm-up epochs): :func:`epoch_scheduler`, whose multiplier
-  :func:`well_epoch_factor` is that scheduler's closed form (its recursive form gives the same values up to
+  ``warmup_start_lr = eta_min = 0.1 lr``, 5 warm-up epochs): ``epoch_scheduler``, whose multiplier
+  ``well_epoch_factor`` is that scheduler's closed form (its recursive form gives the same values up to
   rounding; ``tests/trainers/test_schedule.py`` checks both).
 
-:class:`Budget` ends training at the first step past a wall-clock or step budget; :class:`CheckpointCadence` says
+``Budget`` ends training at the first step past a wall-clock or step budget; ``CheckpointCadence`` says
 when ``recent.pt`` is also written inside an epoch.
 """
 
@@ -97,7 +97,7 @@ def epoch_scheduler(
     min_ratio: float,
     state: dict | None = None,
 ) -> LambdaLR:
-    """The Well's per-epoch warm-up + cosine schedule of ``optimizer`` (:func:`well_epoch_factor` times its initial
+    """The Well's per-epoch warm-up + cosine schedule of ``optimizer`` (``well_epoch_factor`` times its initial
     learning rate); call ``step()`` once after each epoch. ``state``: a saved state to resume from."""
     if warmup_epochs < 0 or max_epochs < 1:
         raise ValueError(f"need warmup_epochs >= 0 and epochs >= 1, got {warmup_epochs} and {max_epochs}")
@@ -121,8 +121,8 @@ BUDGET_CLOCKS = ("all", "training")
 @dataclass
 class Budget:
     """Wall-clock (``max_seconds``) and optimizer-step (``max_steps``) budgets; ``None`` is unlimited. The clock
-    starts with :meth:`start` (when training starts, not when the trainer is built); with ``clock="training"`` the
-    time inside :meth:`excluded` (the loop's validations) moves the deadline on by its length."""
+    starts with ``start`` (when training starts, not when the trainer is built); with ``clock="training"`` the
+    time inside ``excluded`` (the loop's validations) moves the deadline on by its length."""
 
     max_seconds: float | None = None
     max_steps: int | None = None

@@ -1,19 +1,19 @@
 """The selection: which validated candidate ``best.pt`` holds, and why.
 
 Each validation gives a candidate (the model at that epoch; epoch 0 is the model as training started) with its
-criterion value (lower is better) and its validation logs. :class:`Selection` decides, from those alone:
+criterion value (lower is better) and its validation logs. ``Selection`` decides, from those alone:
 
-* *improved*: the criterion is below the best so far, and the run's judge (:meth:`Judge.check`, the UPAO
+* *improved*: the criterion is below the best so far, and the run's judge (``Judge.check``, the UPAO
   scorecard against the start; ``trainers/guard.py``) does not refuse the candidate; a refusal is counted, and while
   the start is still the best its reason is kept (``kept_start_reason``);
 * *early stopping*: ``patience`` validations in a row without improvement (``0``: never);
-* *the prior*: the judge's prior check (:meth:`Judge.prior_check`, the selected candidate's backtest for the trust
+* *the prior*: the judge's prior check (``Judge.prior_check``, the selected candidate's backtest for the trust
   window against the best classical predictor's on the same batches) may prefer that prior
-  (:meth:`Judge.prior_choice`); ``best.pt`` then predicts with it until a later candidate is selected.
+  (``Judge.prior_choice``); ``best.pt`` then predicts with it until a later candidate is selected.
 
-What to write is returned as a :class:`Decision`; the training loop saves the file. The state goes into every
-checkpoint (:meth:`Selection.state`) and comes back on resume (:meth:`Selection.restore`); its facts are the
-selection keys of every ``metrics.jsonl`` validation line (:meth:`Selection.facts`, ``trainers/records.py``).
+What to write is returned as a ``Decision``; the training loop saves the file. The state goes into every
+checkpoint (``Selection.state``) and comes back on resume (``Selection.restore``); its facts are the
+selection keys of every ``metrics.jsonl`` validation line (``Selection.facts``, ``trainers/records.py``).
 """
 
 from __future__ import annotations

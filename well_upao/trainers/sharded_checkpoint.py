@@ -8,7 +8,7 @@ A sharded run writes, at every save of ``recent.pt`` (end of epoch, and inside e
    the weights and of the AdamW state (``__<rank>_0.distcp``, plus ``.metadata``), together with the names of the
    parameters that have optimizer state (those never used, such as the NA variants of another dimensionality,
    have none) and the optimizer's group settings (learning rate, and the schedule's ``initial_lr``);
-2. ``recent.pt``: the consolidated well-upao checkpoint (:mod:`well_upao.models.checkpoint`), written by rank 0 from
+2. ``recent.pt``: the consolidated well-upao checkpoint (``well_upao.models.checkpoint``), written by rank 0 from
    the whole weights gathered onto its CPU, without optimizer state, naming the DCP directory it belongs to in
    ``train.sharded``. ``best.pt`` and ``checkpoint_N.pt`` are consolidated files only.
 
@@ -16,7 +16,7 @@ The DCP directory is complete before ``recent.pt`` names it (and the file is ren
 any point resumes from a consistent pair; older directories are removed after the new ``recent.pt`` is in place.
 ``well-upao evaluate``, ``export-backbone`` and ``adapters-report`` read the consolidated file like any other.
 
-Resuming (:func:`restore`): a checkpoint that names a DCP directory restores weights and AdamW state from it, for any
+Resuming (``restore``): a checkpoint that names a DCP directory restores weights and AdamW state from it, for any
 number of processes (DCP re-shards) and any strategy (also DDP or one process); a sharded model resuming from a
 consolidated-only file (one written by a DDP or one-process run) loads its weights, and its AdamW moments restart.
 """

@@ -3,7 +3,7 @@
 Every process holds ``1/N`` of each parameter (a ``DTensor`` sharded along its first dimension), and of its gradient
 and AdamW state. A *unit* all-gathers its parameters just before its forward (and again before its backward) and
 frees them after; gradients are reduce-scattered (averaged over the ``N`` processes, as DDP's all-reduce does).
-The units of :class:`~well_upao.models.na_transformer.NATransformer` (``sharding_units``):
+The units of ``NATransformer`` (``sharding_units``):
 
 * every neighborhood-attention variant of every layer (``blocks.i.attention.<variant>``): a batch uses one variant,
   so the others are never gathered;
@@ -16,13 +16,13 @@ as with one unit. Any other model (e.g. a harness baseline) is sharded as one un
 LoRA / NSLoRA adapters) are sharded like the others and get no gradient; the adapters and the encoders/decoders
 train.
 
-Options (``trainer.*`` settings, :class:`ShardingOptions`): ``mixed_precision=bf16`` computes in bfloat16 (weights
+Options (``trainer.*`` settings, ``ShardingOptions``): ``mixed_precision=bf16`` computes in bfloat16 (weights
 gathered in bf16, gradients reduced in fp32; the master weights and AdamW state stay fp32); the default is fp32
 throughout (the paper's pretraining). ``activation_checkpointing=true`` keeps only each layer's input during the
 forward and recomputes the layer in the backward (any strategy, also one process).
 
 Calls that bypass ``forward`` (``model.forward_sequence`` by the validation's predictors) are routed through it
-(:func:`route_forward_sequence`), so the root's parameters are gathered for them too.
+(``route_forward_sequence``), so the root's parameters are gathered for them too.
 """
 
 from __future__ import annotations

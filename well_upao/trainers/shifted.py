@@ -7,7 +7,7 @@ For a window of ``T`` input frames and the frame after it, the model predicts ``
 
 (the paper's eq. for L_pre, averaged over the ``c`` active channels), which supervises every history length
 ``1..T`` at once thanks to the causal temporal attention. With ``trainer.rollout_steps=K > 1`` the later steps of
-the model's own rollout are supervised too, each on its true frame (:meth:`ShiftedLoss.rollout_loss`). Batches
+the model's own rollout are supervised too, each on its true frame (``ShiftedLoss.rollout_loss``). Batches
 come in the dataset's channels (mapped to the 18 slots with the model's slot map) or already in slots with their
 ``slot_mask`` (a pretraining mixture).
 """
@@ -70,7 +70,7 @@ class ShiftedLoss(TrainingLoss):
 
 class NextFrameSlotLoss(TrainingLoss):
     """Pretraining of a one-frame model on a slot mixture (``model(history, slot_mask)`` returns the next frame in
-    the 18 slots, e.g. :class:`well_upao.models.foundation.PDETransformerSlots`):
+    the 18 slots, e.g. ``well_upao.models.foundation.PDETransformerSlots``):
 
         L = 1 / (|Omega| c) * sum_{x, active channels} (u^_{T+1} - u_{T+1})^2
 
@@ -87,7 +87,7 @@ class NextFrameSlotLoss(TrainingLoss):
 
 
 class ShiftedTrainer(Trainer):
-    """``trainer=shifted`` (the harness's default trainer): the loop with :class:`ShiftedLoss`. Given one of The
+    """``trainer=shifted`` (the harness's default trainer): the loop with ``ShiftedLoss``. Given one of The
     Well's one-frame models (``model=fno`` and the like, which have no shifted output), it trains it as
     ``trainer=supervised`` does, with the one-step loss and the channels-first layout those models take, and
     says so in one log line."""

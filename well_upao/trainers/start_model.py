@@ -1,7 +1,7 @@
 """The starting model of a UPAO run: the departure's reference (``well_upao.physics.scores``) at every validation.
 
 It is copied, frozen, at the first validation before any step; its trainable weights are kept beside the checkpoints
-(``checkpoints/start_trainable.pt``, :data:`START_WEIGHTS`) so a resumed run still measures departures. A sharded
+(``checkpoints/start_trainable.pt``, ``START_WEIGHTS``) so a resumed run still measures departures. A sharded
 model (FSDP) cannot be copied: its predictions of each validation batch are kept instead, in memory, at that first
 validation (the validation batches come in one fixed order, each process its own).
 """
@@ -27,7 +27,7 @@ class StartModel:
         self.trainer = trainer
         #: the starting model, frozen (``None`` until the first validation, or when it cannot be had)
         self.model: torch.nn.Module | None = None
-        #: a sharded start's predictions per validation batch (:meth:`kept_prediction`)
+        #: a sharded start's predictions per validation batch (``kept_prediction``)
         self.predictions: dict[int, torch.Tensor] = {}
 
     @property
@@ -37,7 +37,7 @@ class StartModel:
 
     def reference(self) -> torch.nn.Module | None:
         """The starting model, frozen: copied at the first validation before any step (its trainable weights saved
-        to :data:`START_WEIGHTS`), or rebuilt on resume from that file; ``None`` when it cannot be had (a run resumed
+        to ``START_WEIGHTS``), or rebuilt on resume from that file; ``None`` when it cannot be had (a run resumed
         without that file, a sharded model)."""
         trainer = self.trainer
         if self.model is not None:

@@ -12,7 +12,7 @@ objectives (``trainer.objective``), equal up to rounding:
   (``tests/trainers/test_well_parity.py`` checks the Well's and our steps agree to 1e-5).
 
 With ``trainer.rollout_steps=K > 1`` both train over ``K``-step rollouts with labels on every step
-(:meth:`SupervisedLoss.rollout_loss`).
+(``SupervisedLoss.rollout_loss``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class SupervisedLoss(TrainingLoss):
 
 
 class SupervisedTrainer(Trainer):
-    """``trainer=supervised`` / ``trainer=well``: the loop with :class:`SupervisedLoss` (``objective``)."""
+    """``trainer=supervised`` / ``trainer=well``: the loop with ``SupervisedLoss`` (``objective``)."""
 
     def __init__(self, *args, objective: str = "mse", **kwargs):
         super().__init__(*args, loss=SupervisedLoss(objective), **kwargs)

@@ -47,7 +47,7 @@ def adapter_kind(model: nn.Module) -> str | None:
 
 
 class AdapterSwitch:
-    """The switch of one model: NS from the start, or after the warm-up stalls (:meth:`after_validation`)."""
+    """The switch of one model: NS from the start, or after the warm-up stalls (``after_validation``)."""
 
     def __init__(self, model: nn.Module, schedule: str, patience: int):
         self.model, self.schedule, self.patience = model, schedule, int(patience)

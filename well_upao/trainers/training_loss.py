@@ -1,10 +1,10 @@
 """What the one training loop (``trainers/loop.py``) asks of a loss, and the prior's switch.
 
-* :class:`TrainingLoss`: the objective of one step and, where it has one, its own validation criterion, its
+* ``TrainingLoss``: the objective of one step and, where it has one, its own validation criterion, its
   checkpoint facts and its label-free judge (``judge``: ``trainers.guard.Guard`` or ``None``). The losses:
   ``shifted`` (``trainers/shifted.py``), ``supervised`` (``trainers/supervised.py``), ``upao``
   (``trainers/upao.py``).
-* :func:`kept_prior`: the model predicting with a prior (an extrapolation of the window), as ``best.pt`` holds it
+* ``kept_prior``: the model predicting with a prior (an extrapolation of the window), as ``best.pt`` holds it
   when the selection keeps the prior.
 """
 
@@ -17,7 +17,7 @@ import torch
 
 
 class TrainingLoss:
-    """One objective of the loop, bound to its trainer (:meth:`bind`), which it may read (model, device, data)."""
+    """One objective of the loop, bound to its trainer (``bind``), which it may read (model, device, data)."""
 
     #: whether the loss needs a well-upao backbone (18 slots, ``forward_sequence``)
     needs_backbone = False

@@ -7,7 +7,7 @@ NSLoRA switch use the validation UPAO loss (label-free) unless ``paper_protocol=
 VRMSE). VRMSE under both definitions is still computed on the validation split and logged, labelled.
 
 ``lambda_bc``, ``normalization``, ``time_scheme`` and ``derivative`` left ``null`` take the dataset's defaults
-(its registry entry, ``well_upao.data.datasets``), else :data:`UPAO_DEFAULTS`.
+(its registry entry, ``well_upao.data.datasets``), else ``UPAO_DEFAULTS``.
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ class UpaoLoss(TrainingLoss):
     Every validation also logs the label-free scorecard (``well_upao.physics.scores``) as ``valid_score_floor``,
     ``valid_score_residual_ratio``, ``valid_score_departure`` (from the starting model's predictions) and
     ``valid_score_backtest``. ``guard`` (default on): the selection refuses a candidate the scorecard finds worse
-    than the start (:func:`well_upao.trainers.guard.guard_decision`, thresholds ``guard_floor_tolerance``,
-    ``guard_departure_limit``, ``guard_backtest_tolerance``); it needs ``trainer.validate_start`` (the start's card).
+    than the start ([`well_upao.trainers.guard.guard_decision`][well_upao.trainers.guard.guard_decision], thresholds
+    ``guard_floor_tolerance``, ``guard_departure_limit``, ``guard_backtest_tolerance``); it needs
+    ``trainer.validate_start`` (the start's card).
     """
 
     selects_on_the_same_batches = True
@@ -125,7 +126,7 @@ class UpaoLoss(TrainingLoss):
         self.paper_protocol = bool(paper_protocol)
         if int(rollout_vrmse_steps) < 0:
             raise ValueError(f"trainer.rollout_vrmse_steps must be >= 0, got {rollout_vrmse_steps}")
-        #: what :meth:`bind` gives the validation (``trainers/upao_validation.py``): the prior candidate (score the
+        #: what ``bind`` gives the validation (``trainers/upao_validation.py``): the prior candidate (score the
         #: classical priors, keep the best for the trust window when the selected candidate backtests worse than
         #: it) and the labelled record's trajectories and rollout length
         self.validation_settings = (bool(prior_candidate), int(vrmse_trajectories), int(rollout_vrmse_steps))
@@ -137,7 +138,7 @@ class UpaoLoss(TrainingLoss):
             GuardSettings(float(guard_floor_tolerance), float(guard_departure_limit), float(guard_backtest_tolerance)),
             trust_window=trust_window,
         )
-        #: the rollout the objective, the validation loss and the scorecard follow (the trainer's, from :meth:`bind`)
+        #: the rollout the objective, the validation loss and the scorecard follow (the trainer's, from ``bind``)
         self.rollout = RolloutSettings()
 
     def bind(self, trainer: Trainer) -> None:
@@ -208,7 +209,8 @@ class UpaoLoss(TrainingLoss):
         """The model's predictions on a batch and what the objective reads beside them, in physical units: the
         history, the *bands* only of the frames after it, and the sample's metadata. ``model``: another model to
         predict with (the guard's starting model). With ``trainer.rollout_steps=K > 1`` the model is rolled out
-        ``K`` steps (:meth:`rolled_out`); ``train``: the rollout's training options apply (noise on fed-back frames).
+        ``K`` steps ([`rolled_out`][well_upao.trainers.upao.UpaoLoss.rolled_out]); ``train``: the rollout's training
+        options apply (noise on fed-back frames).
 
         ``normalized``: whether the batch comes normalised (a training batch of a run with
         ``data.use_normalization=true``; validation batches are raw, as the Well serves them). The model is fed
@@ -267,13 +269,13 @@ class UpaoLoss(TrainingLoss):
         return roll_out(model, history, constants, self.rollout, self.channel_slots, formatter, train)
 
     def upao_terms(self, batch: Mapping[str, torch.Tensor], normalized: bool = True) -> UpaoTerms:
-        """UPAO loss of a training batch (:meth:`prepared`: reads the history, the *bands* only of the frames after
-        it, and the sample's metadata)."""
+        """UPAO loss of a training batch ([`prepared`][well_upao.trainers.upao.UpaoLoss.prepared]: reads the history,
+        the *bands* only of the frames after it, and the sample's metadata)."""
         return self.terms_of(self.prepared(batch, normalized, train=True))
 
     def terms_of(self, p: PreparedBatch) -> UpaoTerms:
         """The objective on a prepared batch; over a rollout, ``total`` weights its steps
-        (:func:`well_upao.trainers.rollout.weighted_steps`): step 1 holds every term of the true window (a backbone's
+        (``well_upao.trainers.rollout.weighted_steps``): step 1 holds every term of the true window (a backbone's
         shifted predictions), each later step its new frame's."""
         mask = slots_mask(self.channel_slots, self.trainer.device)
         terms = self.objective(p.prediction, p.inputs, p.next_band, p.dt, p.bound, mask, window=p.window)
@@ -332,10 +334,10 @@ class UpaoLoss(TrainingLoss):
 
 
 class UpaoTrainer(Trainer):
-    """``trainer=upao``: the loop with :class:`UpaoLoss`; the arguments named like :class:`UpaoLoss`'s go to it.
-    The Well's one-frame models (``experiment=fno`` / ``tfno`` / ``unet_classic`` / ``unet_convnext``) train with
-    the residual between the last input frame and their prediction and the band loss on the predicted frame, in
-    the channels-first layout they take."""
+    """``trainer=upao``: the loop with [`UpaoLoss`][well_upao.trainers.upao.UpaoLoss]; the arguments named like
+    [`UpaoLoss`][well_upao.trainers.upao.UpaoLoss]'s go to it. The Well's one-frame models (``experiment=fno`` /
+    ``tfno`` / ``unet_classic`` / ``unet_convnext``) train with the residual between the last input frame and their
+    prediction and the band loss on the predicted frame, in the channels-first layout they take."""
 
     def __init__(self, *args, **kwargs):
         settings = {name: kwargs.pop(name) for name in inspect.signature(UpaoLoss).parameters if name in kwargs}

@@ -1,7 +1,7 @@
 """A UPAO run's validation, beside its judge (``trainers/guard.py``): the label-free criterion and the scorecards the
 guard and the prior rule read, plus the labelled numbers kept for the record.
 
-At every validation (:meth:`UpaoValidation.run`):
+At every validation ([`UpaoValidation.run`][well_upao.trainers.upao_validation.UpaoValidation.run]):
 
 * the mean UPAO loss and its parts on the validation batches (no labels beyond the band);
 * the mean scorecard of the model (``valid_score_<name>``, ``well_upao.physics.scores``) and of the starting model
@@ -16,7 +16,8 @@ At every validation (:meth:`UpaoValidation.run`):
 
 What the trained weights do not change (the starting model's predictions and scores, the classical predictors'
 backtests and residual ratios) is computed at the first validation that sees a batch and kept
-(:meth:`UpaoValidation.fixed_parts`): the same numbers, one forward pass of the start per batch per run.
+([`UpaoValidation.fixed_parts`][well_upao.trainers.upao_validation.UpaoValidation.fixed_parts]): the same numbers, one
+forward pass of the start per batch per run.
 """
 
 from __future__ import annotations
@@ -55,10 +56,11 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class FixedParts:
     """What a validation batch yields whatever the weights being trained (all on the CPU): its
-    :func:`batch_fingerprint`; the starting model's prediction the departure compares with
-    (:meth:`UpaoValidation.departure_reference`, ``None`` without a start) and its per-sample scores (``None``
-    without a copy of the start); the classical predictors' backtest curves and residual ratios (closed forms of the
-    observed frames)."""
+    [`batch_fingerprint`][well_upao.trainers.upao_validation.batch_fingerprint]; the starting model's prediction the
+    departure compares with
+    ([`UpaoValidation.departure_reference`][well_upao.trainers.upao_validation.UpaoValidation.departure_reference],
+    ``None`` without a start) and its per-sample scores (``None`` without a copy of the start); the classical
+    predictors' backtest curves and residual ratios (closed forms of the observed frames)."""
 
     fingerprint: str
     departure: torch.Tensor | None
@@ -89,9 +91,9 @@ class UpaoValidation:
         self.prior_candidate = bool(prior_candidate)
         self.vrmse_trajectories, self.rollout_vrmse_steps = int(vrmse_trajectories), int(rollout_vrmse_steps)
         self.start = StartModel(getattr(loss, "trainer", None))
-        #: the last reason :meth:`unavailable_scores` logged (each new one is logged once)
+        #: the last reason ``unavailable_scores`` logged (each new one is logged once)
         self._unavailable_said: str | None = None
-        #: per validation batch index, what it yields whatever the trained weights (:meth:`fixed_parts`)
+        #: per validation batch index, what it yields whatever the trained weights (``fixed_parts``)
         self.fixed: dict[int, FixedParts] = {}
 
     @property
@@ -173,10 +175,12 @@ class UpaoValidation:
     def fixed_parts(
         self, index: int, batch: Mapping[str, torch.Tensor], prepared, reference, first: bool
     ) -> FixedParts:
-        """What validation batch ``index`` yields whatever the trained weights (:class:`FixedParts`): computed at the
-        first validation that sees the batch and kept (on the CPU) for the batches of a short validation
-        (``trainer.short_validation_length``, the batches every validation sees), as long as the batch comes back
-        the same (:func:`batch_fingerprint`); the batches only a full validation sees are computed each time."""
+        """What validation batch ``index`` yields whatever the trained weights
+        ([`FixedParts`][well_upao.trainers.upao_validation.FixedParts]): computed at the first validation that sees the
+        batch and kept (on the CPU) for the batches of a short validation (``trainer.short_validation_length``, the
+        batches every validation sees), as long as the batch comes back the same
+        ([`batch_fingerprint`][well_upao.trainers.upao_validation.batch_fingerprint]); the batches only a full
+        validation sees are computed each time."""
         fingerprint = batch_fingerprint(batch)
         kept = self.fixed.get(index)
         if kept is not None and kept.fingerprint == fingerprint:
@@ -210,9 +214,11 @@ class UpaoValidation:
     def batch_scores(self, prepared, departure: torch.Tensor | None, backtest: torch.Tensor | None = None):
         """Per-sample scores of a validation batch (``BoundResidual.scorecard``): the prediction of the next frame
         against the observed window; the backbone's shifted prediction of the last observed frame (the backtest);
-        ``departure``: the starting model's prediction of the same frames (:meth:`departure_reference`, the
-        departure's reference). Over a ``K``-step rollout (``trainer.rollout_steps``), the rollout's card with
-        ``backtest`` the last frame of the rollout that ends on the last observed frame (:meth:`rollout_backtest`)."""
+        ``departure``: the starting model's prediction of the same frames
+        ([`departure_reference`][well_upao.trainers.upao_validation.UpaoValidation.departure_reference], the departure's
+        reference). Over a ``K``-step rollout (``trainer.rollout_steps``), the rollout's card with ``backtest`` the last
+        frame of the rollout that ends on the last observed frame
+        ([`rollout_backtest`][well_upao.trainers.upao_validation.UpaoValidation.rollout_backtest])."""
         p, rolled = prepared, self.loss.rollout
         bound = p.bound.in_double()
         if not rolled.one_step:
@@ -280,7 +286,7 @@ class UpaoValidation:
     @torch.no_grad()
     def classical_residuals(self, prepared) -> dict[str, torch.Tensor]:
         """Per sample, each classical predictor's one-step residual ratio (its extrapolation of the next frame from
-        the observed window, :meth:`BoundResidual.scorecard`) and whether it moved at all (``moved_<name>``: a
+        the observed window, ``BoundResidual.scorecard``) and whether it moved at all (``moved_<name>``: a
         prediction equal to the last frame has no rate term, so the residual cannot rank it: persistence)."""
         if self.loss.one_frame or not self.loss.rollout.one_step:
             return {}
@@ -312,9 +318,10 @@ class UpaoValidation:
     @torch.no_grad()
     def paper_vrmse(self, full: bool, prior: str | None = None) -> dict[str, float]:
         """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean, and the
-        Well's rollout windows (:meth:`rollout_curve`); with a ``prior`` (the picked classical predictor, for a model
-        that can keep one) also the prior's, ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``:
-        labels for the record (a study's oracle), never read by the selection, which scores the prior label-free."""
+        Well's rollout windows ([`rollout_curve`][well_upao.trainers.upao_validation.UpaoValidation.rollout_curve]);
+        with a ``prior`` (the picked classical predictor, for a model that can keep one) also the prior's,
+        ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``: labels for the record (a study's oracle),
+        never read by the selection, which scores the prior label-free."""
         loss, trainer = self.loss, self.trainer
         trainer.model.eval()
         dataset = trainer.datamodule.rollout_val_dataset

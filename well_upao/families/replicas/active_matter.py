@@ -4,7 +4,7 @@ Equations (1)-(5) of Maddu, Weady & Shelley, J. Comput. Phys. 504 (2024) 112869 
 parameters and conventions of its public generating script (SuryanarayanaMK/Learning_closures,
 ``Kinetic_simulations.py``), which The Well's ``datasets/active_matter/README.md`` links. For the orientation
 distribution ``psi(x, theta, t)`` on ``[0, L)^2 x [0, 2 pi)``, ``p = (cos theta, sin theta)``,
-``p_perp = (-sin theta, cos theta)``::
+``p_perp = (-sin theta, cos theta)``:
 
     d_t psi + div_x(u psi) + d_theta(theta_dot psi) = d_T Lap psi + d_R d_theta^2 psi          (V0 = 0: no swimming)
     theta_dot = p_perp . (grad u + 2 zeta D) . p,     (grad u)_ij = d_j u_i
@@ -22,7 +22,7 @@ and the others from ``sum_k S_ijkk = D_ij``.
 
 Method (the script's): Fourier pseudo-spectral in ``x``, ``y`` and ``theta``; products in physical space and the
 transport term ``B = -div_x(u psi) - d_theta(theta_dot psi)`` filtered by the 2/3 rule on all three axes; SBDF2
-(second-order backward differentiation, diffusion implicit, ``B`` extrapolated)::
+(second-order backward differentiation, diffusion implicit, ``B`` extrapolated):
 
     (3 psi^{n+1} - 4 psi^n + psi^{n-1}) / (2 dt) = (d_T Lap + d_R d_theta^2) psi^{n+1} + 2 B^n - B^{n-1}
 
@@ -52,7 +52,7 @@ Linear theory (the growth rates the tests check): about ``psi_0 = 1 / (2 pi)`` (
     lambda_shear(k) = zeta - 4 d_R - d_T k^2 - (alpha - zeta beta / 2) / (4 + beta / 2)      (Q_12, k along x)
     lambda_splay(k) = zeta - 4 d_R - d_T k^2                                                (Q_11, k along x)
 
-(see :func:`linear_growth_rates`). Extensile stress (``alpha < 0``) destabilises the shear mode; with
+(see ``linear_growth_rates``). Extensile stress (``alpha < 0``) destabilises the shear mode; with
 ``zeta = 0`` it grows only for ``alpha < -(4 d_R + d_T k^2)(4 + beta / 2)``.
 """
 
@@ -110,7 +110,7 @@ class KineticGrid:
 
 
 class KineticOperators:
-    """Wavenumbers, filters and the moment / Stokes maps on one :class:`KineticGrid`.
+    """Wavenumbers, filters and the moment / Stokes maps on one ``KineticGrid``.
 
     Spectra of ``psi`` are ``rfftn`` over ``(x, y, theta)`` (theta halved); 2D fields use the full ``fft2``.
     """
@@ -255,7 +255,7 @@ class KineticSolver:
     ) -> torch.Tensor:
         """The self-consistent Stokes velocity spectrum ``(2, n, n)`` of ``-Lap u + grad q = div(sigma_e + beta
         S:E(u))``: ``(I - beta G) u = u_e`` by conjugate gradients in the energy inner product (module docstring).
-        ``sigma_e = (s11, s12, s22)`` is :meth:`other_stress` unless ``stress`` gives it."""
+        ``sigma_e = (s11, s12, s22)`` is ``other_stress`` unless ``stress`` gives it."""
         ops, beta = self.ops, self.p.beta
         rhs = ops.stokes(*(self.other_stress(m) if stress is None else stress))
 
@@ -363,7 +363,7 @@ def simulate_active_matter(
     """The Well's fields at ``times`` (equal spacing, ``times[0]`` the initial state), stacked over time:
     ``concentration (T, n, n)``, ``velocity (T, n, n, 2)``, ``D``, ``E`` ``(T, n, n, 2, 2)``; with ``return_psi``
     also ``psi (T, n, n, n_theta)``. Each frame interval is split into the fewest equal steps no longer than
-    ``step`` (default :func:`default_step`)."""
+    ``step`` (default ``default_step``)."""
     solver = KineticSolver(grid, parameters)
     times = np.asarray(times, dtype=np.float64)
     frame_dt = float(times[1] - times[0]) if len(times) > 1 else 1.0

@@ -19,7 +19,7 @@ def points(n: int, length: float = 1.0) -> torch.Tensor:
 
 
 def differentiation_matrix(n: int, length: float = 1.0) -> torch.Tensor:
-    """``D`` with ``(D f)(z_i) = f'(z_i)`` for polynomials of degree ``<= n`` on the points of :func:`points`."""
+    """``D`` with ``(D f)(z_i) = f'(z_i)`` for polynomials of degree ``<= n`` on the points of ``points``."""
     j = torch.arange(n + 1, dtype=torch.float64)
     x = -torch.cos(math.pi * j / n)  # increasing on [-1, 1], mapped to z = L (x + 1) / 2
     c = torch.ones(n + 1, dtype=torch.float64)
@@ -51,7 +51,7 @@ def quadrature_weights(n: int, length: float = 1.0) -> torch.Tensor:
 
 
 def interpolation_matrix(n: int, targets: torch.Tensor, length: float = 1.0) -> torch.Tensor:
-    """``P`` with ``(P f)(t_i) = f(t_i)`` for polynomials of degree ``<= n`` sampled on :func:`points`."""
+    """``P`` with ``(P f)(t_i) = f(t_i)`` for polynomials of degree ``<= n`` sampled on ``points``."""
     nodes = points(n, length)
     weights = (-1.0) ** torch.arange(n + 1, dtype=torch.float64)
     weights[0] = weights[-1] = weights[0] / 2

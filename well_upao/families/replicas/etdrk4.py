@@ -1,7 +1,7 @@
 """Fourier pseudo-spectral grids and the ETDRK4 time stepper (Cox & Matthews 2002; coefficients by the contour
 integrals of Kassam & Trefethen 2005), in PyTorch float64.
 
-For ``d_t v^ = L v^ + N(v)^`` with ``L`` diagonal in Fourier space (diffusion), one step of size ``h``::
+For ``d_t v^ = L v^ + N(v)^`` with ``L`` diagonal in Fourier space (diffusion), one step of size ``h``:
 
     a = E2 v + Q N(v),   b = E2 v + Q N(a),   c = E2 a + Q (2 N(b) - N(v))
     v <- E v + f1 N(v) + 2 f2 (N(a) + N(b)) + f3 N(c)

@@ -3,7 +3,7 @@
 A replica family knows its dataset's layout in the Well (field names and tensor orders, ``/scalars`` names, axes,
 boundary types, frame spacing, file names per parameter set), the Well's full parameter sets and sizes, the CPU
 defaults (a resolved subset, smaller grids) and how to simulate one trajectory with our solvers
-(:mod:`.gray_scott`, :mod:`.shear_flow`, :mod:`.rayleigh_benard`, :mod:`.active_matter`). The writer is
+(``gray_scott``, ``shear_flow``, ``rayleigh_benard``, ``active_matter``). The writer is
 ``well_upao.data.replicas``.
 
 torch and the solvers are imported when a trajectory is simulated, not with this module.
@@ -162,7 +162,7 @@ class GrayScottReplica(ReplicaFamily):
 
     def simulate(self, scalars, initial, shape, times):
         """One trajectory from the knobs ``kind`` (0 Fourier series, 1 Gaussian clusters) and ``seed``. A
-        trajectory that decays into the trivial state (:func:`~.gray_scott.decays_to_trivial_state`) teaches
+        trajectory that decays into the trivial state (``decays_to_trivial_state``) teaches
         nothing: its knobs are redrawn from ``default_rng([seed, attempt])`` (attempt = 1, 2, ..; deterministic, so
         the stored knobs re-make the same trajectory) and the number of redraws is recorded in ``initial``
         (``redraws``), which the writer stores. The Well keeps such trajectories (its README lists 89 gliders and
@@ -285,7 +285,7 @@ def well_number(value: float) -> str:
 
 
 class ActiveMatterReplica(ReplicaFamily):
-    """The kinetic theory of :mod:`.active_matter`; ``--resolution N`` or ``N N`` (orientations = N, as the Well's
+    """The kinetic theory of ``active_matter``; ``--resolution N`` or ``N N`` (orientations = N, as the Well's
     256^2 x 256) or ``N N N_theta``. At 64 orientations the distribution stays resolved for zeta = 1 only (the
     alignment sharpens it in theta as zeta grows; reports/replicas.md), so the CPU default keeps zeta = 1."""
 

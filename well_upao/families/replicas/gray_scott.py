@@ -6,8 +6,8 @@
 on the periodic square ``[-1, 1)^2`` (the Well: 128^2, simulation step 1 s, frames every 10 s, ``delta_A = 2e-5``,
 ``delta_B = 1e-5``, six (F, k) pattern sets, random-Fourier-series and Gaussian-cluster initial conditions, whose
 ranges follow the generator the Well's README names, danfortunato/spectral-gray-scott: ``init_fourier.m``,
-``random_gaussians.m`` and ``gen_gs.m``; see :func:`random_fourier_state` and :func:`gaussian_cluster_state`).
-Diffusion is the linear part ``L`` of :class:`~.etdrk4.ETDRK4`; the reaction terms are evaluated on the grid
+``random_gaussians.m`` and ``gen_gs.m``; see ``random_fourier_state`` and ``gaussian_cluster_state``).
+Diffusion is the linear part ``L`` of ``ETDRK4``; the reaction terms are evaluated on the grid
 (they are polynomials of degree 3 in smooth fields, so no de-aliasing is applied, as in Chebfun's spin2).
 """
 
@@ -109,7 +109,7 @@ def random_fourier_state(
     """The Well's random Fourier series: ``A = mean_A + amp_A / 2 * I[U - 1/2]`` and likewise ``B`` (independent),
     where ``U`` are uniform samples on a ``2 max_k x 2 max_k`` grid and ``I`` their trigonometric interpolant
     (modes ``|k_i| <= max_k``; the Well's generator uses a 32 x 32 grid), about the state
-    :func:`fourier_mean_state` picks for ``(feed, kill)`` (the trivial state when they are not given)."""
+    ``fourier_mean_state`` picks for ``(feed, kill)`` (the trivial state when they are not given)."""
     mean_a, mean_b, amp_a, amp_b = (1.0, 0.0, 1.0, 1.0) if feed is None else fourier_mean_state(feed, kill)
     size = (2 * max_k, 2 * max_k)
     noise_a = trigonometric_interpolant(rng.uniform(size=size) - 0.5, grid.shape)
@@ -145,7 +145,7 @@ def _unit_range(field: np.ndarray) -> np.ndarray:
 
 def gaussian_cluster_state(rng: np.random.Generator, grid: PeriodicGrid) -> tuple[np.ndarray, ...]:
     """The Well's random clusters of Gaussians: ``A = normalise(1 - G_1)``, ``B = normalise(G_2)`` for two
-    independent :func:`gaussian_sum` fields, each scaled to ``[0, 1]`` (``(f - min f) / (max f - min f)``)."""
+    independent ``gaussian_sum`` fields, each scaled to ``[0, 1]`` (``(f - min f) / (max f - min f)``)."""
     a = _unit_range(1 - gaussian_sum(rng, grid))
     b = _unit_range(gaussian_sum(rng, grid))
     return a, b

@@ -7,7 +7,7 @@
 periodic in ``x in [0, L_x)`` (the Well: ``L_x = 4``, ``L_z = 1``, frames every 0.25 for t in [0, 50)).
 
 Method: Fourier in ``x`` (2/3 de-aliasing of products), Chebyshev collocation in ``z``
-(:mod:`.chebyshev`), stream function ``psi`` (``u_x = d_z psi``, ``u_z = -d_x psi``) for the non-zero horizontal
+(``chebyshev``), stream function ``psi`` (``u_x = d_z psi``, ``u_z = -d_x psi``) for the non-zero horizontal
 wavenumbers and the mean flow ``U(z)`` for ``k = 0``, and the buoyancy deviation ``theta = b - (L_z - z)`` from
 the conduction profile. Per wavenumber ``k``, with ``M = D^2 - k^2``:
 

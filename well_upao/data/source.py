@@ -236,7 +236,7 @@ def coordinate_steps(f: h5py.File, spatial: Sequence[str], path: str) -> tuple[t
         coordinate = np.asarray(f["dimensions"][d], dtype=np.float64)
         first_row = coordinate.reshape(-1, coordinate.shape[-1])[0]
         try:
-            spacing.append(fit_uniform(first_row, f["dimensions"][d].dtype, f"{d} coordinate", path).start)
+            spacing.append(fit_uniform(first_row, f["dimensions"][d].dtype, f"{d} coordinate", path).step)
         except UnevenAxisError as error:
             spacing.append(float("nan"))
             problems.append(str(error))

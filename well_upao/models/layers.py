@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from well_upao.models.neighborhood_attention import neighborhood_attention
+from well_upao.models.neighborhood_attention import BACKENDS, neighborhood_attention
 
 CONV = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
 CONV_TRANSPOSE = {1: nn.ConvTranspose1d, 2: nn.ConvTranspose2d, 3: nn.ConvTranspose3d}
@@ -107,6 +107,8 @@ class NeighborhoodAttention(nn.Module):
         super().__init__()
         if hidden % heads:
             raise ValueError(f"hidden size {hidden} is not divisible by {heads} heads")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown attention backend {backend!r}; choose from {', '.join(BACKENDS)}")
         self.heads = heads
         self.kernel = tuple(int(k) for k in kernel)
         self.backend = backend

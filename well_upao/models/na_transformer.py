@@ -142,6 +142,8 @@ class NATransformer(nn.Module):
     ``the_well.benchmark.train``; ``preset`` picks the size (``paper``, ``small``, ``tiny``) and any explicit
     size argument overrides it. ``channel_slots`` (the dataset's channel-to-slot map, which the harness's model
     factory reads from the dataset), ``history`` and ``formatter`` serve the harness call path ``forward(x)``.
+    ``attention_backend`` names the neighborhood-attention backend of every layer (``auto``, ``tiles``, ``flex``,
+    ``natten``: ``well_upao.models.neighborhood_attention``); it changes how the attention is computed, not what.
     """
 
     model_kind = ModelKind.SEQUENCE

@@ -12,12 +12,17 @@ axis ``a`` (NATTEN 0.21, confirmed numerically against its CPU forward):
 The attention weights are ``softmax(q . k / sqrt(head_dim))`` over the window; the output is the weighted sum
 of the window's values. Layout is NATTEN's "heads last": ``(batch, *grid, heads, head_dim)``.
 
-Implementation: per axis a boolean ``L x L`` window mask; a query tile attends to the box of keys that covers
-all of its windows (the tile plus a halo), with the exact window mask, through
-``torch.nn.functional.scaled_dot_product_attention``. All tiles have the same shape and run as one batched
-call, so time and memory grow linearly in the number of tokens; small grids use a single tile (one masked
-SDPA). On CUDA with ``natten`` installed, 1-3 axes dispatch to NATTEN's fused kernels. NATTEN has no 4-D NA
-(needed for 3D data with time); ours has no such limit.
+The rule lives in `well_upao.models.neighborhood_windows`; three backends implement it (``backend=``,
+`chosen_backend` picks one for ``auto``):
+
+* ``tiles`` (this module, trains on the CPU): per axis a boolean ``L x L`` window mask; a query tile attends to
+  the box of keys that covers all of its windows (the tile plus a halo), with the exact window mask, through
+  ``torch.nn.functional.scaled_dot_product_attention``. All tiles have the same shape and run as one batched
+  call, so time and memory grow linearly in the number of tokens; small grids use a single tile (one masked SDPA);
+* ``flex`` (`well_upao.models.neighborhood_flex`): the rule as a FlexAttention block mask over tokens ordered
+  in bricks, empty blocks skipped; forward and backward on CUDA, forward only on the CPU;
+* ``natten``: NATTEN's fused kernels, 1-3 axes (NATTEN has no 4-D NA, needed for 3D data with time; the other two
+  have no such limit).
 """
 
 from __future__ import annotations
@@ -28,7 +33,18 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
+from well_upao.models.neighborhood_flex import flex_neighborhood_attention
+from well_upao.models.neighborhood_windows import axis_window_mask, check_window
 from well_upao.tensor_cache import cached_tensors
+
+__all__ = [
+    "BACKENDS",
+    "axis_window_mask",
+    "check_window",
+    "chosen_backend",
+    "neighborhood_attention",
+    "reference_neighborhood_attention",
+]
 
 #: grids with at most this many tokens use one dense masked SDPA
 DENSE_TOKEN_LIMIT = 1024
@@ -43,38 +59,6 @@ def _as_tuple(value: int | Sequence[int] | bool | Sequence[bool], n: int, name: 
     if len(value) != n:
         raise ValueError(f"{name} has {len(value)} entries for {n} attention axes")
     return value
-
-
-def check_window(lengths: Sequence[int], kernel: Sequence[int], dilation: Sequence[int]) -> None:
-    """Reject what NATTEN rejects: kernel < 2, dilation < 1, kernel * dilation > axis length."""
-    for axis, (length, k, d) in enumerate(zip(lengths, kernel, dilation, strict=True)):
-        if k < 2:
-            raise ValueError(f"kernel size {k} on axis {axis} is below 2 (NATTEN's minimum)")
-        if d < 1:
-            raise ValueError(f"dilation {d} on axis {axis} must be >= 1")
-        if k * d > length:
-            raise ValueError(
-                f"kernel {k} x dilation {d} = {k * d} exceeds the length {length} of axis {axis}; "
-                "clamp the kernel to the grid (the model does) or use a larger grid"
-            )
-
-
-@cached_tensors(maxsize=256)
-def axis_window_mask(length: int, kernel: int, dilation: int, causal: bool) -> torch.Tensor:
-    """``mask[i, j]`` is True when key ``j`` is in query ``i``'s window on one axis (``L x L`` bool)."""
-    i = torch.arange(length)
-    residue, j = i % dilation, i // dilation
-    if causal:
-        start = (j - kernel + 1).clamp(min=0)
-        stop = j + 1
-    else:
-        class_length = (length - residue + dilation - 1) // dilation
-        start = torch.minimum((j - kernel // 2).clamp(min=0), class_length - kernel)
-        stop = start + kernel
-    key = torch.arange(length)
-    same_class = (key[None, :] % dilation) == residue[:, None]
-    key_j = key[None, :] // dilation
-    return same_class & (key_j >= start[:, None]) & (key_j < stop[:, None])
 
 
 @cached_tensors(maxsize=64)
@@ -150,14 +134,35 @@ def _torch_neighborhood_attention(q, k, v, kernel, dilation, causal, tile):
     return out.transpose(1, 2).reshape(batch, *grid, heads, dim)
 
 
-def _natten_available(q: torch.Tensor, n_axes: int) -> bool:
-    if not q.is_cuda or n_axes > 3:
-        return False
+#: the backends a caller may name; ``torch`` is the earlier name of ``tiles`` (configs that say it keep working)
+BACKENDS = ("auto", "tiles", "flex", "natten", "torch")
+
+
+def _natten_importable() -> bool:
     try:
         import natten  # noqa: F401  (NATTEN is optional: probed, never required)
     except ImportError:
         return False
     return True
+
+
+def chosen_backend(backend: str, query: torch.Tensor, n_axes: int) -> str:
+    """The backend that runs (``tiles``, ``flex`` or ``natten``) for ``backend`` on ``query``'s device.
+
+    ``auto`` follows the measured rule of ``reports/attention_backends.md`` (``benchmarks/attention_backends.py``):
+    on the CPU ``tiles`` (FlexAttention has no backward there, and its compiled forward did not beat the tiles at the
+    tiny preset's grids); on CUDA, where the GPU rows are not measured yet, the earlier rule: NATTEN's fused kernels
+    for 1-3 axes when ``natten`` is installed, else ``tiles``.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown neighborhood-attention backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    if backend == "torch":
+        return "tiles"
+    if backend != "auto":
+        return backend
+    if query.is_cuda and n_axes <= 3 and _natten_importable():
+        return "natten"
+    return "tiles"
 
 
 def neighborhood_attention(
@@ -175,9 +180,10 @@ def neighborhood_attention(
 
     Args:
         kernel_size, dilation, is_causal: one value, or one per grid axis.
-        backend: ``"auto"`` (NATTEN on CUDA for 1-3 axes when installed, else ``"torch"``), ``"torch"``,
-            or ``"natten"``.
-        tile: query tile side on axes of grids larger than ``DENSE_TOKEN_LIMIT`` tokens.
+        backend: ``"auto"`` (`chosen_backend`), ``"tiles"`` (query tiles through masked SDPA, this module),
+            ``"flex"`` (FlexAttention with a block mask, `well_upao.models.neighborhood_flex`; no backward on the
+            CPU) or ``"natten"`` (NATTEN's kernels, 1-3 axes; ``natten`` installed).
+        tile: query tile side on axes of grids larger than ``DENSE_TOKEN_LIMIT`` tokens (``tiles``).
     """
     if query.shape != key.shape or key.shape[:-1] != value.shape[:-1]:
         raise ValueError(f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)} differ")
@@ -189,14 +195,16 @@ def neighborhood_attention(
     dilation = tuple(int(d) for d in _as_tuple(dilation, n_axes, "dilation"))
     causal = tuple(bool(c) for c in _as_tuple(is_causal, n_axes, "is_causal"))
     check_window(grid, kernel, dilation)
-    use_natten = backend == "natten" or (backend == "auto" and _natten_available(query, n_axes))
-    if use_natten:
-        from natten import functional as natten_functional  # optional NATTEN, present (probed above)
+    chosen = chosen_backend(backend, query, n_axes)
+    if chosen == "natten":
+        if n_axes > 3:
+            raise ValueError(f"NATTEN has no {n_axes}-axis neighborhood attention; use the tiles or flex backend")
+        from natten import functional as natten_functional  # optional NATTEN, asked for by name or probed
 
         function = {1: natten_functional.na1d, 2: natten_functional.na2d, 3: natten_functional.na3d}[n_axes]
         return function(query, key, value, kernel_size=kernel, dilation=dilation, is_causal=causal)
-    if backend not in ("auto", "torch"):
-        raise ValueError(f"unknown backend {backend!r}")
+    if chosen == "flex":
+        return flex_neighborhood_attention(query, key, value, kernel, dilation, causal)
     return _torch_neighborhood_attention(query, key, value, kernel, dilation, causal, tile)
 
 

@@ -7,8 +7,9 @@ call). Two stages:
 
 * ``profile`` (the first call, about 2 minutes): seconds to simulate one trajectory of each corpus family at the
   call's sizes (all families at once, as a call generates them); seconds per bf16 training step of the candidate
-  presets at a few batch sizes on each family's shape; our masked-SDPA neighborhood attention against PyTorch's
-  FlexAttention with a neighborhood block mask at the new token grids (and their largest difference); Newton-Schulz
+  presets at a few batch sizes on each family's shape; the product's neighborhood-attention backends (``tiles``,
+  ``flex``) and dense SDPA at the new token grids (and the backends' largest difference), and the rows of
+  ``benchmarks/attention_backends.py`` at the presets' grids in fp32 and bf16 (issue 62's GPU rows); Newton-Schulz
   against SVD orthogonalisation (``benchmarks/ns_vs_svd.py``, timings synchronised with the device). Writes
   ``profile.json``: the sizes of the training calls come from it (``--sizing``).
 * ``train``: generates a fresh corpus on the device's cores with seeds that depend on the call (the record's
@@ -191,62 +192,36 @@ def step_seconds(preset: str, layers: int | None, dims: int, resolution: int, ba
 
 
 def attention_comparison(device: str, token_grids: list[tuple[int, ...]], heads: int, head_dim: int) -> list[dict]:
-    """Our masked-SDPA neighborhood attention against FlexAttention with the same window as a block mask (causal in
-    time, kernel 5 on every axis): seconds per call and the largest difference, per token grid (time first)."""
+    """The product's neighborhood-attention backends (``tiles``, ``flex``) and dense SDPA on each token grid (time
+    first, causal, kernel 5): seconds per call and the largest difference between the two backends' outputs."""
     return [compare_attention(device, grid, heads, head_dim) for grid in token_grids]
 
 
 def compare_attention(device: str, grid: tuple[int, ...], heads: int, head_dim: int) -> dict:
-    """:func:`attention_comparison` on one token grid."""
-    from well_upao.models.neighborhood_attention import axis_window_mask, neighborhood_attention
+    """:func:`attention_comparison` on one token grid, through ``benchmarks/attention_backends.py``'s calls of the
+    product's backends: forward + backward on CUDA; forward only on the CPU (FlexAttention has no CPU backward,
+    and its eager forward stands in for the compiled one, which takes tens of seconds to build there)."""
+    from attention_backends import inputs, runner  # benchmarks/ is on the path of a script run from it
+    from attention_backends import timed as timed_call
 
-    wait = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    kernel = tuple(min(5, n) for n in grid)
-    causal = (True,) + (False,) * (len(grid) - 1)
-    q, k, v = (torch.randn(1, *grid, heads, head_dim, device=device) for _ in range(3))
-    row = {"token_grid": list(grid), "kernel": list(kernel)}
-
-    def ours():
-        return neighborhood_attention(q, k, v, kernel, is_causal=causal, backend="torch")
-
-    row["ours_s"] = timed(ours, wait)
-    try:
-        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-
-        masks = [axis_window_mask(n, kk, 1, c).to(device) for n, kk, c in zip(grid, kernel, causal, strict=True)]
-        strides = [math.prod(grid[a + 1 :]) for a in range(len(grid))]
-
-        def window(b, h, q_index, kv_index):  # the product of the per-axis windows of two flat token indices
-            allowed = None
-            for mask, stride, n in zip(masks, strides, grid, strict=True):
-                inside = mask[(q_index // stride) % n, (kv_index // stride) % n]
-                allowed = inside if allowed is None else allowed & inside
-            return allowed
-
-        n_tokens = math.prod(grid)
-        block = create_block_mask(window, None, None, n_tokens, n_tokens, device=device)
-        attend = torch.compile(flex_attention) if device.startswith("cuda") else flex_attention
-        flat = [t.reshape(1, n_tokens, heads, head_dim).transpose(1, 2) for t in (q, k, v)]
-
-        def flex():
-            return attend(*flat, block_mask=block)
-
-        theirs = flex().transpose(1, 2).reshape(q.shape)
-        row["flex_s"] = timed(flex, wait)
-        row["max_difference"] = float((theirs - ours()).abs().max())
-    except Exception as error:  # FlexAttention is new and device-dependent: record why it did not run
-        row["flex_unavailable"] = f"{type(error).__name__}: {str(error)[:200]}"
+    cuda = device.startswith("cuda")
+    names = {"tiles": "tiles", "flex": "flex" if cuda else "flex eager", "dense": "dense"}
+    row = {"token_grid": list(grid), "kernel": [min(5, n) for n in grid], "backward": cuda}
+    outputs = {}
+    for key, backend in names.items():
+        call = runner(backend, grid, device)
+        try:
+            with torch.no_grad():
+                outputs[key] = call(*inputs(grid, heads, head_dim, 1, torch.float32, device, False))
+            row[f"{key}_s"] = timed_call(call, inputs(grid, heads, head_dim, 1, torch.float32, device, cuda), cuda,
+                                         device, 5)[1]  # fmt: skip
+        except Exception as error:  # FlexAttention is new and device-dependent: record why it did not run
+            row[f"{key}_unavailable"] = f"{type(error).__name__}: {str(error)[:200]}"
+    if "tiles" in outputs and "flex" in outputs:
+        row["max_difference"] = float((outputs["flex"] - outputs["tiles"]).abs().max())
+    else:
+        row["flex_unavailable"] = row.get("flex_unavailable", "not run")
     return row
-
-
-def timed(function, wait, repeats: int = 5) -> float:
-    function()
-    wait()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        function()
-    wait()
-    return (time.perf_counter() - start) / repeats
 
 
 def run_profile(plan: CallPlan, out: Path, work: Path, workers: int) -> dict:
@@ -276,6 +251,14 @@ def run_profile(plan: CallPlan, out: Path, work: Path, workers: int) -> dict:
         }
     )
     attention = attention_comparison(plan.device, grids, 2 if plan.dry_run else 6, 32)
+    from attention_backends import BACKENDS, GRIDS  # benchmarks/ is on the path of a script run from it
+    from attention_backends import run as backend_rows
+
+    cuda = plan.device.startswith("cuda")
+    backends = backend_rows(
+        plan.device, ["fp32", "bf16"] if cuda else ["fp32"], ["tiny"] if plan.dry_run else list(GRIDS),
+        8 if cuda else 1, 1 if plan.dry_run else 5, BACKENDS if cuda else ("tiles", "flex eager", "dense"),
+    )  # fmt: skip
     ns = []
     if plan.device.startswith("cuda"):
         from ns_vs_svd import layer_timings  # benchmarks/ is on the path of a script run from it
@@ -284,7 +267,8 @@ def run_profile(plan: CallPlan, out: Path, work: Path, workers: int) -> dict:
     profile = {
         "stage": "profile", "device": device_name(plan.device), "dry_run": plan.dry_run, "workers": workers,
         "threads_per_family": threads, "sizes": plan.sizes, "generation": generation, "train_steps": steps,
-        "attention": attention, "ns_vs_svd": ns, "seconds": time.perf_counter() - started,
+        "attention": attention, "attention_backends": backends, "ns_vs_svd": ns,
+        "seconds": time.perf_counter() - started,
     }  # fmt: skip
     write_json(out / "profile.json", profile)
     return profile

@@ -44,6 +44,9 @@ def test_the_profile_rehearsal_measures_every_family_and_both_attentions(tmp_pat
     assert {len(a["token_grid"]) for a in profile["attention"]} == {2, 3, 4}  # time + 1, 2, 3 spatial axes
     for row in profile["attention"]:  # FlexAttention with the window as a block mask computes our attention
         assert row.get("flex_unavailable") or row["max_difference"] < 1e-5, row
+    backends = {(r["backend"], r["dtype"]) for r in profile["attention_backends"]}
+    assert backends == {("tiles", "fp32"), ("flex eager", "fp32"), ("dense", "fp32")}  # the CPU rehearsal's rows
+    assert all(r["forward_s"] > 0 for r in profile["attention_backends"])
 
 
 def test_two_training_calls_the_second_resuming_from_the_first(tmp_path):

@@ -19,6 +19,7 @@ dense and to tiles. The CPU rows are fp32; on CUDA fp32 and bf16.
 
     python benchmarks/attention_backends.py --report reports/attention_backends.md   # CPU, 2 threads
     python benchmarks/attention_backends.py --device cuda --json OUT/attention.json   # on a GPU (no report)
+    python benchmarks/attention_backends.py --from-json reports/attention_backends_cpu.json --report ...  # again
 """
 
 from __future__ import annotations
@@ -195,39 +196,41 @@ def ratio(a: float | None, b: float | None) -> str:
     return "—" if a is None or b is None else f"{a / b:.2f}"
 
 
-def markdown(rows: list[dict], command: str, machine: str) -> str:
+def markdown(rows: list[dict], command: str, machine: str, date: str) -> str:
     lines = [
         "# Neighborhood-attention backends against dense attention",
         "",
-        f"> Made {time.strftime('%Y-%m-%d')} on {machine} by `{command}` "
+        f"> Made {date} on {machine} by `{command}` "
         "(benchmarks/attention_backends.py: what each column is). The GPU rows are not yet measured: they come "
         "from the same script on the next lent device (`benchmarks/foundation_call.py profile` runs it).",
         "",
-        "Seconds are the median of repeated calls after a warm-up (compile excluded, shown apart as *first call*); "
-        "memory: CUDA, the peak above the inputs; CPU, the bytes saved for the backward. "
-        "*/ dense* and */ tiles* are time ratios, forward + backward where both have one, else forward. "
-        "— : the backend has no such pass here (FlexAttention has no CPU backward) or is not installed.",
+        "Milliseconds are the median of repeated calls after a warm-up (the compile excluded, shown apart as the "
+        "*first call*); memory: CUDA, the peak above the inputs; CPU, the bytes saved for the backward. The ratios "
+        "divide a backend's time by dense attention's (or the tiles') for the same pass. — : the backend has no such "
+        "pass here (FlexAttention has no CPU backward; NATTEN's CPU build runs powers-of-two head sizes only) or is "
+        "not installed.",
         "",
         "| preset (token grid) | dtype | backend | forward ms | fwd + bwd ms | first call s | MB fwd / fwd+bwd "
-        "| / dense | / tiles |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| fwd / dense | fwd+bwd / dense | fwd / tiles |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_key = {(r["preset"], r["dtype"], r["backend"]): r for r in rows}
     for row in rows:
         if "skipped" in row:
             lines.append(f"| {row['preset']} | {row['dtype']} | {row['backend']} | skipped: {row['skipped']} "
-                         "| | | | | |")  # fmt: skip
+                         "| | | | | | |")  # fmt: skip
             continue
         dense = by_key.get((row["preset"], row["dtype"], "dense"), {})
         tiles = by_key.get((row["preset"], row["dtype"], "tiles"), {})
-        key = "forward_backward_s" if row.get("forward_backward_s") is not None else "forward_s"
         first = row.get("forward_backward_first_s", row.get("forward_first_s"))
         memory = " / ".join(cell(row.get(f"{m}_bytes"), 2**20, ".1f") for m in ("forward", "forward_backward"))
         lines.append(
             f"| {row['preset']} {'x'.join(map(str, row['grid']))}, {row['heads']} heads of {row['head_dim']} "
             f"| {row['dtype']} | {row['backend']} | {cell(row.get('forward_s'))} | "
             f"{cell(row.get('forward_backward_s'))} | {cell(first, 1, '.3g')} | {memory} "
-            f"| {ratio(row.get(key), dense.get(key))} | {ratio(row.get(key), tiles.get(key))} |"
+            f"| {ratio(row.get('forward_s'), dense.get('forward_s'))} "
+            f"| {ratio(row.get('forward_backward_s'), dense.get('forward_backward_s'))} "
+            f"| {ratio(row.get('forward_s'), tiles.get('forward_s'))} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -241,18 +244,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the rows as JSON")
     parser.add_argument("--report", type=Path, help="write the markdown report (the rows and their ratios)")
+    parser.add_argument("--from-json", type=Path, help="report the rows of an earlier --json instead of measuring")
     args = parser.parse_args(argv)
     cuda = args.device.startswith("cuda")
     dtypes = args.dtypes or (["fp32", "bf16"] if cuda else ["fp32"])
     batch = args.batch or (8 if cuda else 2)
-    rows = run(args.device, dtypes, args.presets, batch, args.repeats)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
-    if args.report:
+    if args.from_json:
+        measured = json.loads(args.from_json.read_text())
+    else:
         machine = torch.cuda.get_device_name() if cuda else f"the CPU ({torch.get_num_threads()} threads)"
         command = "python benchmarks/attention_backends.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        rows = run(args.device, dtypes, args.presets, batch, args.repeats)
+        measured = {"command": command, "machine": machine, "date": time.strftime("%Y-%m-%d"), "rows": rows}
+    if args.json:
+        args.json.write_text(json.dumps(measured, indent=1) + "\n")
+    if args.report:
         tmp = args.report.with_suffix(".md.tmp")
-        tmp.write_text(markdown(rows, command, machine))
+        tmp.write_text(markdown(measured["rows"], measured["command"], measured["machine"], measured["date"]))
         tmp.replace(args.report)
         print(f"wrote {args.report}")
 

@@ -101,6 +101,8 @@ class CallPlan:
     minutes: float
     device: str
     dry_run: bool
+    #: the neighborhood-attention backend the train stage runs (the model card says which path trained)
+    attention_backend: str = "auto"
 
     @property
     def generation_seconds(self) -> float:
@@ -114,8 +116,8 @@ class CallPlan:
 def plan_of(args: argparse.Namespace) -> CallPlan:
     device = "cuda" if torch.cuda.is_available() and not args.dry_run else "cpu"
     if args.dry_run:
-        return CallPlan(DRY_SIZES, "tiny", 1, 2, args.minutes, device, True)
-    return CallPlan(CALL_SIZES, args.preset, None, args.batch_size, args.minutes, device, False)
+        return CallPlan(DRY_SIZES, "tiny", 1, 2, args.minutes, device, True, args.attention_backend)
+    return CallPlan(CALL_SIZES, args.preset, None, args.batch_size, args.minutes, device, False, args.attention_backend)
 
 
 # ---------------------------------------------------------------------------- corpus
@@ -303,6 +305,7 @@ def run_train(plan: CallPlan, args: argparse.Namespace, out: Path, work: Path, w
     call = {
         "device": device_name(plan.device), "minutes": round((time.perf_counter() - started) / 60, 2),
         "steps": steps_done, "clips": steps_done * plan.batch_size, "preset": plan.preset, "amp": plan.amp,
+        "attention_backend": plan.attention_backend,
         "corpus": {e["family"]: {"n_traj": e["n_traj"], "seed": e["seed"]} for e in generation},
     }  # fmt: skip
     new_record = record.after_call(steps_done, call)
@@ -311,7 +314,8 @@ def run_train(plan: CallPlan, args: argparse.Namespace, out: Path, work: Path, w
     parts = split_for_return(work / name, out)
     summary = {
         "stage": "train", "dry_run": plan.dry_run, "device": call["device"], "preset": plan.preset,
-        "batch_size": plan.batch_size, "generation": generation, "generation_seconds": generated,
+        "attention_backend": plan.attention_backend, "batch_size": plan.batch_size, "generation": generation,
+        "generation_seconds": generated,
         "training_seconds": trained, "validation_seconds": validated, "steps": steps_done,
         "start_step": record.step, "schedule_steps": record.schedule_steps, "artifact": name,
         "artifact_bytes": size, "artifact_sha256": sha256(work / name), "artifact_parts": parts,
@@ -338,7 +342,7 @@ def train(plan, corpus: Path, run: Path, artifact, record, minutes: float, rewar
         f"trainer.output_dir={run}", "trainer.epochs=1000", f"trainer.max_minutes={minutes:.3f}",
         f"trainer.schedule_steps={record.schedule_steps}", f"trainer.start_step={record.step}",
         f"trainer.rewarm_steps={0 if artifact is None else rewarm}", f"trainer.enable_amp={str(plan.amp).lower()}",
-        "trainer.progress=false",
+        "trainer.progress=false", f"model.attention_backend={plan.attention_backend}",
     ]  # fmt: skip
     if plan.layers:
         overrides.append(f"model.layers={plan.layers}")
@@ -428,6 +432,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes generating the corpus")
     parser.add_argument("--preset", default="small", help="the backbone preset (train stage)")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--attention-backend", default="auto", choices=["auto", "tiles", "flex", "natten"],
+        help="neighborhood-attention backend of the train stage: the one the profile's attention rows find fastest "
+        "at the training grids in bf16 (auto: the product's rule, reports/attention_backends.md)",
+    )  # fmt: skip
     parser.add_argument("--artifact", type=Path, help="the resume artifact to start from (absent: the first call)")
     parser.add_argument("--sizing", type=Path, help="a profile.json whose generation times size the corpus")
     parser.add_argument("--schedule-steps", type=int, default=60_000, help="the cosine's total (first call only)")

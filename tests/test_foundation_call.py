@@ -58,6 +58,7 @@ def test_two_training_calls_the_second_resuming_from_the_first(tmp_path):
     artifact = tmp_path / "na_tiny_foundation.pt"
     (first / "na_tiny_foundation.pt.part0").rename(artifact)  # one part: the file itself (the record's "join")
     assert record["steps"] == 3 and record["start_step"] == 0 and record["schedule_steps"] == 500
+    assert record["attention_backend"] == "auto"  # which path trained, for the model card
     resume = read_resume_record(artifact)
     assert (resume.step, resume.schedule_steps, resume.data_seed) == (3, 500, 1001)  # the next corpus seed
     rows = {(r["family"], r["row"]): r for r in record["validation"]}

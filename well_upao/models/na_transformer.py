@@ -34,7 +34,7 @@ frames ``(B, T, *space, 18)`` and returns the ``T`` shifted predictions.
 
 The constructor builds layers only (a test can make one with no dataset on disk). Reading a dataset's channels is
 the harness's model factory (``well_upao.harness.model_factory``); starting from a pretrained backbone and adding
-adapters is :mod:`well_upao.models.assembly`.
+adapters is ``well_upao.models.assembly``.
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ class NATransformer(nn.Module):
         self.final_norm = nn.RMSNorm(hidden)
         #: the prior this model predicts instead of its network when a selection kept it (``trainer.trust_window``):
         #: -1 none (the network), else the polynomial order of the extrapolation of the window (0 persistence, 1
-        #: linear, 2 quadratic; :func:`extrapolate_history`). A buffer, so every loader restores it.
+        #: linear, 2 quadratic; ``extrapolate_history``). A buffer, so every loader restores it.
         self.register_buffer("prior_order", torch.tensor(-1))
         self._prior = -1
         if self.base in ("extrap1", "extrap2"):

@@ -5,7 +5,8 @@
 * The paper's main table (its own runs; VRMSE, the paper's definition) for the same datasets.
 
 Ours come from ``well-upao evaluate`` JSON files: the Well's definition is the column to compare with its
-leaderboard, the paper's definition the one to compare with the paper.
+leaderboard, the paper's definition the one to compare with the paper. The documentation's page of each replica
+shows its dataset's published rows from here (`published_markdown`, through the site's build hook).
 """
 
 from __future__ import annotations
@@ -37,6 +38,33 @@ PAPER_MAIN_TABLE = {
 }
 
 
+#: the columns of a published row: the Well's four models, then the paper's supervised LoRA and UPAO (its own runs)
+COLUMNS = (*MODELS, "ours supervised LoRA", "ours UPAO")
+
+
+def published_rows(name: str) -> list[tuple[str, str, tuple[float, ...]]]:
+    """The published rows of dataset ``name``: (source, split and VRMSE definition, values by `COLUMNS`; the
+    Well's rows have the four models only)."""
+    return [
+        ("the Well", "test, one-step (Well VRMSE)", WELL_ONE_STEP_TEST[name]),
+        ("the Well", "validation (Well VRMSE)", WELL_VALIDATION[name]),
+        ("the paper", "validation (paper VRMSE)", PAPER_MAIN_TABLE[name]),
+    ]
+
+
+def _cells(values: tuple[float, ...]) -> str:
+    return " | ".join(map(str, values)) + " |" + " |" * (len(COLUMNS) - len(values))
+
+
+def published_markdown(name: str) -> str:
+    """The published rows of dataset ``name`` as a markdown table, without the dataset column (one dataset's page);
+    the paper's last two columns are its own runs of supervised LoRA and UPAO."""
+    header = ["source", "split / definition", *MODELS, "the paper's supervised LoRA", "the paper's UPAO"]
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    lines += [f"| {source} | {split} | " + _cells(values) for source, split, values in published_rows(name)]
+    return "\n".join(lines)
+
+
 def load_ours(paths: list[Path]) -> dict[str, list[dict]]:
     ours: dict[str, list[dict]] = {}
     for path in paths:
@@ -62,18 +90,12 @@ def load_ours(paths: list[Path]) -> dict[str, list[dict]]:
 def leaderboard_markdown(paths: list[Path]) -> str:
     ours = load_ours(paths)
     lines = [
-        "| dataset | source | split / definition | " + " | ".join(MODELS) + " | ours supervised LoRA | ours UPAO |",
-        "|---|---|---|" + "---|" * (len(MODELS) + 2),
+        "| dataset | source | split / definition | " + " | ".join(COLUMNS) + " |",
+        "|---|---|---|" + "---|" * len(COLUMNS),
     ]
     for name in DATASETS:
-        test, valid, paper = WELL_ONE_STEP_TEST[name], WELL_VALIDATION[name], PAPER_MAIN_TABLE[name]
-        lines.append(f"| {name} | the Well | test, one-step (Well VRMSE) | " + " | ".join(map(str, test)) + " | | |")
-        lines.append(f"| {name} | the Well | validation (Well VRMSE) | " + " | ".join(map(str, valid)) + " | | |")
-        lines.append(
-            f"| {name} | the paper | validation (paper VRMSE) | "
-            + " | ".join(map(str, paper[:4]))
-            + f" | {paper[4]} | {paper[5]} |"
-        )
+        for source, split, values in published_rows(name):
+            lines.append(f"| {name} | {source} | {split} | " + _cells(values))
         for row in ours.get(name, []):
             lines.append(
                 f"| {name} | ours: {row['name']} | {row['split']}: Well VRMSE {row['well']:.4g}, "

@@ -5,13 +5,16 @@ source, and the CHANGELOG cut at the package's version."""
 
 from __future__ import annotations
 
+import html
 import importlib.util
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -210,3 +213,277 @@ def test_one_dataset_page_per_exact_set_and_replica_with_its_figure():
         assert figures and all((page.parent / f).is_file() for f in figures), f"{name}: figure missing"
         module = f"datasets_exact.{name}" if name in EXACT_PDES else f"well_upao.families.replicas.{SOLVERS[name]}"
         assert f"::: {module}" in page.read_text(), f"{name}: the equation comes from its module's docstring"
+
+
+# Issue 65: the documentation for a user's tasks -------------------------------------------------------------------
+
+sys.path.insert(0, str(DOCS))
+import hooks  # noqa: E402  (docs/hooks.py: the site's build hooks)
+
+#: a reST role left in a docstring (``:func:`name```), which mkdocstrings shows as text instead of a link
+REST_ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj|const|ref):`?\w")
+#: a report of ``reports/`` named by its path
+REPORT_MENTION = r"reports/[\w.-]+\.md\b"
+#: math that KaTeX would not see: inline ``$...$``, display ``$$``, ``\(`` or ``\[`` outside the formulas arithmatex
+#: marked (``.arithmatex``) and outside code
+LOOSE_MATH = re.compile(r"\$\$|\\\(|\\\[|\$[^\s$][^$\n]*\$")
+REPLICAS = ("gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard", "active_matter")
+
+
+def guide_pages() -> list[Path]:
+    """The pages written for readers (not the API reference, which is docstrings, nor the reports)."""
+    return [p for p in readings.documentation_pages(ROOT) if p.relative_to(DOCS).parts[0] != "api"]
+
+
+#: HTML elements without an end tag
+VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
+
+
+class _Prose(HTMLParser):
+    """The text of a built page outside code, scripts and the formulas arithmatex marked for KaTeX."""
+
+    def __init__(self):
+        super().__init__()
+        self.skipping: list[bool] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in VOID:
+            classes = (dict(attrs).get("class") or "").split()
+            self.skipping.append(tag in ("pre", "code", "script", "style") or "arithmatex" in classes)
+
+    def handle_endtag(self, tag):
+        if tag not in VOID and self.skipping:
+            self.skipping.pop()
+
+    def handle_data(self, data):
+        if not any(self.skipping):
+            self.text.append(data)
+
+
+def prose_of(html_text: str) -> str:
+    parser = _Prose()
+    parser.feed(html_text)
+    return " ".join(parser.text)
+
+
+def loose_math(html_text: str) -> list[str]:
+    return LOOSE_MATH.findall(prose_of(html_text))
+
+
+def raw_roles(html_text: str) -> list[str]:
+    return REST_ROLE.findall(html.unescape(re.sub(r"<[^>]+>", "", html_text)))
+
+
+def unlinked_reports(markdown: str) -> list[str]:
+    """Mentions of a report by its path that are not links: in the page's prose and tables, and as a code span that
+    holds only the path (not inside fenced blocks, comments, or a code span that is a command)."""
+    text = re.sub(r"<!--.*?-->", "", markdown, flags=re.S)
+    text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.S | re.M)
+    text = re.sub(r"!?\[[^\]]*\]\([^)]*\)", "", text)
+    text = re.sub(r"`([^`]*)`", lambda m: m.group(0) if re.fullmatch(REPORT_MENTION, m.group(1)) else "", text)
+    return re.findall(REPORT_MENTION, text)
+
+
+@needs_mkdocs
+def test_no_raw_rest_role_on_any_built_page(site):
+    """Docstrings say cross-references as mkdocstrings renders them ([`name`][path] or a code span): no reST role is
+    left as text on any page of the site."""
+    found = {str(p.relative_to(site)): raw_roles(p.read_text()) for p in site.rglob("*.html")}
+    found = {page: roles for page, roles in found.items() if roles}
+    assert not found, f"raw reST roles on built pages: {found}"
+
+
+def test_the_role_check_sees_a_role():
+    """Negative control: a docstring role as mkdocstrings renders it, and the same reference as a link."""
+    assert raw_roles("<p>see :func:<code>resolve</code> and :meth:`Physics.bind`</p>") == [":func:r", ":meth:`P"]
+    assert raw_roles('<p>see <a href="#x"><code>resolve</code></a>; a time 12:30</p>') == []
+
+
+@needs_mkdocs
+def test_no_unrendered_math_on_any_built_page(site):
+    """Every formula of the site is one arithmatex marked for KaTeX: no ``$...$``, ``$$``, ``\\(`` or ``\\[`` left in
+    a page's text outside code."""
+    found = {str(p.relative_to(site)): loose_math(p.read_text()) for p in site.rglob("*.html")}
+    found = {page: math for page, math in found.items() if math}
+    assert not found, f"math KaTeX will not render: {found}"
+    formulas = sum(p.read_text().count('class="arithmatex"') for p in site.rglob("*.html"))
+    assert formulas > 50, "the dataset pages' equations are rendered by arithmatex"
+
+
+def test_the_math_check_sees_loose_math():
+    """Negative control: math outside arithmatex's markup is found, math inside it or in code is not."""
+    assert loose_math("<p>with $\\nu > 0$ and \\(x\\)</p>") == ["$\\nu > 0$", "\\("]
+    page = '<p><span class="arithmatex">\\(\\nu\\)</span> costs <code>$OUT</code>, US$ 5</p>'
+    assert loose_math(page) == []
+
+
+@needs_mkdocs
+def test_equations_render_without_a_network(site):
+    """KaTeX is served from the site itself (vendored in docs/assets/katex), no page loads a script, stylesheet or
+    font from another host, and every formula of the site parses with the vendored KaTeX (checked with node where
+    it is installed)."""
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert "pymdownx.arithmatex" in config and "generic: true" in config
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        remote = re.findall(r'<(?:script|link)[^>]+(?:src|href)="(https?:[^"]+)"', text)
+        assert not remote, f"{page.relative_to(site)} loads {remote}"
+    home = (site / "index.html").read_text()
+    for asset in ("assets/katex/katex.min.js", "assets/katex/katex.min.css", "assets/math.js"):
+        assert asset in home and (site / asset).is_file(), asset
+    css = (site / "assets" / "katex" / "katex.min.css").read_text()
+    fonts = set(re.findall(r"url\((fonts/[\w-]+\.woff2)\)", css))
+    assert fonts and all((site / "assets" / "katex" / font).is_file() for font in fonts)
+    if shutil.which("node") is None:
+        return
+    formulas = []
+    for page in site.rglob("*.html"):
+        for kind, body in re.findall(r'<(div|span) class="arithmatex">(.*?)</\1>', page.read_text(), flags=re.S):
+            tex = html.unescape(body).strip()
+            formulas.append([str(page.relative_to(site)), tex[2:-2], kind == "div"])
+    script = (
+        "const katex = require(process.argv[1]); const bad = [];"
+        "for (const [where, tex, display] of JSON.parse(require('fs').readFileSync(0, 'utf8'))) {"
+        "  try { katex.renderToString(tex, {displayMode: display, throwOnError: true}); }"
+        "  catch (e) { bad.push([where, tex, String(e.message)]); } }"
+        "process.stdout.write(JSON.stringify(bad));"
+    )
+    katex = str(site / "assets" / "katex" / "katex.min.js")
+    result = subprocess.run(["node", "-e", script, katex], input=json.dumps(formulas), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [], result.stdout
+
+
+def test_every_report_mention_on_a_guide_page_is_a_link():
+    """A guide page names a report by a link to it (which GitHub follows from the repository's path and the site
+    from docs/reports); a command that writes a report is code and stays so."""
+    found = {str(p.relative_to(ROOT)): unlinked_reports(p.read_text()) for p in guide_pages()}
+    found = {page: names for page, names in found.items() if names}
+    assert not found, f"report mentions that are not links: {found}"
+
+
+def test_the_report_link_check_sees_a_plain_mention():
+    """Negative control: a path in prose, alone in a code span or in a table cell is found; a link, a command and a
+    fenced block are not."""
+    text = (
+        "Measured (`reports/trust.md`; also reports/rollout.md).\n\n| a | reports/gpu.md |\n\n"
+        "See [trust.md](../reports/trust.md), `python benchmarks/x.py --report reports/x.md`.\n\n"
+        "```bash\ncat reports/x.md\n```\n"
+    )
+    assert unlinked_reports(text) == ["reports/trust.md", "reports/rollout.md", "reports/gpu.md"]
+
+
+def configured_repositories(config_text: str) -> list[str]:
+    """The repository addresses mkdocs.yml gives as this project's (``repo_url``, ``edit_uri``)."""
+    return re.findall(r"^(?:repo_url|edit_uri)\s*:\s*(\S+)", config_text, flags=re.M)
+
+
+@needs_mkdocs
+def test_no_other_projects_repository_is_configured_as_ours(site):
+    """This project has no public address yet: the header links no repository (the Well's is linked where a page
+    names it as the Well's)."""
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert configured_repositories(config) == []
+    for page in site.rglob("*.html"):
+        assert 'class="md-source"' not in page.read_text(), f"{page.relative_to(site)} has a repository link"
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"].get("urls", {})
+    assert not any("PolymathicAI" in url for url in urls.values())
+
+
+def test_the_repository_check_sees_a_configured_repository():
+    """Negative control: the check reads the setting as the site's header does."""
+    text = "site_name: x\nrepo_url: https://github.com/PolymathicAI/the_well\n"
+    assert configured_repositories(text) == ["https://github.com/PolymathicAI/the_well"]
+
+
+def download_commands(text: str) -> list[str]:
+    return re.findall(r"the-well-download ([^\n`]*)", text)
+
+
+def test_the_leaderboard_page_downloads_with_the_wells_own_command():
+    """The leaderboard page takes a user from ``the-well-download`` (with the flags the installed command accepts)
+    to ``well-upao leaderboard``, and names a dataset of the Well."""
+    from the_well.data.utils import WELL_DATASETS
+
+    text = (DOCS / "leaderboard.md").read_text()
+    commands = download_commands(text)
+    assert commands, "leaderboard.md names the-well-download"
+    accepted = subprocess.run(
+        [sys.executable, "-m", "the_well.utils.download", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    splits = set()
+    for command in commands:
+        flags = re.findall(r"(--[\w-]+)", command)
+        assert {"--base-path", "--dataset", "--split"} <= set(flags), command
+        assert all(flag in accepted for flag in flags), command
+        splits |= set(re.findall(r"--split (\w+)", command))
+    assert splits == {"train", "valid", "test"}
+    dataset = re.search(r"export DATASET=(\w+)", text).group(1)
+    assert dataset in WELL_DATASETS
+    for step in ("trainer=upao", "trainer=shifted", "well-upao evaluate", "--split test", "well-upao leaderboard"):
+        assert step in text, step
+    assert text.index("the-well-download") < text.index("trainer=upao") < text.index("well-upao leaderboard")
+
+
+def test_the_download_check_reads_the_commands_of_a_page():
+    """Negative control: a page without the command has none, a command's flags are read as written."""
+    assert download_commands("Download the data.") == []
+    assert download_commands("`the-well-download --base-path x --dataset y`") == ["--base-path x --dataset y"]
+
+
+def test_each_dataset_page_states_its_pde_in_latex():
+    from well_upao.datasets_exact import EXACT_PDES
+
+    for name in [*EXACT_PDES, *REPLICAS]:
+        text = (DOCS / "datasets" / f"{name}.md").read_text()
+        blocks = re.findall(r"^\$\$\n(.*?)\n\$\$$", text, flags=re.S | re.M)
+        assert any(r"\partial_t" in block for block in blocks), f"{name}: no PDE in a $$ block"
+
+
+def test_each_replica_page_shows_the_wells_published_numbers_and_links_its_page():
+    """The published rows on a replica's page are the ones ``well-upao leaderboard`` prints (one source: the
+    package's table, filled in by docs/hooks.py at build time); the copy written in the page for GitHub is current
+    (``python docs/hooks.py`` rewrites it)."""
+    for name in REPLICAS:
+        text = (DOCS / "datasets" / f"{name}.md").read_text()
+        assert f"https://polymathic-ai.org/the_well/datasets/{name}/" in text
+        blocks = hooks.published_blocks(text)
+        assert [dataset for dataset, _, _ in blocks] == [name]
+        _, written, made = blocks[0]
+        assert written == made, f"{name}: run `python docs/hooks.py`"
+
+
+def test_the_published_block_is_made_from_the_package():
+    """Negative control: a block with a number changed by hand is refilled from the package, and the check above
+    sees the difference."""
+    text = (DOCS / "datasets" / "shear_flow.md").read_text()
+    edited = text.replace("| 1.189 |", "| 1.19 |", 1)
+    assert edited != text
+    ((_, written, made),) = hooks.published_blocks(edited)
+    assert written != made and "| 1.189 |" in made
+    assert hooks.fill_published(edited) == text
+
+
+def rendered_elsewhere(markdown: str) -> bool:
+    """Whether a page holds what GitHub cannot render: a ``:::`` docstring or a ``--8<--`` include."""
+    return bool(re.search(r"^(:::|--8<--) ", markdown, flags=re.M))
+
+
+def test_pages_github_cannot_render_say_so_in_their_first_lines():
+    """A page with an include or a docstring block opens (after its title) with a note for readers on GitHub, which
+    the site drops (docs/hooks.py)."""
+    pages = [p for p in readings.documentation_pages(ROOT) if rendered_elsewhere(p.read_text())]
+    assert len(pages) >= 19
+    for page in pages:
+        lines = page.read_text().splitlines()
+        assert lines[0].startswith("# ") and lines[2] == hooks.GITHUB_NOTE, page.relative_to(ROOT)
+        assert lines[3].startswith("> ") and "GitHub" in lines[3], page.relative_to(ROOT)
+        assert hooks.GITHUB_NOTE not in hooks.drop_github_notes(page.read_text())
+        assert "GitHub" not in hooks.drop_github_notes("\n".join(lines[:6]))
+
+
+@needs_mkdocs
+def test_the_site_drops_the_notes_for_github(site):
+    text = (site / "datasets" / "wave2d" / "index.html").read_text()
+    assert "On GitHub" not in prose_of(text) and "datasets_exact.wave2d" in text

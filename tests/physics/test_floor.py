@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+
+import advected_mode
+import pytest
 
 from well_upao.cli import main
 from well_upao.data.source import WellSource
-from well_upao.physics.floor import best_row, floor_rows
+from well_upao.physics.floor import best_row, floor_rows, relative_residuals
 from well_upao.physics.pdes import get_pde
 
 
@@ -122,3 +127,54 @@ def test_the_settings_permit_the_discretisations_that_auto_chooses_from():
     assert choose_discretisation(rows, "fd", "auto").discretisation == ("fd", "central")  # not the lowest overall
     assert choose_discretisation(rows, "auto", "explicit").discretisation == ("spectral", "explicit")
     assert choose_discretisation(rows, "fd4", "auto") is None
+
+
+# ---------------------------------------------------------------------------- at the settings users run
+@pytest.fixture(scope="module")
+def advected(tmp_path_factory):
+    """``tests/advected_mode.py``: exact advection-diffusion on a 24 x 40 grid (x periodic, y walls, dx != dy),
+    float32 time from t = 1000 every 0.04, 32 frames."""
+    base = tmp_path_factory.mktemp("advected")
+    advected_mode.write(base)
+    return base
+
+
+def test_the_floor_at_a_stride_is_the_time_schemes_error_in_the_strided_step(advected):
+    """Frames read at strides 1, 5 and 10 (``WellSource.observed``): with spectral derivatives the residual of the
+    exact mode has no spatial error on this grid, so its Crank-Nicolson floor is the closed form of
+    ``advected_mode.crank_nicolson_floor`` in the step ``s * dt`` and falls at second order in it. Negative controls:
+    the same frames with the stored frame spacing instead of ``s`` times it, and with nu doubled."""
+    pde = get_pde(advected_mode.NAME)
+    source = WellSource(advected, advected_mode.NAME)
+    floors = {}
+    for stride in (1, 5, 10):
+        observed = source.observed(stride, max_trajectories=2)
+        floors[stride] = relative_residuals(observed, pde, "spectral", "crank_nicolson")["advection"]
+        expected = advected_mode.crank_nicolson_floor(stride, len(observed.times))
+        # stride 1: the float32 fields' rounding (~1e-6 of the rate) is 0.3% of a floor of 2.7e-4
+        assert floors[stride] == pytest.approx(expected, rel=1e-2 if stride == 1 else 1e-3), stride
+        if stride > 1:  # read with the file's frame spacing, the floor is the closed form at the wrong step
+            stored = dataclasses.replace(observed, step=observed.step / stride)
+            wrong = relative_residuals(stored, pde, "spectral", "crank_nicolson")["advection"]
+            assert wrong == pytest.approx(
+                advected_mode.crank_nicolson_floor(stride, len(observed.times), step=advected_mode.DT), 1e-3
+            )
+            assert wrong > 20 * floors[stride]
+    assert 1.95 < math.log(floors[5] / floors[1]) / math.log(5) < 2.05  # 2.02
+    assert 1.9 < math.log2(floors[10] / floors[5]) < 2.1  # 2.04
+    observed = source.observed(1, max_trajectories=2)
+    doubled = dataclasses.replace(observed, scalars=observed.scalars | {"nu": 2 * observed.scalars["nu"]})
+    assert relative_residuals(doubled, pde, "spectral", "crank_nicolson")["advection"] > 20 * floors[1]
+
+
+def test_the_cli_reads_each_stride_at_its_own_step(advected, tmp_path, capsys):
+    """``well-upao residual-floor --stride 1 5 10``: each stride's spectral / Crank-Nicolson row is that stride's
+    closed form (``--max-frames 4``: at stride 10 the 32 frames hold 4 from frame 1)."""
+    out = tmp_path / "floor.json"
+    args = ["residual-floor", "--data", advected_mode.NAME, "--base-path", str(advected), "--max-frames", "4"]
+    assert main([*args, "--stride", "1", "5", "10", "--json", str(out)]) == 0
+    capsys.readouterr()
+    rows = {(r["stride"], r["derivative"], r["scheme"]): r["residuals"] for r in json.loads(out.read_text())["rows"]}
+    for stride in (1, 5, 10):
+        expected = advected_mode.crank_nicolson_floor(stride, 4)
+        assert rows[(stride, "spectral", "crank_nicolson")]["advection"] == pytest.approx(expected, rel=1e-2), stride

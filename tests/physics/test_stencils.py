@@ -203,3 +203,43 @@ def test_fourth_order_differences_converge_at_fourth_order_on_periodic_axes_only
     torch.testing.assert_close(fourth.d(f, 0), second.d(f, 0))
     with pytest.raises(ValueError, match="derivative must be one of"):
         Stencils(Grid((0.1,), (True,)), "fd6")
+
+
+@pytest.mark.parametrize("derivative", ["fd", "fd4", "spectral"])
+def test_a_non_square_grid_with_one_wall_axis_differentiates_each_axis_with_its_own_spacing(derivative):
+    """24 x 40 points, x periodic on [0, 2 pi) (dx = 0.262), y between walls on [0, 3] (dy = 0.077), frames with a
+    batch and a time axis in front: f = sin(3 x + 0.4) q(y), q quadratic. Along x each derivative has its discrete
+    symbol in closed form (fd: sin(k dx) / dx and -4 sin^2(k dx / 2) / dx^2; fd4: (8 sin(k dx) - sin(2 k dx)) /
+    (6 dx) and (32 cos(k dx) - 2 cos(2 k dx) - 30) / (12 dx^2); spectral: k and -k^2); along y the second-order
+    stencil with its ghost cells is exact for a quadratic, at the walls too. Negative controls: the spacings
+    exchanged, the periodic axis taken for the wall one."""
+    nx, ny, k = 24, 40, 3
+    dx, dy = 2 * math.pi / nx, 3 / (ny - 1)
+    x, y = torch.meshgrid(torch.arange(nx) * dx, torch.linspace(0, 3, ny), indexing="ij")
+    wave, slope = torch.sin(k * x + 0.4), torch.cos(k * x + 0.4)
+    q, dq, d2q = 0.5 * y**2 - 1.2 * y + 0.3, y - 1.2, torch.ones_like(y)
+    amplitude = torch.tensor([1.0, -0.5, 2.0]).reshape(1, 3, 1, 1)
+    f = amplitude * wave * q  # (1, 3, 24, 40)
+    first, second = {
+        "fd": (math.sin(k * dx) / dx, -4 * math.sin(k * dx / 2) ** 2 / dx**2),
+        "fd4": (
+            (8 * math.sin(k * dx) - math.sin(2 * k * dx)) / (6 * dx),
+            (32 * math.cos(k * dx) - 2 * math.cos(2 * k * dx) - 30) / (12 * dx**2),
+        ),
+        "spectral": (k, -(k**2)),
+    }[derivative]
+    expected = {
+        "d_x": amplitude * first * slope * q,
+        "d_y": amplitude * wave * dq,
+        "laplacian": amplitude * (second * wave * q + wave * d2q),
+    }
+    ops = Stencils(Grid((dx, dy), (True, False)), derivative)
+    got = {"d_x": ops.d(f, 0), "d_y": ops.d(f, 1), "laplacian": ops.laplacian(f)}
+    for name, value in expected.items():
+        torch.testing.assert_close(got[name], value, atol=1e-10, rtol=1e-10, msg=name)
+    torch.testing.assert_close(ops.d2(f, 1), amplitude * wave * d2q, atol=1e-10, rtol=1e-10)
+    exchanged = Stencils(Grid((dy, dx), (True, False)), derivative)
+    assert not torch.allclose(exchanged.d(f, 0), expected["d_x"], atol=1e-3)
+    assert not torch.allclose(exchanged.d(f, 1), expected["d_y"], atol=1e-3)
+    flipped = Stencils(Grid((dx, dy), (False, True)), derivative)
+    assert not torch.allclose(flipped.laplacian(f), expected["laplacian"], atol=1e-3)

@@ -3,11 +3,13 @@ named scalars; for batches (trainers) and single whole-trajectory samples (evalu
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
 from well_upao.harness.datamodule import WellUpaoDataModule
-from well_upao.harness.samples import batch_dt, batch_grid, grid_of, named_scalars
+from well_upao.harness.samples import batch_dt, batch_grid, file_time_axis, grid_of, named_scalars, sample_context
 
 
 @pytest.mark.parametrize("stride", [1, 3])
@@ -72,3 +74,38 @@ def test_a_stride_the_wells_rollout_datasets_cannot_hold_is_refused_with_the_num
         WellUpaoDataModule(
             str(small_datasets), "burgers2d", batch_size=2, n_steps_input=2, min_dt_stride=5, max_dt_stride=5
         )
+
+
+@pytest.mark.parametrize("stride", [5, 10])
+def test_at_a_stride_a_batch_and_an_evaluated_sample_get_stride_times_the_files_step(tmp_path, stride):
+    """Float32 time from t = 1000 every 0.04 (``tests/advected_mode.py``): the loader's min-subtracted float32 window
+    times alone are off by 1.5e-5 to 9e-5 of the step; a training batch's dt (``batch_dt`` with the file's time
+    axis, as the UPAO trainer calls it) and an evaluated sample's (``sample_context``, as evaluate calls it) are
+    ``stride`` times the file's step, within 2e-6 of the exact ``stride * 0.04``; the grid is the file's non-square
+    one, the wall axis not periodic."""
+    import advected_mode
+
+    from well_upao.data.source import WellSource
+    from well_upao.evaluate.plan import open_split
+
+    advected_mode.write(tmp_path)
+    source = WellSource(tmp_path, advected_mode.NAME)
+    axis, exact = source.layout.time_axis, stride * advected_mode.DT
+    module = WellUpaoDataModule(str(tmp_path), advected_mode.NAME, batch_size=2, n_steps_input=2,
+                                min_dt_stride=stride, max_dt_stride=stride, data_workers=0)  # fmt: skip
+    batch = next(iter(module.train_dataloader()))
+    dt = batch_dt(batch, axis)
+    torch.testing.assert_close(dt, torch.full((2,), stride * axis.step, dtype=torch.float64), rtol=0, atol=0)
+    assert (dt / exact - 1).abs().max() < 2e-6
+    assert (batch_dt(batch) / exact - 1).abs().min() > 1e-5  # the loader's float32 times, not snapped
+    grid = batch_grid(batch)
+    assert grid.periodic == (True, False)
+    assert grid.spacing == pytest.approx((2 * math.pi / 24, 3 / 39), rel=1e-6)
+
+    valid = source.with_split("valid")
+    opened = open_split(valid, 2, stride)
+    names = list(opened.metadata.constant_scalar_names)
+    for index in range(len(opened)):
+        context = sample_context(opened[index], names, valid.channel_slots, file_time_axis(valid))
+        assert abs(float(context.dt) / exact - 1) < 2e-6
+        assert context.grid == grid

@@ -485,3 +485,25 @@ def test_without_the_guard_the_criterion_alone_selects(small_datasets, tmp_path)
     trainer.train()
     trained = [line for line in read_metrics(tmp_path) if "valid" in line][-1]
     assert not trained["guard_rejected"] and trained["best_epoch"] == 1 and not trained["kept_start"]
+
+
+def test_at_a_stride_the_run_resolves_its_physics_and_steps_its_residual_at_the_strided_step(tmp_path):
+    """``data.min_dt_stride = data.max_dt_stride = 5`` on float32 time from t = 1000 every 0.04
+    (``tests/advected_mode.py``, exact advection-diffusion, 24 x 40 with a wall axis): the run's ``auto``
+    discretisation is chosen from the floors of the training frames at stride 5 (its spectral / Crank-Nicolson floor
+    the closed form at ``5 * 0.04``; at stride 1 it would be 26x lower), and every batch's residual steps
+    ``5 * 0.04`` (to 2e-6: five times the file's float64 step, not the loader's float32 window times)."""
+    import advected_mode
+
+    advected_mode.write(tmp_path / "data")
+    trainer = make_trainer(tmp_path / "data", tmp_path / "run", dataset=advected_mode.NAME,
+                           model_kwargs={"base": "extrap2"},
+                           data_kwargs={"n_steps_input": 2, "min_dt_stride": 5, "max_dt_stride": 5})  # fmt: skip
+    loss = trainer.loss
+    assert loss.physics.discretisation == "spectral/crank_nicolson"
+    expected = advected_mode.crank_nicolson_floor(5, 12)  # frames 1, 6, ..., 31
+    assert loss.physics.floors["spectral/crank_nicolson"] == pytest.approx(expected, rel=1e-3)
+    assert expected > 20 * advected_mode.crank_nicolson_floor(1, 12)
+    prepared = loss.prepared(next(iter(trainer.datamodule.train_dataloader())))
+    assert ((prepared.dt.double() / (5 * advected_mode.DT) - 1).abs() < 2e-6).all(), prepared.dt
+    assert torch.isfinite(loss.terms_of(prepared).total)

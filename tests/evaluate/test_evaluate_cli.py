@@ -244,3 +244,37 @@ def test_leaderboard_says_which_evaluations_it_has_no_published_numbers_for(tmp_
     table = capsys.readouterr().out
     assert "Not shown: evaluations of dummy_dataset (2 rows), which have no published leaderboard" in table
     assert "| dummy_dataset |" not in table
+
+
+def test_a_run_is_evaluated_at_the_stride_it_trained_at(tmp_path, capsys, monkeypatch):
+    """A run trained with ``data.min_dt_stride=5`` (its checkpoint's ``train.data``), evaluated without ``--stride``,
+    is evaluated at stride 5 (the Well's validation reads the run's ``min_dt_stride`` too); ``--stride 1`` overrides
+    it. What the evaluation does with the stride: ``tests/evaluate/test_scores.py``."""
+    import types
+
+    import advected_mode
+
+    import well_upao.commands.evaluate as command
+
+    base = tmp_path / "data"
+    advected_mode.write(base)
+    model = na_transformer(preset="tiny", layers=1, dims=(2,), dataset_name=advected_mode.NAME,
+                           well_base_path=str(base), history=2)  # fmt: skip
+    data = {"well_base_path": str(base), "well_dataset_name": advected_mode.NAME, "n_steps_input": 2,
+            "min_dt_stride": 5, "max_dt_stride": 5}  # fmt: skip
+    ckpt = tmp_path / "run.pt"
+    save_checkpoint(ckpt, build_payload(model, extra_train={"data": data}))
+    requests = []
+
+    def run_evaluation(request, checkpoints, transfers=()):
+        requests.append(request)
+        return types.SimpleNamespace(table="", json_path="-", figures=[])
+
+    monkeypatch.setattr(command, "run_evaluation", run_evaluation)
+    assert main(["evaluate", str(ckpt), "--quiet"]) == 0
+    assert main(["evaluate", str(ckpt), "--quiet", "--stride", "1"]) == 0
+    capsys.readouterr()
+    assert [(r.dataset, r.base, r.stride) for r in requests] == [
+        (advected_mode.NAME, base, 5),
+        (advected_mode.NAME, base, 1),
+    ]

@@ -97,3 +97,49 @@ def test_rows_are_labelled_by_the_weights_their_run_started_from(tmp_path):
     assert initial_weights({"model": {"config": {}, "hydra": {"weights": str(released)}}}) == f"released {released}"
     assert initial_weights({"model": {"config": {"pretrained": "/x/na_tiny.pt"}}}) == "pretrained na_tiny.pt"
     assert initial_weights({"model": {"config": {}}, "train": {"init_from": "/r/best.pt"}}) == "pretrained best.pt"
+
+
+class LastFramePlus(torch.nn.Module):
+    """A one-frame model (the Well's channels-last layout) that predicts its last input frame plus 0.1, and a backbone
+    (``forward_sequence`` on the 18 slots) that does the same: the step in model units is known."""
+
+    def __init__(self, channels: int, slots: list[int]):
+        super().__init__()
+        self.channels, self.slots = channels, slots
+
+    def forward(self, x):  # (B, *space, history * C)
+        return x[..., -self.channels :] + 0.1
+
+    def to_slots(self, frames):
+        out = frames.new_zeros(*frames.shape[:-1], 18)
+        out[..., self.slots] = frames
+        return out
+
+    def from_slots(self, slotted):
+        return slotted[..., self.slots]
+
+    def forward_sequence(self, slotted):
+        return slotted + 0.1
+
+
+def test_a_model_in_normalised_units_predicts_in_physical_units(tmp_path):
+    """A run trained with ``data.use_normalization=true`` (``stats.yaml``: mean 0.25, std 1.5,
+    ``tests/advected_mode.py``): its step of 0.1 in model units is 0.1 * 1.5 in physical units, for a harness model
+    and a backbone alike; the prediction in model units (negative control) is not."""
+    import advected_mode
+
+    from well_upao.data.source import WellSource
+    from well_upao.evaluate.predictors import BackboneModel, HarnessModel
+    from well_upao.harness.normalization import model_space_for
+
+    advected_mode.write(tmp_path)
+    source = WellSource(tmp_path, advected_mode.NAME)
+    space = model_space_for(source, {"use_normalization": True})
+    window = torch.linspace(-2, 3, 2 * 3 * 24 * 40).reshape(2, 3, 24, 40, 1)
+    expected = window[:, -1] + 0.1 * 1.5
+    model = LastFramePlus(1, source.channel_slots)
+    rows = [HarnessModel("h", model, "channels_last_default", 2, space), BackboneModel("b", model, space)]
+    for row in rows:
+        torch.testing.assert_close(row.predict(window, None), expected, rtol=1e-6, atol=1e-6)
+    in_model_units = (window[:, -1] - 0.25) / 1.5 + 0.1
+    assert not torch.allclose(in_model_units, expected, atol=1e-2)

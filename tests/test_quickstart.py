@@ -152,6 +152,13 @@ def test_the_verdict_states_the_label_free_score_and_the_guard_from_metrics_json
     assert progress_text(write([start, refused]), 6) == (
         "epoch 1/6 criterion 2 residual/floor 0.5 backtest 0.02 guard refused 1"
     )
+    expected = {
+        "model": {"value": 0.0213, "low": 0.0118, "high": 0.0384},
+        "extrap2": {"value": 9, "low": 1, "high": 80},
+    }
+    assert progress_text(write([start, dict(refused, valid_expected_vrmse=expected)]), 6) == (
+        "epoch 1/6 criterion 2 residual/floor 0.5 backtest 0.02 expected VRMSE 0.0213 [0.0118, 0.0384] guard refused 1"
+    )
 
 
 def test_the_training_bar_redraws_only_when_the_run_logs_something_new(tmp_path, capsys):

@@ -120,7 +120,8 @@ def label_free_summary(lines: list[dict[str, Any]]) -> str:
 
 
 def progress_text(lines: list[dict[str, Any]], epochs: int) -> str:
-    """The training bar's text from a run's ``metrics.jsonl`` so far: epoch, criterion, label-free scores."""
+    """The training bar's text from a run's ``metrics.jsonl`` so far: epoch, criterion, label-free scores and the
+    model's expected VRMSE for the trust window without labels."""
     validations = [line for line in lines if "valid" in line]
     if not validations:
         return "starting"
@@ -128,6 +129,9 @@ def progress_text(lines: list[dict[str, Any]], epochs: int) -> str:
     text = f"epoch {line.get('epoch')}/{epochs} criterion {line['valid']:.3g}"
     if line.get("valid_score_residual_ratio") is not None:
         text += f" residual/floor {line['valid_score_residual_ratio']:.3g} backtest {line['valid_score_backtest']:.3g}"
+    model = (line.get("valid_expected_vrmse") or {}).get("model")
+    if model:
+        text += f" expected VRMSE {model['value']:.3g} [{model['low']:.3g}, {model['high']:.3g}]"
     if line.get("guard_rejections"):
         text += f" guard refused {line['guard_rejections']}"
     return text

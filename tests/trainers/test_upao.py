@@ -415,6 +415,12 @@ def test_every_candidate_is_scored_on_the_same_validation_batches(small_datasets
     assert all(np.isfinite(v) for v in ratios.values()) and ratios["extrap2"] < 0.5 * ratios["persistence"]
     assert lines[0]["valid_residual_blind"] == lines[1]["valid_residual_blind"] == ["persistence"]
     assert lines[1]["valid_score_residual_ratio_extrap2"] == ratios["extrap2"]
+    # issue 64: the expected VRMSE of the model and of the prior for the trust window, the prior's a property of
+    # the batches (equal at every validation), each inside its interval
+    prior, expected = lines[0]["valid_trust_prior"], [line["valid_expected_vrmse"] for line in lines]
+    assert set(expected[0]) == set(expected[1]) == {"model", prior}
+    assert expected[1][prior] == expected[0][prior]
+    assert all(e["low"] < e["value"] < e["high"] and e["windows"] > 0 for e in expected[1].values())
 
 
 def prefer_trained(trainer) -> None:

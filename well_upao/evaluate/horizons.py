@@ -74,24 +74,28 @@ def extrapolation_one_step(window: torch.Tensor, order: int, start: int) -> torc
 
 
 def with_one_step(curve: torch.Tensor, one_step: torch.Tensor) -> torch.Tensor:
-    """``curve`` ``(B, K)`` (a rollout's [`backtest_curve`][well_upao.evaluate.horizons.backtest_curve]) with ``e_1``
-    replaced by the mean of ``one_step`` ``(B, T - START)``, the
+    """``curve`` ``(B, K)`` or ``(B, K, C)`` (a rollout's
+    [`backtest_curve`][well_upao.evaluate.horizons.backtest_curve]) with ``e_1`` replaced by the mean of ``one_step``
+    ``(B, T - START)`` or ``(B, T - START, C)``, the
     [`backtest_curve`][well_upao.evaluate.horizons.backtest_curve] of one-step predictions of every frame after the
     first ``START`` (see the module docstring)."""
     return torch.cat([one_step.mean(1, keepdim=True), curve[:, 1:]], 1)
 
 
-def backtest_curve(predicted: torch.Tensor, window: torch.Tensor, start: int, mask: torch.Tensor) -> torch.Tensor:
+def backtest_curve(
+    predicted: torch.Tensor, window: torch.Tensor, start: int, mask: torch.Tensor, per_channel: bool = False
+) -> torch.Tensor:
     """``e_K`` per sample (see the module docstring): ``predicted`` ``(B, K, *space, C)`` the predictions of frames
     ``start .. start + K - 1`` of ``window`` ``(B, T, *space, C)``; ``mask`` ``(C,)`` the active channels;
-    returns ``(B, K)``."""
+    returns ``(B, K)``, or ``(B, K, C_active)`` before the mean over channels with ``per_channel``."""
     steps = predicted.shape[1]
     target = window[:, start : start + steps].double()
     before = window[:, start - 1 : start - 1 + steps].double()
     active = mask.bool()
     error = (predicted.double() - target)[..., active].flatten(2, -2).norm(dim=2)  # (B, K, C_active)
     step = (target - before)[..., active].flatten(2, -2).norm(dim=2)
-    return (error / step.clamp_min(1e-300)).mean(-1)
+    ratio = error / step.clamp_min(1e-300)
+    return ratio if per_channel else ratio.mean(-1)
 
 
 def median_curves(curves: Mapping[str, Sequence[torch.Tensor]]) -> dict[str, list[float]]:

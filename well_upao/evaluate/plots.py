@@ -126,3 +126,35 @@ def plot_cost_accuracy(evaluation: Evaluation, out: Path) -> Path | None:
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def plot_expected(evaluation: Evaluation, out: Path) -> Path | None:
+    """Per window a panel: each row's expected VRMSE without labels as a bar from its interval's low to high with
+    the value marked, and its true value as a cross (None without an estimate)."""
+    windows = [w for w, estimates in evaluation.expected.items() if estimates]
+    if not windows:
+        return None
+    rows = {s.name: s for s in evaluation.scores}
+    figure, axes = plt.subplots(1, len(windows), figsize=(4.2 * len(windows), 3.8), squeeze=False)
+    for axis, window in zip(axes[0], windows, strict=True):
+        estimates = evaluation.expected[window]
+        names = list(estimates)
+        for i, name in enumerate(names):
+            e = estimates[name]
+            axis.plot([i, i], [e["low"], e["high"]], "-", color="tab:blue", linewidth=6, alpha=0.35)
+            axis.plot(i, e["value"], "o", color="tab:blue", label="expected [80%]" if i == 0 else None)
+            true = rows[name].window_error(window) if name in rows else None
+            if true is not None and math.isfinite(true) and true > 0:
+                axis.plot(i, true, "x", color="black", markersize=8, label="true" if i == 0 else None)
+        axis.set_yscale("log")
+        axis.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
+        axis.set_title(f"{window}", fontsize=9)
+        axis.grid(True, which="both", axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("VRMSE (the Well's definition)")
+    axes[0][0].legend(fontsize=7)
+    figure.suptitle(f"{evaluation.dataset}/{evaluation.split}: expected error without labels vs true", fontsize=10)
+    figure.tight_layout()
+    path = out / f"expected_{evaluation.dataset}_{evaluation.split}_stride{evaluation.stride}.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

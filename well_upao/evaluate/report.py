@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from well_upao.evaluate.plots import plot_cost_accuracy, plot_fields, plot_rollout
+from well_upao.evaluate.plots import plot_cost_accuracy, plot_expected, plot_fields, plot_rollout
 from well_upao.evaluate.results import LABEL_FREE, NOT_FINITE, Evaluation, FigureFrames, Scores, missing_scores
 from well_upao.evaluate.windows import WELL_WINDOWS, first_non_finite_step, frames_needed, window_label
 
@@ -29,7 +29,7 @@ def write_report(evaluation: Evaluation, figures: FigureFrames, out: Path | None
         return EvaluationReport(evaluation, table, None)
     json_path = save(evaluation, out)
     paths = [plot_rollout(evaluation, out), *plot_fields(evaluation, figures, out)]
-    paths += [path for path in [plot_cost_accuracy(evaluation, out)] if path is not None]
+    paths += [path for path in [plot_cost_accuracy(evaluation, out), plot_expected(evaluation, out)] if path]
     return EvaluationReport(evaluation, table, json_path, paths)
 
 
@@ -65,7 +65,30 @@ def markdown_table(evaluation: Evaluation) -> str:
             + f"| {selection_text(s.selection)} |"
         )
     text = header + "\n" + "\n".join(rows) + rollout_text(e) + floor_text(e.residual_floor)
-    return text + residuals_text(e) + trust_text(e) + scorecard_text(e)
+    return text + residuals_text(e) + trust_text(e) + expected_text(e) + scorecard_text(e)
+
+
+def expected_text(evaluation: Evaluation) -> str:
+    """Each row's expected error per window without labels, beside its true value (``Evaluation.expected``)."""
+    if not any(evaluation.expected.values()):
+        return ""
+    lines = [
+        "",
+        "",
+        "How far off, without labels (the Well's VRMSE the history's backtests expect, with a nominal 80% interval; "
+        "docs/label-free.md), beside the true value:",
+    ]
+    rows = {s.name: s for s in evaluation.scores}
+    for window, estimates in evaluation.expected.items():
+        for name, estimate in estimates.items():
+            true = rows[name].window_error(window) if name in rows else None
+            low, high = estimate["low"], estimate["high"]
+            line = f"- {window}, {name}: expected {estimate['value']:.3g} [{low:.3g}, {high:.3g}]"
+            if estimate["continued_share"] > 0:
+                line += f" ({100 * estimate['continued_share']:.0f}% past the evidence's step {estimate['reach']})"
+            line += f", true {true:.3g}" if true is not None and math.isfinite(true) else ", no true value"
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def trust_text(evaluation: Evaluation) -> str:

@@ -49,6 +49,11 @@ class Scores:
     def mean_well(self) -> float:
         return sum(self.one_step_vrmse_well.values()) / len(self.one_step_vrmse_well)
 
+    def window_error(self, window: str) -> float | None:
+        """The true error of a trust window (``evaluate.horizons.WINDOWS``): one step, the Well's one-step VRMSE;
+        a rollout window, its mean (``None`` where the rollout did not reach it)."""
+        return self.mean_well if window == "one_step" else self.rollout_windows.get(window)
+
     @property
     def mean_paper(self) -> float:
         """Mean over channels with a temporal variance (constant channels are NaN and left out)."""
@@ -82,6 +87,9 @@ class Evaluation:
     #: the label-free evidence picks, its evidence and reach, and (with labels) the lowest true error among the
     #: extrapolation rows and the models, and the ratio between them
     trust: dict = field(default_factory=dict)
+    #: per window, each row's expected VRMSE (the Well's) without labels and its nominal 80% interval
+    #: (``evaluate.expected.Expected`` as a dict: value, low, high, continued_share, reach, windows)
+    expected: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         data = asdict(self)

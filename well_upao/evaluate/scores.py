@@ -15,6 +15,9 @@ For every trajectory (read whole, at the plan's time stride):
   that observed frame), under the plan's discretisation (``label_free_scores``);
 * the solver ladder (``well_upao.evaluate.matched_solver``), when given, on the same trajectories and windows, with
   the VRMSEs and timings only;
+* per window (one step, 6:12, 13:30), the row the label-free evidence would trust (``evaluate.horizons``) and each
+  row's expected VRMSE with an interval (``evaluate.expected``), from backtests on the history windows the rows
+  predict from;
 * for the figures, the first trajectory at its middle predicted frame: truth, every row's prediction and its
   ``|R_k|`` under the plan's discretisation, the table's (``FigureFrames``).
 
@@ -31,6 +34,7 @@ import torch
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import SLOT_NAMES
+from well_upao.evaluate.expected import expected_curve, expected_per_window, step_over_spread
 from well_upao.evaluate.horizons import (
     CLASSICAL,
     START,
@@ -91,6 +95,8 @@ def score(
     sums = {p.name: RowSums() for p in [*predictors, *ladder]}
     #: each row's backtest curves on the history windows of the one-step targets and of the rollouts' starts
     curves: dict[str, dict[str, list[torch.Tensor]]] = {"one_step": {}, "rollout": {}}
+    #: the same windows' curves in VRMSE units: the evidence of each row's expected error
+    expected: dict[str, dict[str, list[torch.Tensor]]] = {"one_step": {}, "rollout": {}}
     counts: list[int] = []  # per rollout step: how many rollouts reached it
     time_axis, names = file_time_axis(source), list(data.metadata.constant_scalar_names)
     bar = tqdm(range(count), desc=f"evaluate {source.name}/{source.split}", unit="traj", disable=not progress)
@@ -113,7 +119,7 @@ def score(
         }
         for p in ladder:
             score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, None)
-        add_history_curves(curves, predictors, frames, plan.history, context, starts, plan.rollout_starts)
+        add_history_curves(curves, predictors, frames, plan.history, context, starts, plan.rollout_starts, expected)
         if index == 0:
             figures = figure_frames(plan, frames, slotted, context, first, bounds)
     scores = [row_scores(p, sums[p.name], data, counts, None if scored else unscored) for p in predictors]
@@ -129,6 +135,11 @@ def score(
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
     evaluation.trust = trust_per_window(evaluation, *(median_curves(curves[kind]) for kind in ("one_step", "rollout")))
+    evaluation.expected = {
+        window: {name: e.as_dict() for name, e in expected_per_window(expected[kind], window).items()}
+        for window in WINDOWS
+        for kind in ["one_step" if window == "one_step" else "rollout"]
+    }
     finish(plan, evaluation, figures)
     return evaluation, figures
 
@@ -141,6 +152,7 @@ def add_history_curves(
     context: Context,
     rollout_starts: Sequence[int],
     count: int,
+    expected: dict[str, dict[str, list[torch.Tensor]]] | None = None,
 ) -> None:
     """Add a trajectory's backtest curves (``history_curves``) to ``curves``: under ``one_step``, those of up to
     ``count`` history windows spread evenly over the one-step targets (the windows before the first, a middle and the
@@ -148,23 +160,41 @@ def add_history_curves(
     history windows (``rollout_starts``; the first window where no rollout is run), the evidence for the rollout
     windows. Each prediction the pick is judged on reads such a window, so the evidence comes from where the rows are
     scored, not from the first frames only (on a trajectory that starts with a transient, those rank the predictors
-    otherwise); a window's curve is computed once."""
+    otherwise); a window's curve is computed once. ``expected`` receives the same windows' curves in VRMSE units
+    (``evaluate.expected.expected_curve``), the evidence of the expected error."""
     one_step_starts = spread_starts(frames.shape[0], history, 1, count)
-    cache: dict[int, dict[str, torch.Tensor]] = {}
+    cache: dict[int, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
     for kind, starts in (("one_step", one_step_starts), ("rollout", list(rollout_starts) or [0])):
         for start in starts:
             if start not in cache:
-                cache[start] = history_curves(predictors, frames[start : start + history], context)
-            for name, curve in cache[start].items():
-                curves[kind].setdefault(name, []).append(curve)
+                window = frames[start : start + history]
+                per_channel = channel_history_curves(predictors, window, context)
+                rho = step_over_spread(window[None], torch.ones(window.shape[-1])) if per_channel else None
+                cache[start] = (
+                    {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()},
+                    {name: expected_curve(with_one_step(r, o), rho) for name, (r, o) in per_channel.items()},
+                )
+            for held, part in zip((curves, expected), cache[start], strict=True):
+                if held is not None:
+                    for name, curve in part.items():
+                        held[kind].setdefault(name, []).append(curve)
 
 
 def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:
-    """Each row's backtest curve (``evaluate.horizons``) on one history window: the classical rows'
+    """Each row's backtest curve (``evaluate.horizons``) on one history window, ``(1, K)``: the classical rows'
     closed forms, a model row's rollout from the window's first ``START`` frames and, one step ahead, its predictions
     of every later frame of the window from the ``START`` frames before it (none for a row that cannot start from
     them, ``Predictor.can_start_from``: a one-frame model of the Well reading more frames); the solver is not a
     candidate."""
+    per_channel = channel_history_curves(predictors, history, context)
+    return {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()}
+
+
+def channel_history_curves(
+    predictors: Sequence[Predictor], history: torch.Tensor, context: Context
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`history_curves` per channel before the one-step mean: each row's rollout curve ``(1, K, C)`` and its
+    one-step curve over the window's later frames ``(1, T - START, C)``."""
     window = history[None]
     mask = torch.ones(history.shape[-1])
     out = {}
@@ -180,8 +210,10 @@ def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, conte
             one_step = one_step_all(predictor, history, START, context)[None]
         else:
             continue
-        curve = backtest_curve(predicted, window, START, mask)
-        out[predictor.name] = with_one_step(curve, backtest_curve(one_step, window, START, mask))
+        out[predictor.name] = (
+            backtest_curve(predicted, window, START, mask, per_channel=True),
+            backtest_curve(one_step, window, START, mask, per_channel=True),
+        )
     return out
 
 

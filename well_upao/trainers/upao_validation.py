@@ -9,7 +9,9 @@ At every validation ([`UpaoValidation.run`][well_upao.trainers.upao_validation.U
 * the evidence per horizon (``well_upao.evaluate.horizons``): the backtest curves of the model and of the classical
   predictors on the observed history (``valid_backtest_curves``), each one's evidence for the trust window
   (``valid_score_window_<name>``), the prior it picks (``valid_trust_prior``) and how far the evidence reaches
-  (``valid_trust_reach``): the prior rule's evidence (``trainers/guard.py``);
+  (``valid_trust_reach``): the prior rule's evidence (``trainers/guard.py``); and, from the same backtests in VRMSE
+  units, the expected VRMSE of the model and of that prior for the trust window with a nominal 80% interval
+  (``valid_expected_vrmse``, ``well_upao.evaluate.expected``): what the kept prediction is expected to be off by;
 * why a score is ``nan`` (``valid_unavailable_scores``);
 * the paper's VRMSE of whole validation trajectories and the Well's rollout windows, the model's and the picked
   prior's: labels for the record (a study's oracle), never read by the selection.
@@ -31,6 +33,12 @@ from typing import Any
 
 import torch
 
+from well_upao.evaluate.expected import (
+    classical_expected_curves,
+    expected_curve,
+    expected_per_window,
+    step_over_spread,
+)
 from well_upao.evaluate.horizons import (
     CLASSICAL,
     START,
@@ -67,6 +75,8 @@ class FixedParts:
     start_scores: dict[str, torch.Tensor] | None
     classical_curves: dict[str, torch.Tensor]
     classical_residuals: dict[str, torch.Tensor]
+    #: the classical predictors' curves in VRMSE units (``evaluate.expected``): the evidence of their expected error
+    classical_expected: dict[str, torch.Tensor]
 
 
 def batch_fingerprint(batch: Mapping[str, torch.Tensor]) -> str:
@@ -111,6 +121,7 @@ class UpaoValidation:
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
         cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}, "classical_": {}}
         curves: dict[str, list[torch.Tensor]] = {}
+        expected: dict[str, list[torch.Tensor]] = {}
         first = trainer.global_step == 0 and loss.judge.start_card is None
         count = 0
         for i, batch in enumerate(dataloader):
@@ -126,7 +137,9 @@ class UpaoValidation:
             if fixed.start_scores is not None:
                 collect(cards["start_"], fixed.start_scores)
             shifted = prepared.prediction[:, :-1] if loss.rollout.one_step else None  # frames 1..T-1, one step each
-            collect(curves, fixed.classical_curves | self.model_backtest_curve(batch, prepared.history, shifted))
+            model_curve, model_expected = self.model_curves(batch, prepared.history, shifted)
+            collect(curves, fixed.classical_curves | model_curve)
+            collect(expected, fixed.classical_expected | model_expected)
             collect(cards["classical_"], fixed.classical_residuals)
             count += 1
         card = mean_card(cards[""])
@@ -139,7 +152,7 @@ class UpaoValidation:
         logs["unavailable_scores"] = self.unavailable_scores(card, self.start.available)
         if cards["start_"]:
             logs |= mean_card(cards["start_"]).logs(prefix="score_start_")
-        return logs | self.horizon_logs(curves) | classical_residual_logs(cards["classical_"])
+        return logs | self.horizon_logs(curves, expected) | classical_residual_logs(cards["classical_"])
 
     def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
         """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
@@ -200,6 +213,7 @@ class UpaoValidation:
             None if start_scores is None else {name: value.cpu() for name, value in start_scores.items()},
             {name: curve.cpu() for name, curve in classical_curves(prepared.history, mask).items()},
             {name: value.cpu() for name, value in self.classical_residuals(prepared).items()},
+            {name: curve.cpu() for name, curve in classical_expected_curves(prepared.history, mask).items()},
         )
         if index < getattr(self.trainer, "short_validation_length", 0):
             self.fixed[index] = parts
@@ -263,25 +277,40 @@ class UpaoValidation:
         objective already made them, else one causal pass); beyond one step, only when the trust window lies beyond
         it, its rollout from the first ``START`` frames, each prediction fed back (``T - START`` passes: the default
         window, one step, does not pay them). Empty for a one-frame model or a history of ``START`` frames or less."""
+        return self.model_curves(batch, history, shifted)[0]
+
+    @torch.no_grad()
+    def model_curves(
+        self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """[`model_backtest_curve`][well_upao.trainers.upao_validation.UpaoValidation.model_backtest_curve] and the
+        same curve in VRMSE units (``evaluate.expected``), from one set of predictions."""
         loss = self.loss
         mask = slots_mask(loss.channel_slots, history.device)
         start = START
         if loss.one_frame or history.shape[1] <= start:
-            return {}
+            return {}, {}
         slots = loss.channel_slots
         observed = into_slots(loss.space.to_model(batch["input_fields"].to(history.device)), slots)
         if shifted is None:
             predicted = self.trainer.model(observed[:, :-1], sequence=True)[..., slots]
             shifted = into_slots(loss.space.to_physical(predicted), slots)
-        one_step = backtest_curve(shifted[:, start - 1 :], history, start, mask)
+        one_step_channels = backtest_curve(shifted[:, start - 1 :], history, start, mask, per_channel=True)
+        one_step = one_step_channels.mean(-1)
+        rho = step_over_spread(history, mask)
         if loss.judge.trust_window == "one_step":
-            return {"model": one_step.mean(1, keepdim=True)}
+            return {"model": one_step.mean(1, keepdim=True)}, {
+                "model": expected_curve(one_step_channels.mean(1, keepdim=True), rho)
+            }
         window = observed[:, :start]
         for _ in range(history.shape[1] - start):
             frame = self.trainer.model(window, sequence=True)[:, -1:][..., slots]
             window = torch.cat([window, into_slots(frame, slots)], 1)
         predicted = into_slots(loss.space.to_physical(window[:, start:][..., slots]), slots)
-        return {"model": with_one_step(backtest_curve(predicted, history, start, mask), one_step)}
+        rolled = backtest_curve(predicted, history, start, mask, per_channel=True)
+        return {"model": with_one_step(rolled.mean(-1), one_step)}, {
+            "model": expected_curve(with_one_step(rolled, one_step_channels), rho)
+        }
 
     @torch.no_grad()
     def classical_residuals(self, prepared) -> dict[str, torch.Tensor]:
@@ -301,8 +330,11 @@ class UpaoValidation:
             out[f"moved_{name}"] = (prediction - frames[-1]).flatten(1).abs().amax(1).gt(0).double()
         return out
 
-    def horizon_logs(self, curves: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
-        """The median curves and the trust window's evidence and pick (keys without the ``valid_`` prefix)."""
+    def horizon_logs(
+        self, curves: Mapping[str, list[torch.Tensor]], expected: Mapping[str, list[torch.Tensor]] | None = None
+    ) -> dict[str, Any]:
+        """The median curves, the trust window's evidence and pick, and the expected VRMSE without labels of the
+        model and of the prior for that window (``evaluate.expected``; keys without the ``valid_`` prefix)."""
         medians = median_curves(curves)
         window = self.loss.judge.trust_window
         _, evidence = pick(medians, window)  # every curve read to the same horizons
@@ -312,6 +344,8 @@ class UpaoValidation:
         logs |= {f"score_window_{name}": e.value for name, e in evidence.items()}
         reach = evidence.get("model", evidence.get(prior)) if prior else None
         logs["trust_reach"] = reach.describe() if reach is not None else None
+        estimates = expected_per_window(expected or {}, window)
+        logs["expected_vrmse"] = {n: e.as_dict() for n, e in estimates.items() if n in ("model", prior)} or None
         return logs
 
     # ------------------------------------------------------------------ the labelled record

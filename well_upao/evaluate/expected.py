@@ -1,0 +1,149 @@
+"""How far off a prediction is likely to be, without labels: an expected VRMSE with an interval per row and window.
+
+The backtests of ``evaluate.horizons`` measure, on the observed history, each predictor's error at horizon ``K`` in
+units of the target frame's step, per active channel ``c`` and history window ``w``:
+``e_{w,K,c} = ||p - u||_c / ||u_t - u_{t-1}||_c``. The Well's VRMSE of a prediction of a frame is
+``||p - u||_c / (sqrt(N) s_c)``, with ``s_c`` the frame's spatial standard deviation (unbiased, the Well's ``+1e-7``
+under the root) over its ``N`` points. Both are read at the frame the prediction is for; without labels the future
+frame's step and spread are not known, so they are carried over from the last two observed frames of the window
+(`step_over_spread`):
+
+    x_{w,K} = mean_c e_{w,K,c} rho_{w,c},    rho_{w,c} = ||u_{T-1} - u_{T-2}||_c / (sqrt(N) sqrt(var u_{T-1,c} + 1e-7))
+
+the VRMSE the window's evidence expects ``K`` steps ahead (`expected_curve`). Per row and window
+(`expected_vrmse`, the rule below was fixed before any held-out set was scored, reports/expected_error.md):
+
+* **value**: the window's horizons' mean of the per-horizon median over the windows, ``M_K = median_w x_{w,K}``,
+  continued past the curve's reach as the evidence is (``horizons.continued``), the same reading as the pick;
+* **interval** (nominal 80%): ``value * exp(+- z sigma)``, ``z = 1.2816``, with
+  ``sigma^2 = s^2 (1 + 1/n) + sigma_transfer^2 + sigma_continued^2``:
+  ``s`` the standard deviation over the ``n`` windows of ``log(mean_{K <= reach} x_{w,K} / mean_{K <= reach} M_K)``
+  (how much the windows disagree; `SINGLE_WINDOW_SPREAD` with one window), ``sigma_transfer = log 1.25``
+  (`TRANSFER_SPREAD`: the history's step and spread standing in for the future's), and, where the history
+  stops short of the window (reach ``R`` below its last horizon ``L``),
+  ``sigma_continued = share * log(1 + (L - R) / R)``, ``share`` the continued horizons' part of the value
+  (``continued_share``, stated with it): the further past its reach a curve is read, the wider.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+
+from well_upao.evaluate.horizons import (
+    CLASSICAL,
+    START,
+    WINDOWS,
+    backtest_curve,
+    continued,
+    extrapolation_one_step,
+    extrapolation_rollout,
+    with_one_step,
+)
+
+#: the Well's VRMSE epsilon (``evaluate.metrics.WELL_EPS``), under the root with the spatial variance
+WELL_EPS = 1e-7
+#: z of a central 80% normal interval
+Z_80 = 1.2815515655446004
+#: the interval's log spread for the history standing in for the future (fixed before the held-out sets were scored)
+TRANSFER_SPREAD = math.log(1.25)
+#: the windows' log spread assumed where only one window gives evidence
+SINGLE_WINDOW_SPREAD = math.log(2.0)
+
+
+def step_over_spread(window: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``rho_{w,c}`` (module docstring) of each window ``(B, T, *space, C)`` from its last two frames, on the active
+    channels of ``mask`` ``(C,)``: ``(B, C_active)``."""
+    last, before = window[:, -1].double(), window[:, -2].double()
+    active = mask.bool()
+    last, step = last[..., active].flatten(1, -2), (last - before)[..., active].flatten(1, -2)
+    points = last.shape[1]
+    spread = torch.sqrt(last.var(dim=1, unbiased=True) + WELL_EPS)
+    return step.norm(dim=1) / (math.sqrt(points) * spread)
+
+
+def expected_curve(per_channel_curve: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """``x_{w,K}`` from a backtest curve per channel ``(B, K, C_active)`` (``horizons.backtest_curve`` with
+    ``per_channel=True``) and ``rho`` ``(B, C_active)``: ``(B, K)``."""
+    return (per_channel_curve * rho[:, None, :]).mean(-1)
+
+
+def classical_expected_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every classical predictor's ``x_{w,K}`` on each window ``(B, T, *space, C)`` (``horizons.classical_curves`` in
+    VRMSE units): ``{name: (B, K)}``."""
+    if window.shape[1] <= START:
+        return {}
+    rho = step_over_spread(window, mask)
+    out = {}
+    for name, order in CLASSICAL.items():
+        rolled = backtest_curve(extrapolation_rollout(window, order, START), window, START, mask, per_channel=True)
+        one_step = backtest_curve(extrapolation_one_step(window, order, START), window, START, mask, per_channel=True)
+        out[name] = expected_curve(with_one_step(rolled, one_step), rho)
+    return out
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A row's expected VRMSE for a window (module docstring): ``value`` within ``[low, high]`` (nominal 80%),
+    ``continued_share`` of it read past the evidence's ``reach`` (horizons), from ``windows`` history windows."""
+
+    value: float
+    low: float
+    high: float
+    continued_share: float
+    reach: int
+    windows: int
+
+    def describe(self) -> str:
+        text = f"expected {self.value:.3g} [{self.low:.3g}, {self.high:.3g}]"
+        if self.continued_share > 0:
+            text += f" ({100 * self.continued_share:.0f}% continued past step {self.reach})"
+        return text
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def expected_vrmse(curves: torch.Tensor, window: str) -> Expected | None:
+    """The expected VRMSE for ``window`` from the windows' curves ``x_{w,K}`` ``(n, K)`` (module docstring); ``None``
+    without a finite curve."""
+    curves = curves.double()
+    curves = curves[torch.isfinite(curves).all(dim=1)]
+    if curves.numel() == 0:
+        return None
+    first, last = WINDOWS[window]
+    n, reach = curves.shape
+    median = curves.quantile(0.5, dim=0)
+    values = continued(median.tolist(), last)[first - 1 : last]
+    value = sum(values) / len(values)
+    beyond = [v for k, v in zip(range(first, last + 1), values, strict=True) if k > reach]
+    share = sum(beyond) / sum(values) if sum(values) > 0 else float(k_beyond_share(first, last, reach))
+    observed = min(reach, last)
+    typical = median[:observed].mean().clamp_min(1e-300)
+    logs = torch.log(curves[:, :observed].mean(1).clamp_min(1e-300) / typical)
+    spread = float(logs.std(unbiased=True)) if n > 1 else SINGLE_WINDOW_SPREAD
+    continued_spread = share * math.log(1 + (last - reach) / reach) if reach < last else 0.0
+    sigma = math.sqrt(spread**2 * (1 + 1 / n) + TRANSFER_SPREAD**2 + continued_spread**2)
+    factor = math.exp(Z_80 * sigma)
+    return Expected(value, value / factor, value * factor, share, reach, n)
+
+
+def k_beyond_share(first: int, last: int, reach: int) -> float:
+    """The share of a window's horizons past ``reach`` (the continued share of a value that is 0)."""
+    return sum(1 for k in range(first, last + 1) if k > reach) / (last - first + 1)
+
+
+def expected_per_window(curves: Mapping[str, Sequence[torch.Tensor]], window: str) -> dict[str, Expected]:
+    """Every row's `expected_vrmse` for ``window`` from its windows' curves (``(n_i, K)`` parts)."""
+    out = {}
+    for name, parts in curves.items():
+        if not len(parts):
+            continue
+        reach = min(p.shape[1] for p in parts)
+        estimate = expected_vrmse(torch.cat([p[:, :reach] for p in parts]), window)
+        if estimate is not None:
+            out[name] = estimate
+    return out

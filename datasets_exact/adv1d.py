@@ -1,6 +1,8 @@
 """1D linear advection, multi-mode sinusoidal exact solution.
 
-    d_t u + a d_x u = 0,    on [0, 2 pi), periodic,    u(x, t) = sum_j A_j sin(k_j (x - a t) + phi_j)
+    d_t u + a d_x u = 0,    on [0, 2 pi), periodic,
+
+    u(x, t) = sum_j A_j sin(k_j (x - a t) + phi_j)
 
 Parameters (paper appendix): a ~ U(0.5, 3.0); N ~ U{5..12} modes with k_j ~ U{1..8} drawn independently
 (N can exceed the 8 distinct wavenumbers, so repeats are allowed); A_j ~ U(0.3, 1.5); phi_j ~ U(0, 2 pi).

@@ -1,7 +1,8 @@
 """3D linear advection with constant velocity, multi-mode Fourier exact solution.
 
     d_t u + a d_x u + b d_y u + c d_z u = 0,    on [0, 2 pi)^3, periodic,
-    u(x, t) = sum_{l,m,n} A_lmn cos(l (x - a t) + m (y - b t) + n (z - c t) + phi_lmn)
+    u(x, t) = sum_{l,m,n} A_lmn cos(l (x - a t) + m (y - b t) + n (z - c t)
+                                    + phi_lmn)
 
 Parameters (paper appendix): (a, b, c) ~ U(0.5, 2.0)^3; N ~ U{8..15} modes drawn without replacement from
 |l|, |m|, |n| <= 2, (l, m, n) != 0; A ~ U(0.1, 1); phi ~ U(0, 2 pi). 64^3, t in [0, 1], dt = 0.05, 50 trajectories.

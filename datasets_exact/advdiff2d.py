@@ -2,7 +2,8 @@
 
     d_t u + a d_x u + b d_y u = nu Lap u,    on [0, 2 pi)^2, periodic,
 
-    u(x, y, t) = sum_{m,n} A_mn exp(-nu (m^2 + n^2) t) cos(m (x - a t) + n (y - b t) + phi_mn)
+    u(x, y, t) = sum_{m,n} A_mn exp(-nu (m^2 + n^2) t)
+                           cos(m (x - a t) + n (y - b t) + phi_mn)
 
 Parameters (paper appendix): nu ~ U(0.01, 0.1); (a, b) = (1.0, 0.5) fixed (stored per trajectory anyway);
 N ~ U{8..15} modes drawn without replacement from |m|, |n| <= 3, (m, n) != 0; A ~ U(0.1, 1); phi ~ U(0, 2 pi).

@@ -2,7 +2,7 @@
 
     d_t u + u d_x u = nu d_xx u,    on [0, 2 pi), periodic,
 
-    theta(x, t) = 1 + sum_j eps_j exp(-nu k_j^2 t) cos(k_j x + phi_j)       (heat equation)
+    theta(x, t) = 1 + sum_j eps_j exp(-nu k_j^2 t) cos(k_j x + phi_j)     (heat eq.)
     u(x, t)     = -2 nu d_x theta / theta
                 = 2 nu sum_j eps_j k_j sin(k_j x + phi_j) exp(-nu k_j^2 t) / theta
 

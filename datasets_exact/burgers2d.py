@@ -5,8 +5,10 @@
 
 With (u, v) = -2 nu grad ln theta and theta = f(x, t) g(y, t) solving the heat equation,
 
-    f = 1 + eps_x exp(-nu k_x^2 t) cos(k_x x),    g = 1 + eps_y exp(-nu k_y^2 t) cos(k_y y),
-    u = -2 nu d_x f / f = 2 nu eps_x k_x exp(-nu k_x^2 t) sin(k_x x) / f,   v likewise in y.
+    f = 1 + eps_x exp(-nu k_x^2 t) cos(k_x x),
+    g = 1 + eps_y exp(-nu k_y^2 t) cos(k_y y),
+    u = -2 nu d_x f / f = 2 nu eps_x k_x exp(-nu k_x^2 t) sin(k_x x) / f,
+    v likewise in y.
 
 theta >= (1 - eps_x)(1 - eps_y) > 0, so the logarithm is defined everywhere.
 Parameters (paper appendix; its "(k_x, k_y) grid times six samples" gives 54, its table 200: we take 200):

@@ -1,6 +1,7 @@
 """2D Taylor-Green vortex: decaying exact solution of the incompressible Navier-Stokes equations.
 
-    d_t v + (v . grad) v = -grad p + nu Lap v,    div v = 0,    on [0, 2 pi)^2, periodic,
+    d_t v + (v . grad) v = -grad p + nu Lap v,    div v = 0,
+    on [0, 2 pi)^2, periodic,
 
     u(x, y, t) = -cos(x) sin(y) exp(-2 nu t)
     v(x, y, t) =  sin(x) cos(y) exp(-2 nu t)

@@ -3,7 +3,8 @@
     d_t u = w,    d_t w = c^2 Lap u,    on [0, 2 pi)^2, periodic,
 
     u(x, y, t) =  sum_{m,n} A_mn cos(m x + n y + phi_mn) cos(omega_mn t)
-    w(x, y, t) = -sum_{m,n} A_mn omega_mn cos(m x + n y + phi_mn) sin(omega_mn t),  omega_mn = c sqrt(m^2 + n^2)
+    w(x, y, t) = -sum_{m,n} A_mn omega_mn cos(m x + n y + phi_mn) sin(omega_mn t),
+    omega_mn   = c sqrt(m^2 + n^2)
 
 Parameters (paper appendix, whose parameter paragraph says *every* mode): c ~ U(1, 3); all 48 modes with
 |m|, |n| <= 3, (m, n) != (0, 0); A_mn = A_raw / sqrt(m^2 + n^2), A_raw ~ U(0.1, 1); phi_mn ~ U(0, 2 pi).

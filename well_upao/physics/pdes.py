@@ -11,10 +11,12 @@ Register your own PDE without editing the package:
 
     from well_upao.physics import PDE, SubEquation, register_pde
 
+    def heat_flux(f, p, ops):
+        return -p["kappa"] * ops.laplacian(f["temperature"])
+
     register_pde(PDE(
         name="my_heat", variables=("temperature",), parameters=("kappa",),
-        equations=(SubEquation("heat", rate="temperature",
-                               flux=lambda f, p, ops: -p["kappa"] * ops.laplacian(f["temperature"])),),
+        equations=(SubEquation("heat", rate="temperature", flux=heat_flux),),
     ))
 """
 

@@ -6,7 +6,8 @@ parameters and conventions of its public generating script (SuryanarayanaMK/Lear
 distribution ``psi(x, theta, t)`` on ``[0, L)^2 x [0, 2 pi)``, ``p = (cos theta, sin theta)``,
 ``p_perp = (-sin theta, cos theta)``:
 
-    d_t psi + div_x(u psi) + d_theta(theta_dot psi) = d_T Lap psi + d_R d_theta^2 psi          (V0 = 0: no swimming)
+    d_t psi + div_x(u psi) + d_theta(theta_dot psi) = d_T Lap psi + d_R d_theta^2 psi
+                                                              (V0 = 0: no swimming)
     theta_dot = p_perp . (grad u + 2 zeta D) . p,     (grad u)_ij = d_j u_i
     c = int psi dtheta,   D = int p p psi dtheta,   S = int p p p p psi dtheta
     -Lap u + grad q = div sigma,   div u = 0,   E = (grad u + grad u^T) / 2
@@ -24,7 +25,8 @@ Method (the script's): Fourier pseudo-spectral in ``x``, ``y`` and ``theta``; pr
 transport term ``B = -div_x(u psi) - d_theta(theta_dot psi)`` filtered by the 2/3 rule on all three axes; SBDF2
 (second-order backward differentiation, diffusion implicit, ``B`` extrapolated):
 
-    (3 psi^{n+1} - 4 psi^n + psi^{n-1}) / (2 dt) = (d_T Lap + d_R d_theta^2) psi^{n+1} + 2 B^n - B^{n-1}
+    (3 psi^{n+1} - 4 psi^n + psi^{n-1}) / (2 dt)
+        = (d_T Lap + d_R d_theta^2) psi^{n+1} + 2 B^n - B^{n-1}
 
 with one SBDF1 step to start. The Stokes problem is solved in Fourier space,
 ``u^ = (I - k k / |k|^2) (i k . sigma^) / |k|^2`` (zero mean velocity); odd derivatives drop the Nyquist mode.
@@ -47,10 +49,10 @@ Linear theory (the growth rates the tests check): about ``psi_0 = 1 / (2 pi)`` (
 ``sigma_1 = (alpha - zeta beta / 2) Q_1 + beta E_1 / 4`` and ``d_t Q_1 = E_1 / 2 + (zeta - 4 d_R + d_T Lap) Q_1``,
 ``d_t c_1 = d_T Lap c_1``. For a plane wave ``e^{i k x}`` the Stokes flow is ``u = (0, v)`` with
 ``(1 + beta / 8) k^2 v = (alpha - zeta beta / 2) i k Q_12``, so ``E_12 = -(alpha - zeta beta / 2) Q_12 / (2 (1 + beta
-/ 8))`` and the two orientation modes grow at
+/ 8))`` and the two orientation modes, ``Q_12`` (shear) and ``Q_11`` (splay) with ``k`` along ``x``, grow at
 
-    lambda_shear(k) = zeta - 4 d_R - d_T k^2 - (alpha - zeta beta / 2) / (4 + beta / 2)      (Q_12, k along x)
-    lambda_splay(k) = zeta - 4 d_R - d_T k^2                                                (Q_11, k along x)
+    lambda_shear(k) = zeta - 4 d_R - d_T k^2 - (alpha - zeta beta/2) / (4 + beta/2)
+    lambda_splay(k) = zeta - 4 d_R - d_T k^2
 
 (see ``linear_growth_rates``). Extensile stress (``alpha < 0``) destabilises the shear mode; with
 ``zeta = 0`` it grows only for ``alpha < -(4 d_R + d_T k^2)(4 + beta / 2)``.

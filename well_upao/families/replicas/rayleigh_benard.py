@@ -1,7 +1,8 @@
 """Rayleigh-Bénard convection as The Well describes it: 2D Boussinesq flow between rigid walls,
 
-    d_t b + u.grad b = kappa Lap b,          kappa = (Rayleigh Prandtl)^(-1/2)
-    d_t u + u.grad u + grad p = nu Lap u + b e_z,   div u = 0,   nu = (Rayleigh / Prandtl)^(-1/2)
+    d_t b + u.grad b = kappa Lap b,
+    d_t u + u.grad u + grad p = nu Lap u + b e_z,   div u = 0,
+    kappa = (Rayleigh Prandtl)^(-1/2),   nu = (Rayleigh / Prandtl)^(-1/2),
     b(z = 0) = L_z,  b(z = L_z) = 0,  u = 0 on both walls,  integral of p = 0,
 
 periodic in ``x in [0, L_x)`` (the Well: ``L_x = 4``, ``L_z = 1``, frames every 0.25 for t in [0, 50)).
@@ -11,7 +12,7 @@ Method: Fourier in ``x`` (2/3 de-aliasing of products), Chebyshev collocation in
 wavenumbers and the mean flow ``U(z)`` for ``k = 0``, and the buoyancy deviation ``theta = b - (L_z - z)`` from
 the conduction profile. Per wavenumber ``k``, with ``M = D^2 - k^2``:
 
-    M d_t psi = nu M^2 psi - i k theta + (u.grad w)^      (the vorticity equation, w = -Lap psi)
+    M d_t psi = nu M^2 psi - i k theta + (u.grad w)^     (vorticity, w = -Lap psi)
     d_t theta = kappa M theta - (u.grad theta)^ + u_z^
     d_t U = nu D^2 U - (u.grad u_x)^_{k=0}
 

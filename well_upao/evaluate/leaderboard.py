@@ -57,11 +57,14 @@ def _cells(values: tuple[float, ...]) -> str:
 
 
 def published_markdown(name: str) -> str:
-    """The published rows of dataset ``name`` as a markdown table, without the dataset column (one dataset's page);
-    the paper's last two columns are its own runs of supervised LoRA and UPAO."""
-    header = ["source", "split / definition", *MODELS, "the paper's supervised LoRA", "the paper's UPAO"]
+    """The published rows of dataset ``name`` as a markdown table narrow enough for a page (one dataset, its source
+    and split in one column, "-" where a source has no number); the last two columns are the paper's own runs of
+    supervised LoRA and UPAO."""
+    header = ["published", *MODELS, "LoRA (paper)", "UPAO (paper)"]
     lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    lines += [f"| {source} | {split} | " + _cells(values) for source, split, values in published_rows(name)]
+    for source, split, values in published_rows(name):
+        cells = [*map(str, values), *["-"] * (len(COLUMNS) - len(values))]
+        lines.append(f"| {source}: {split} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -193,7 +193,7 @@ def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, conte
 def channel_history_curves(
     predictors: Sequence[Predictor], history: torch.Tensor, context: Context
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """:func:`history_curves` per channel before the one-step mean: each row's rollout curve ``(1, K, C)`` and its
+    """``history_curves`` per channel before the one-step mean: each row's rollout curve ``(1, K, C)`` and its
     one-step curve over the window's later frames ``(1, T - START, C)``."""
     window = history[None]
     mask = torch.ones(history.shape[-1])

@@ -1,331 +1,317 @@
-"""The README's "What you get" table, made from the studies' reports (issue 40).
+"""The README's "What you get" table and its full version, made from the study's records (issue 61).
 
-One row per dataset family: the quickstart's setting (``reports/quickstart.md``), the exact sets at stride 5
-(``reports/reproduction.md``, the paper's main table at CPU scale) and each Well study replica
-(``reports/well_protocols.md``). Each row holds the best network row of its report (the lowest one-step VRMSE among
-the rows that are not classical), persistence, ``extrap2`` and the solver step, each as *one-step / 5-step rollout*,
-the seeds and validation trajectories behind them, and the report's date and standing (its dated first line).
-Every number is read from a report's tables (pasted output in fenced blocks included), never from its prose; the
-seeds and trajectories from the report's text that states them. One sentence per row, also generated, says which
-row is lowest one-step and over the rollout (the solver or ``extrap2`` first when they are) and where the best
-network row stands against ``extrap2`` and persistence; nothing more.
+``benchmarks/what_you_get_study.py`` leaves one compact record per setting and seed in ``reports/what_you_get/``
+(every row's VRMSE, the label-free pick per window, what the UPAO run's ``best.pt`` kept, the commands, costs, commit
+and date). This script reads those records only and writes:
 
-    python benchmarks/what_you_get.py            # rewrites the block between the markers in README.md
-    python benchmarks/what_you_get.py --check    # exit 1 if README.md's block is not what the reports give now
+* the README's block (between ``readings.WHAT_YOU_GET``'s markers, included on the documentation's home page): per
+  setting, UPAO + NSLoRA without labels, the best extrapolation of the history (the lowest of persistence, extrap1
+  and extrap2, named), supervised LoRA and the solver, each as one-step / 6:12 VRMSE (the Well's definition), means
+  over the seeds; and one generated sentence per setting;
+* the full table on ``docs/what-you-get.md`` (between :data:`FULL` markers): every row per setting, both VRMSE
+  definitions, the ratios the goals of issue 61 read, what ``best.pt`` kept, the evidence's picks, the costs, and
+  when and at which commit each setting's records were made.
 
-``tests/test_what_you_get.py`` runs the check, so a report edited without regenerating the table fails the suite.
+    python benchmarks/what_you_get.py            # rewrites both blocks
+    python benchmarks/what_you_get.py --check    # exit 1 if a block is not what the records give now
+
+``tests/test_what_you_get.py`` runs the check, so a record added, changed or removed without regenerating fails.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import re
 import statistics
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from readings import WHAT_YOU_GET  # benchmarks/ is on the path of a script run from it
 
 ROOT = Path(__file__).resolve().parent.parent
-CLASSICAL = ("persistence", "extrap1", "extrap2", "solver")
 COMMAND = "python benchmarks/what_you_get.py"
+FULL = ("<!-- what_you_get full: begin -->", "<!-- what_you_get full: end -->")
+UPAO = "UPAO + NSLoRA (no labels)"
+SUPERVISED = "supervised LoRA (reference)"
+EXTRAPOLATIONS = ("persistence", "extrap1", "extrap2")
+#: the settings in the table's order (the study's keys)
+ORDER = ("quickstart", "wave2d", "advdiff2d", "tg2d", "burgers2d", "burgers1d", "adv1d", "adv3d",
+         "active_matter", "gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard")  # fmt: skip
+#: the guard's promise (issue 61): UPAO at most this many times the best extrapolation row
+GUARD_FACTOR = 1.1
+
+
+def records_folder() -> Path:
+    return ROOT / "reports" / "what_you_get"
+
+
+def load_records(folder: Path) -> list[dict]:
+    return [json.loads(path.read_text()) | {"file": path.name} for path in sorted(folder.glob("*.json"))]
 
 
 @dataclass
-class Table:
-    heading: str  # the nearest heading above the table
-    header: list[str]
-    rows: dict[str, list[str]]
+class Setting:
+    """One setting's records (its seeds) and what the tables read of them."""
 
-    def value(self, row: str, column: str) -> float | None:
-        cells = self.rows.get(row)
-        if cells is None or column not in self.header:
-            return None
-        text = cells[self.header.index(column)].strip()
-        try:
-            return float(text)
-        except ValueError:
-            return None
+    key: str
+    records: list[dict]
 
+    @property
+    def label(self) -> str:
+        return self.records[0]["label"]
 
-def tables(text: str) -> list[Table]:
-    """Every markdown table of ``text`` (inside fenced blocks too) with the heading above it."""
-    found, heading, lines = [], "", text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        if line.startswith("#"):
-            heading = line.lstrip("#").strip()
-        if line.startswith("|") and i + 1 < len(lines) and re.match(r"\|\s*-", lines[i + 1].strip()):
-            header = [c.strip() for c in line.strip("|").split("|")]
-            rows, i = {}, i + 2
-            while i < len(lines) and lines[i].strip().startswith("|"):
-                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
-                rows.setdefault(cells[0], cells)
-                i += 1
-            found.append(Table(heading, header, rows))
-            continue
-        i += 1
-    return found
+    @property
+    def seeds(self) -> list[int]:
+        return [r["seed"] for r in self.records]
 
+    @property
+    def trajectories(self) -> int:
+        return min(r["validation_trajectories"] for r in self.records)
 
-def first(pattern: str, text: str, what: str, report: str) -> re.Match:
-    match = re.search(pattern, " ".join(text.split()))
-    if match is None:
-        raise SystemExit(f"{report}: cannot find {what} (pattern {pattern!r}); update benchmarks/what_you_get.py")
-    return match
+    def rows(self) -> list[str]:
+        names = [n for n in self.records[0]["rows"] if all(n in r["rows"] for r in self.records)]
+        return sorted(names, key=lambda n: (n not in (UPAO, SUPERVISED), n))
 
+    def mean(self, row: str, measure: str) -> float | None:
+        """The mean over the seeds of ``measure`` (``one_step_well``, ``one_step_paper``, a window, ``rollout_last``)
+        of ``row``; ``None`` where a seed lacks it."""
+        values = []
+        for record in self.records:
+            cells = record["rows"].get(row)
+            if cells is None:
+                return None
+            value = cells["windows"].get(measure) if measure in ("6:12", "13:30") else cells.get(measure)
+            if value is None:
+                return None
+            values.append(value)
+        return statistics.fmean(values)
 
-@dataclass
-class Cell:
-    one_step: float | None
-    rollout: float | None
+    def best_extrapolation(self, measure: str) -> str | None:
+        scored = [(self.mean(n, measure), n) for n in EXTRAPOLATIONS if self.mean(n, measure) is not None]
+        return min(scored)[1] if scored else None
 
+    def kept(self) -> str:
+        """What the UPAO runs' best.pt kept, per seed: ``network`` x 2, ``prior (extrap2)`` x 1."""
+        counts: dict[str, int] = {}
+        for record in self.records:
+            kept = record["runs"]["upao"]["kept"]
+            counts[kept] = counts.get(kept, 0) + 1
+        return ", ".join(f"{kept} x {n}" for kept, n in sorted(counts.items()))
 
-@dataclass
-class Row:
-    setting: str
-    report: str
-    standing: str
-    seeds: int
-    trajectories: int
-    network: str
-    cells: dict[str, Cell] = field(default_factory=dict)  # "network", "persistence", "extrap2", "solver"
-    note: str = ""
-    #: the rollout's length: its cells are the VRMSE at its last step
-    rollout_steps: int = 5
+    def made(self) -> str:
+        dates = sorted({r["made"]["date"] for r in self.records})
+        commits = sorted({r["made"]["commit"] + ("+dirty" if r["made"]["dirty"] else "") for r in self.records})
+        return f"{'/'.join(dates)} at {'/'.join(commits)}"
 
 
-def standing(report: str, text: str) -> str:
-    """The report's date and standing from its dated first line (a blockquote under the title)."""
-    lines = text.splitlines()
-    line = lines[2] if len(lines) > 2 and lines[2].startswith(">") else ""
-    date = re.search(r"\d{4}-\d{2}-\d{2}", line)
-    when = date.group(0) if date else "undated"
-    if "Older than the current UPAO selection" in line:
-        return f"{when}, before the guard"
-    return when
-
-
-def best_network(table: Table, column: str) -> str:
-    networks = [n for n in table.rows if n not in CLASSICAL and not n.startswith("solver") and n != "row"]
-    scored = [(table.value(n, column), n) for n in networks if table.value(n, column) is not None]
-    if not scored:
-        raise SystemExit(f"no network row with {column!r} under {table.heading!r}")
-    return min(scored)[1]
-
-
-#: the section of reports/quickstart.md that benchmarks/quickstart_seeds.py writes (the current defaults)
-QUICKSTART_SEEDS = ("<!-- quickstart seeds: generated by benchmarks/quickstart_seeds.py -->",
-                    "<!-- end of the quickstart seeds -->")  # fmt: skip
-
-
-def quickstart_current_row(report: str, section: str) -> Row:
-    """The quickstart's row from the seeds rerun at the current defaults: the means over the seeds, and per seed the
-    VRMSE at the last rollout step its trajectories held."""
-    found = tables(section)
-    means = next(t for t in found if "mean over seeds" in t.header)
-    per_seed = [t for t in found if re.fullmatch(r"Seed \d+", t.heading)]
-    column = next(c for c in per_seed[0].header if c.startswith("rollout step"))
-    if any(column not in t.header for t in per_seed):
-        raise SystemExit(f"{report}: the seeds' rollouts have different lengths; update benchmarks/what_you_get.py")
-    held = first(r"(\d+) validation trajectories, stride", section, "the validation trajectories", report)
-    trajectories = int(held[1])
-    date = first(r"## (\d{4}-\d{2}-\d{2}): \d+ seeds? at the current defaults", section, "the date", report)[1]
-    network = best_network(means, "mean over seeds")
-
-    def rollout(name: str) -> float | None:
-        values = [t.value(name, column) for t in per_seed]
-        return statistics.fmean(values) if values and None not in values else None
-
-    row = Row("wave2d, stride 5 (the quickstart)", report, f"{date}, current defaults", len(per_seed), trajectories,
-              network, rollout_steps=int(column.split()[-1]))  # fmt: skip
-    row.cells = {
-        key: Cell(means.value(name, "mean over seeds"), rollout(name))
-        for key, name in (("network", network), *((k, k) for k in ("persistence", "extrap2", "solver")))
-    }
-    row.note = "means over the seeds"
-    return row
-
-
-def quickstart_row() -> Row:
-    report = "reports/quickstart.md"
-    text = (ROOT / report).read_text()
-    if QUICKSTART_SEEDS[0] in text:
-        return quickstart_current_row(report, text.split(QUICKSTART_SEEDS[0], 1)[1].split(QUICKSTART_SEEDS[1], 1)[0])
-    found = tables(text)
-    backbone = next(t for t in found if t.heading.startswith("The backbone pretrained with base"))
-    seeds_table = next(t for t in found if t.heading.endswith("three seeds"))
-    seed_columns = [c for c in backbone.header if re.fullmatch(r"seed \d+", c)]
-    trajectories = int(first(r"validation split of (\d+) trajectories", text, "the validation trajectories", report)[1])
-    network = best_network(backbone, "mean")
-    outputs = [t for t in found if re.fullmatch(r"seed \d+", t.heading)]
-    if sorted(t.heading for t in outputs) != sorted(seed_columns):
-        raise SystemExit(f"{report}: the per-seed outputs ({[t.heading for t in outputs]}) are not the table's seeds")
-    rollout_column = "5-step rollout VRMSE (the Well)"
-
-    def rollout(name: str) -> float | None:
-        values = [t.value(name, rollout_column) for t in outputs]
-        return statistics.fmean(values) if values and None not in values else None
-
-    row = Row(
-        "wave2d, stride 5 (the quickstart)", report, standing(report, text), len(seed_columns), trajectories, network
-    )
-    row.cells = {
-        "network": Cell(backbone.value(network, "mean"), None),
-        "persistence": Cell(seeds_table.value("persistence", "mean"), rollout("persistence")),
-        "extrap2": Cell(backbone.value("extrap2", "mean"), rollout("extrap2")),
-        "solver": Cell(backbone.value("solver", "mean"), rollout("solver")),
-    }
-    row.note = "means over the seeds; the rollouts are the classical rows' of the per-seed outputs"
-    return row
-
-
-def reproduction_rows() -> list[Row]:
-    report = "reports/reproduction.md"
-    text = (ROOT / report).read_text()
-    head = text.split("## Reading", 1)[0]
-    match = first(r"one training run \(one seed\) evaluated on the (\d+) validation trajectories", text, "runs", report)
-    resolution = first(r"--resolution (\d+)", text, "the resolution", report)[1]
-    rows = []
-    for table in tables(head):
-        heading = re.fullmatch(r"(\w+), stride (\d+)", table.heading)
-        if heading is None:
-            continue
-        network = best_network(table, "paper def.")
-        setting = f"{heading[1]} (exact set, {resolution}^2), stride {heading[2]}"
-        row = Row(setting, report, standing(report, text), 1, int(match[1]), network)
-        row.cells = {
-            key: Cell(table.value(name, "paper def."), table.value(name, "5-step rollout (Well)"))
-            for key, name in (("network", network), *((k, k) for k in ("persistence", "extrap2", "solver")))
-        }
-        rows.append(row)
-    return rows
-
-
-def replica_rows() -> list[Row]:
-    report = "reports/well_protocols.md"
-    text = (ROOT / report).read_text()
-    first(r"\bOne seed\.", text.split("## Reading", 1)[0], "the seeds", report)
-    rows = []
-    sections = re.split(r"\n## ", text.split("## Reading", 1)[0])
-    for section in sections[1:]:
-        name = section.splitlines()[0].strip()
-        trajectories = re.search(r"Evaluated on (\d+) validation trajectories", section)
-        if trajectories is None:
-            continue
-        table = next(t for t in tables(section) if "evaluate VRMSE (paper def.)" in t.header)
-        network = best_network(table, "evaluate VRMSE (paper def.)")
-        row = Row(f"{name} (study replica), stride 1", report, standing(report, text), 1, int(trajectories[1]), network)
-        one_step, rollout = "evaluate VRMSE (paper def.)", "5-step rollout (Well def.)"
-        row.cells = {
-            key: Cell(table.value(name, one_step), table.value(name, rollout))
-            for key, name in (("network", network), *((k, k) for k in ("persistence", "extrap2", "solver")))
-        }
-        rows.append(row)
-    return rows
+def settings_of(records: Iterable[dict]) -> list[Setting]:
+    grouped: dict[str, list[dict]] = {}
+    for record in records:
+        grouped.setdefault(record["setting"], []).append(record)
+    order = [k for k in ORDER if k in grouped] + sorted(k for k in grouped if k not in ORDER)
+    return [Setting(key, sorted(grouped[key], key=lambda r: r["seed"])) for key in order]
 
 
 def number(value: float | None) -> str:
-    return "—" if value is None else f"{value:.4g}"
+    return "—" if value is None else f"{value:.3g}"
 
 
-def cell(c: Cell) -> str:
-    return f"{number(c.one_step)} / {number(c.rollout)}"
+def pair(setting: Setting, row: str) -> str:
+    """``one-step / 6:12`` of a row (``—`` where the trajectories hold no 6:12 window)."""
+    return f"{number(setting.mean(row, 'one_step_well'))} / {number(setting.mean(row, '6:12'))}"
 
 
-NAMES = {"network": "the best network row", "persistence": "persistence", "extrap2": "extrap2", "solver": "the solver"}
+def ratio(setting: Setting, measure: str) -> float | None:
+    """UPAO over the best extrapolation row for ``measure`` (means over the seeds)."""
+    best = setting.best_extrapolation(measure)
+    upao, reference = setting.mean(UPAO, measure), setting.mean(best, measure) if best else None
+    return None if upao is None or not reference else upao / reference
 
 
-def lowest(row: Row, attribute: str) -> str | None:
-    values = {k: getattr(c, attribute) for k, c in row.cells.items() if getattr(c, attribute) is not None}
-    return min(values, key=values.get) if values else None
+def sentence(setting: Setting) -> str:
+    """What a setting's row shows, no more: UPAO against the best extrapolation one step ahead and over 6:12, against
+    extrap2, and what best.pt kept."""
+    parts = []
+    for measure, label in (("one_step_well", "one step"), ("6:12", "over 6:12")):
+        best, value = setting.best_extrapolation(measure), ratio(setting, measure)
+        if value is None:
+            continue
+        side = "below" if value < 1 else "above"
+        parts.append(f"{label} UPAO is {value:.3g}x the best extrapolation ({best}, {side})")
+    text = "; ".join(parts) if parts else "no UPAO row"
+    return f"{text}; best.pt kept: {setting.kept()}."
 
 
-def sentence(row: Row) -> str:
-    """What the row shows, no more: the lowest row one-step and over the rollout (named first), and where the best
-    network row stands against extrap2 and persistence."""
-    c = row.cells
-    winner = lowest(row, "one_step")
-    net = c["network"].one_step
-    sides = [
-        f"{'below' if net < c[other].one_step else 'above'} {other} ({number(net)} vs {number(c[other].one_step)})"
-        for other in ("extrap2", "persistence")
-    ]
-    text = (
-        f"One-step, {NAMES[winner]} is the lowest of the four ({number(c[winner].one_step)}); the best network row "
-        f"({row.network}) is " + " and ".join(sides) + "."
-    )
-    roll = lowest(row, "rollout")
-    if roll is not None:
-        text += (f" Over the {row.rollout_steps}-step rollout {NAMES[roll]} is the lowest of the four "
-                 f"({number(c[roll].rollout)})")  # fmt: skip
-        if c["network"].rollout is None:
-            text += "; the report has no rollout of the best network row"
-        elif roll != "network":
-            text += f", the best network row at {number(c['network'].rollout)}"
-        text += "."
-    return text
-
-
-def render() -> str:
-    rows = [quickstart_row(), *reproduction_rows(), *replica_rows()]
+def compact_block(settings: list[Setting], files: list[str]) -> str:
     lines = [
         WHAT_YOU_GET[0],
-        f"<!-- generated by `{COMMAND}` from the reports' tables; do not edit by hand -->",
+        f"<!-- generated by `{COMMAND}` from reports/what_you_get/*.json; do not edit by hand -->",
+        f"<!-- records: {' '.join(files)} -->",
         "",
-        "Each cell: one-step VRMSE (the paper's definition) / rollout VRMSE (the Well's) at the last step of a 5-step "
-        "rollout (fewer where the row's sentence says so: its trajectories held fewer), from true histories "
-        "on the validation split; — where the report has none. The best network row is the report's lowest one-step "
-        "row that is not classical (supervised rows included).",
+        "Each cell: the Well's VRMSE one step ahead / over the Well's window 6:12 of a rollout (— where the "
+        "trajectories hold no such window), from true histories on the validation split, the mean over the seeds; "
+        "*best extrapolation*: the lowest of persistence, extrap1 and extrap2 one step ahead. Every row made by "
+        "today's commands at the commit the full table (`docs/what-you-get.md`) names for it.",
         "",
-        "| setting | report (made) | seeds x validation trajectories | best network row | best network | "
-        "persistence | extrap2 | solver |",
-        "|---|---|---|---|---|---|---|---|",
+        "| setting | seeds x trajectories | UPAO + NSLoRA (no labels) | best extrapolation | supervised LoRA "
+        "| solver |",
+        "|---|---|---|---|---|---|",
     ]
-    for row in rows:
+    for s in settings:
+        best = s.best_extrapolation("one_step_well")
         lines.append(
-            f"| {row.setting} | `{row.report}` ({row.standing}) | {row.seeds} x {row.trajectories} | {row.network} | "
-            + " | ".join(cell(row.cells[k]) for k in ("network", "persistence", "extrap2", "solver"))
-            + " |"
+            f"| {s.label} | {len(s.seeds)} x {s.trajectories} | {pair(s, UPAO)} | {best}: {pair(s, best)} "
+            f"| {pair(s, SUPERVISED)} | {pair(s, 'solver')} |"
         )
     lines.append("")
-    for row in rows:
-        note = f" ({row.note})" if row.note else ""
-        lines.append(
-            f"- **{row.setting}**, {row.seeds} seed{'s' if row.seeds > 1 else ''} x {row.trajectories} validation "
-            f"trajectories{note}: {sentence(row)}"
-        )
+    lines += [f"- **{s.label}** ({len(s.seeds)} seeds x {s.trajectories} trajectories): {sentence(s)}"
+              for s in settings]  # fmt: skip
     lines.append(WHAT_YOU_GET[1])
     return "\n".join(lines)
 
 
-def block_of(readme: str) -> str:
-    start, end = readme.index(WHAT_YOU_GET[0]), readme.index(WHAT_YOU_GET[1]) + len(WHAT_YOU_GET[1])
-    return readme[start:end]
+def goals(settings: list[Setting]) -> list[str]:
+    """The goals of issue 61, measured on the records."""
+    held = [s for s in settings if s.mean(UPAO, "one_step_well") is not None]
+    within = [
+        s.key
+        for s in held
+        if all(ratio(s, m) is None or ratio(s, m) <= GUARD_FACTOR for m in ("one_step_well", "6:12"))
+    ]
+    below = [
+        s.key
+        for s in held
+        if any(
+            s.mean(UPAO, m) is not None and s.mean("extrap2", m) and s.mean(UPAO, m) < s.mean("extrap2", m)
+            for m in ("one_step_well", "6:12")
+        )
+    ]
+    complete = [s.key for s in settings if len(s.seeds) >= 3 and s.trajectories >= 3]
+    above = [s.key for s in held if s.key not in within]
+    return [
+        f"- settings made at 3 seeds x at least 3 validation trajectories: {len(complete)} of 12",
+        f"- UPAO at most {GUARD_FACTOR}x the best extrapolation one step ahead and over 6:12 (where reached): "
+        f"{len(within)} of {len(held)} settings" + (f" ({', '.join(above)} above)" if above else ""),
+        f"- UPAO + NSLoRA below extrap2 one step ahead or over 6:12: {len(below)} of {len(held)} settings "
+        f"({', '.join(below) or 'none'}); the goal asks 3 of 12",
+    ]
+
+
+def full_block(settings: list[Setting]) -> str:
+    lines = [
+        FULL[0],
+        f"<!-- generated by `{COMMAND}` from reports/what_you_get/*.json; do not edit by hand -->",
+        "",
+        "Per setting, every row's mean over the seeds: the Well's VRMSE one step ahead, the paper's (per trajectory, "
+        "its temporal variance), the Well's window means 6:12 and 13:30 and the last rollout step run (— where the "
+        "trajectories hold no such window); what the label-free evidence would trust per window in each seed; what "
+        "the UPAO run's best.pt kept; each part's cost (CPU seconds of one core, two rows sharing two cores, niced; "
+        "means over the seeds) and the commands of one seed (the others differ by their seed).",
+        "",
+        "## Goals of issue 61",
+        "",
+        *goals(settings),
+        "",
+    ]
+    for s in settings:
+        seeds = ", ".join(map(str, s.seeds))
+        lines += [
+            f"## {s.label}",
+            "",
+            f"Seeds {seeds}, {s.trajectories} validation trajectories each; made {s.made()}.",
+            "",
+            "| row | one step (Well) | one step (paper) | 6:12 | 13:30 | last rollout step |",
+            "|---|---|---|---|---|---|",
+        ]
+        for row in s.rows():
+            cells = [s.mean(row, m) for m in ("one_step_well", "one_step_paper", "6:12", "13:30", "rollout_last")]
+            lines.append(f"| {row} | " + " | ".join(number(v) for v in cells) + " |")
+        picks = {
+            window: ", ".join(str(r["trust"].get(window, {}).get("pick")) for r in s.records)
+            for window in ("one_step", "6:12", "13:30")
+        }
+        costs = {}
+        for part in ("upao", "supervised"):
+            seconds = [r["runs"][part].get("cpu_seconds") for r in s.records]
+            if all(v is not None for v in seconds):
+                costs[part] = statistics.fmean(seconds)
+        for part in ("evaluate", "quickstart"):
+            seconds = [r["cost"].get(part, {}).get("cpu_seconds") for r in s.records]
+            if all(v is not None for v in seconds):
+                costs[part] = statistics.fmean(seconds)
+        steps = sorted({(r["runs"]["upao"]["optimizer_steps"], r["runs"]["supervised"]["optimizer_steps"])
+                        for r in s.records})  # fmt: skip
+        lines += [
+            "",
+            f"- the evidence's pick per seed: one step {picks['one_step']}; 6:12 {picks['6:12']}; 13:30 "
+            f"{picks['13:30']}",
+            f"- best.pt kept: {s.kept()}; optimizer steps (UPAO, supervised): "
+            + ", ".join(f"{a}, {b}" for a, b in steps),
+            "- CPU seconds: " + ", ".join(f"{part} {value:.0f}" for part, value in costs.items()),
+            f"- commands (seed {s.seeds[0]}):",
+            "",
+            *[f"    {command}" for command in s.records[0]["commands"].values()],
+            "",
+        ]
+    lines.append(FULL[1])
+    return "\n".join(lines)
+
+
+def block_of(text: str, markers: tuple[str, str]) -> str:
+    start, end = text.index(markers[0]), text.index(markers[1]) + len(markers[1])
+    return text[start:end]
+
+
+def targets(readme: Path, page: Path) -> list[tuple[Path, tuple[str, str]]]:
+    return [(readme, WHAT_YOU_GET), (page, FULL)]
+
+
+def render(folder: Path | None = None) -> tuple[str, str]:
+    """The README's block and the full page's block from the records in ``folder``."""
+    records = load_records(folder or records_folder())
+    if not records:
+        raise SystemExit(f"no records in {folder or records_folder()}: run benchmarks/what_you_get_study.py")
+    settings = settings_of(records)
+    return compact_block(settings, [r["file"] for r in records]), full_block(settings)
+
+
+def missing_records(readme_text: str, folder: Path) -> list[str]:
+    """The record files the README's block names that are not in ``folder``."""
+    line = next((x for x in block_of(readme_text, WHAT_YOU_GET).splitlines() if x.startswith("<!-- records:")), "")
+    named = line.removeprefix("<!-- records:").removesuffix("-->").split()
+    return [name for name in named if not (folder / name).is_file()]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the README's table is not what the reports give"
-    )
+    parser.add_argument("--page", type=Path, default=ROOT / "docs" / "what-you-get.md")
+    parser.add_argument("--records", type=Path, default=None, help="the records' folder (reports/what_you_get)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a block is not what the records give")
     args = parser.parse_args(argv)
-    readme = args.readme.read_text()
-    table = render()
+    folder = args.records or records_folder()
+    missing = missing_records(args.readme.read_text(), folder)
+    if args.check and missing:
+        print(f"{args.readme}: the table names records that are missing: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    blocks = render(folder)
+    stale = [
+        path for (path, markers), block in zip(targets(args.readme, args.page), blocks, strict=True)
+        if block_of(path.read_text(), markers) != block
+    ]  # fmt: skip
     if args.check:
-        if block_of(readme) != table:
-            print(f"{args.readme}: the 'What you get' table is stale; run `{COMMAND}`", file=sys.stderr)
-            return 1
-        return 0
-    updated = readme.replace(block_of(readme), table)
-    temporary = args.readme.with_name(args.readme.name + ".tmp")
-    temporary.write_text(updated)
-    os.replace(temporary, args.readme)
-    print(f"wrote the 'What you get' table of {args.readme}")
+        for path in stale:
+            print(f"{path}: the 'What you get' table is stale; run `{COMMAND}`", file=sys.stderr)
+        return 1 if stale else 0
+    for (path, markers), block in zip(targets(args.readme, args.page), blocks, strict=True):
+        text = path.read_text()
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(text.replace(block_of(text, markers), block))
+        os.replace(temporary, path)
+        print(f"wrote the 'What you get' block of {path}")
     return 0
 
 

@@ -1,11 +1,14 @@
-"""The README's "What you get" table is what ``benchmarks/what_you_get.py`` makes from the reports now: editing a
-report it reads without regenerating the table fails here."""
+"""The README's "What you get" table and its full page are what ``benchmarks/what_you_get.py`` makes from the study's
+records (``reports/what_you_get/*.json``) now: a record removed or changed without regenerating fails the check."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -13,82 +16,96 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import readings  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 import what_you_get  # noqa: E402
 
-SOURCES = ("quickstart", "reproduction", "well_protocols")
+RECORDS = ROOT / "reports" / "what_you_get"
 
 
-def test_the_readme_table_is_what_the_reports_give_now():
-    readme = (ROOT / "README.md").read_text()
-    assert what_you_get.block_of(readme) == what_you_get.render()
+def test_the_readme_and_the_full_page_are_what_the_records_give_now():
+    readme, page = (ROOT / "README.md").read_text(), (ROOT / "docs" / "what-you-get.md").read_text()
+    compact, full = what_you_get.render()
+    assert what_you_get.block_of(readme, readings.WHAT_YOU_GET) == compact
+    assert what_you_get.block_of(page, what_you_get.FULL) == full
     assert what_you_get.main(["--check"]) == 0
     assert readme.index(readings.WHAT_YOU_GET[0]) < readme.index("## Set-up")  # at the top
+    assert not what_you_get.missing_records(readme, RECORDS)
 
 
-def copy_of_the_repository(tmp_path: Path, monkeypatch) -> Path:
-    (tmp_path / "reports").mkdir()
-    for name in SOURCES:
-        shutil.copy(ROOT / "reports" / f"{name}.md", tmp_path / "reports" / f"{name}.md")
+def record(setting: str, seed: int, rows: dict[str, tuple[float, float | None]], kept: str = "network") -> dict:
+    """A record as the study writes it: ``rows`` maps a row to its (one step, 6:12) Well VRMSE."""
+    cells = {
+        name: {"kind": "classical", "one_step_well": one, "one_step_paper": 2 * one,
+               "windows": {"6:12": window, "13:30": None}, "rollout_last": window}
+        for name, (one, window) in rows.items()
+    }  # fmt: skip
+    return {
+        "setting": setting, "label": f"{setting} (test)", "dataset": setting, "stride": 1, "seed": seed,
+        "made": {"commit": "abc", "dirty": False, "date": "2026-11-28"}, "validation_trajectories": 3,
+        "history": 8, "rollout_steps_run": 12,
+        "rows": cells,
+        "trust": {"one_step": {"pick": "extrap2", "reach": "backtest at step 1"}},
+        "runs": {"upao": {"kept": kept, "optimizer_steps": 144, "cpu_seconds": 100.0},
+                 "supervised": {"kept": "network", "optimizer_steps": 144, "cpu_seconds": 90.0}},
+        "cost": {"evaluate": {"cpu_seconds": 30.0}}, "commands": {"upao": "python -m the_well.benchmark.train ..."},
+    }  # fmt: skip
+
+
+ROWS = {
+    what_you_get.UPAO: (0.02, 0.5),
+    what_you_get.SUPERVISED: (0.01, 0.4),
+    "persistence": (0.3, 0.9),
+    "extrap1": (0.05, 0.6),
+    "extrap2": (0.025, 0.45),
+    "solver": (1e-7, 2e-7),
+}
+
+
+@pytest.fixture
+def copy(tmp_path, monkeypatch) -> Path:
+    """A repository with two settings of synthetic records, its README and page blocks generated."""
+    records = tmp_path / "reports" / "what_you_get"
+    records.mkdir(parents=True)
+    for seed in (1, 2):
+        (records / f"wave2d-seed{seed}.json").write_text(json.dumps(record("wave2d", seed, ROWS)))
+    rows = dict(ROWS) | {what_you_get.UPAO: (0.04, None), "extrap2": (0.03, None)}
+    (records / "adv1d-seed1.json").write_text(json.dumps(record("adv1d", 1, rows, kept="prior (extrap2)")))
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "docs" / "what-you-get.md", tmp_path / "docs" / "what-you-get.md")
     monkeypatch.setattr(what_you_get, "ROOT", tmp_path)
+    assert what_you_get.main([]) == 0
     return tmp_path
 
 
-def test_a_report_edited_without_regenerating_fails_the_check_and_one_command_fixes_it(tmp_path, monkeypatch, capsys):
-    root = copy_of_the_repository(tmp_path, monkeypatch)
-    readme = root / "README.md"
-    assert what_you_get.main(["--readme", str(readme), "--check"]) == 0
-    report = root / "reports" / "well_protocols.md"
-    old = "| extrap2 | | | | | | | | | 0.08522 | 0.1604 | 1.5 | |"  # shear flow's extrap2 row
-    assert old in report.read_text()
-    report.write_text(report.read_text().replace(old, old.replace("0.1604", "0.1702")))
-    assert what_you_get.main(["--readme", str(readme), "--check"]) == 1
+def test_the_cells_are_means_over_the_seeds_and_the_goals_count_settings(copy):
+    wave, adv = what_you_get.settings_of(what_you_get.load_records(copy / "reports" / "what_you_get"))
+    assert (wave.key, adv.key) == ("wave2d", "adv1d") and wave.seeds == [1, 2]
+    assert wave.best_extrapolation("one_step_well") == "extrap2"
+    assert what_you_get.ratio(wave, "one_step_well") == pytest.approx(0.02 / 0.025)  # 0.8: below
+    assert what_you_get.ratio(wave, "6:12") == pytest.approx(0.5 / 0.45)  # 1.11: above the guard's 1.1
+    assert what_you_get.ratio(adv, "6:12") is None
+    readme = (copy / "README.md").read_text()
+    assert "| wave2d (test) | 2 x 3 | 0.02 / 0.5 | extrap2: 0.025 / 0.45 | 0.01 / 0.4 | 1e-07 / 2e-07 |" in readme
+    assert "one step UPAO is 0.8x the best extrapolation (extrap2, below)" in readme
+    assert "best.pt kept: prior (extrap2) x 1." in readme
+    page = (copy / "docs" / "what-you-get.md").read_text()
+    assert "at most 1.1x the best extrapolation one step ahead and over 6:12 (where reached): 0 of 2 settings" in page
+    assert "below extrap2 one step ahead or over 6:12: 1 of 2 settings (wave2d)" in page
+    assert "made 2026-11-28 at abc" in page
+
+
+def test_a_record_changed_or_removed_without_regenerating_fails_the_check(copy, capsys):
+    records = copy / "reports" / "what_you_get"
+    assert what_you_get.main(["--check"]) == 0
+    changed = json.loads((records / "wave2d-seed2.json").read_text())
+    changed["rows"]["extrap2"]["one_step_well"] = 0.035
+    (records / "wave2d-seed2.json").write_text(json.dumps(changed))
+    assert what_you_get.main(["--check"]) == 1
     assert "stale" in capsys.readouterr().err
-    before = readme.read_text()
-    assert what_you_get.main(["--readme", str(readme)]) == 0
-    after = readme.read_text()
-    assert "0.1702 / 1.5" in after and "0.1702 / 1.5" not in before
-    outside = [text.replace(what_you_get.block_of(text), "") for text in (before, after)]
+    before = (copy / "README.md").read_text()
+    assert what_you_get.main([]) == 0
+    after = (copy / "README.md").read_text()
+    assert "extrap2: 0.03 / 0.45" in after and "extrap2: 0.03 / 0.45" not in before  # (0.025 + 0.035) / 2
+    outside = [text.replace(what_you_get.block_of(text, readings.WHAT_YOU_GET), "") for text in (before, after)]
     assert outside[0] == outside[1]  # only the block changed
-    assert what_you_get.main(["--readme", str(readme), "--check"]) == 0
-
-
-def test_the_best_network_row_and_the_cells_come_from_the_report_tables(tmp_path, monkeypatch):
-    root = copy_of_the_repository(tmp_path, monkeypatch)
-    report = root / "reports" / "reproduction.md"
-    text = report.read_text()
-    row = "| NA supervised LoRA | 0.1509 | 0.1035 | 0.0097 | 0.432 | 91.6 |"  # wave2d's best network row
-    assert row in text
-    report.write_text(text.replace(row, row.replace("0.1509", "0.9509")))
-    wave = next(r for r in what_you_get.reproduction_rows() if r.setting.startswith("wave2d"))
-    assert wave.network == "NA UPAO + LoRA" and wave.cells["network"].one_step == 0.1753
-    assert wave.cells["extrap2"].one_step == 0.02954 and wave.cells["extrap2"].rollout == 0.6876
-    assert "the solver is the lowest of the four (4.212e-07)" in what_you_get.sentence(wave)
-
-
-def test_the_quickstart_row_reads_the_seeds_at_the_current_defaults_when_the_report_has_them(tmp_path, monkeypatch):
-    """A seeds section (``benchmarks/quickstart_seeds.py``'s markers) replaces the older three-seed table: means over
-    its seeds, and the rollout at the last step its tables name (2 here), averaged by hand: (0.1 + 0.3) / 2."""
-    root = copy_of_the_repository(tmp_path, monkeypatch)
-    report = root / "reports" / "quickstart.md"
-    seed_table = (
-        "### Seed {seed}\n\n3 validation trajectories, stride 5, history 8.\n\n"
-        "| row | paper VRMSE | rollout step 2 |\n|---|---|---|\n"
-        "| solver | 1e-06 | {solver} |\n| UPAO + NSLoRA (no labels) | 0.16 | {upao} |\n"
-        "| extrap2 | 0.23 | 0.15 |\n| persistence | 2 | 0.6 |\n\n"
-    )
-    section = (
-        f"{what_you_get.QUICKSTART_SEEDS[0]}\n## 2026-11-26: 2 seeds at the current defaults\n\n"
-        + seed_table.format(seed=42, solver="2e-07", upao="0.1")
-        + seed_table.format(seed=43, solver="4e-07", upao="0.3")
-        + "### Over the seeds\n\n| row | mean over seeds | seed 42 | seed 43 |\n|---|---|---|---|\n"
-        "| solver | 1e-06 | 1e-06 | 1e-06 |\n| UPAO + NSLoRA (no labels) | 0.17 | 0.16 | 0.18 |\n"
-        "| extrap2 | 0.23 | 0.23 | 0.23 |\n| persistence | 2 | 2 | 2 |\n\n"
-        f"{what_you_get.QUICKSTART_SEEDS[1]}\n"
-    )
-    text = report.read_text()
-    report.write_text(text.replace("\n## ", "\n" + section + "\n## ", 1))
-    row = what_you_get.quickstart_row()
-    assert (row.seeds, row.trajectories, row.rollout_steps) == (2, 3, 2)
-    assert row.standing == "2026-11-26, current defaults" and row.network == "UPAO + NSLoRA (no labels)"
-    assert row.cells["network"].one_step == 0.17 and abs(row.cells["network"].rollout - 0.2) < 1e-12
-    assert abs(row.cells["solver"].rollout - 3e-07) < 1e-15
-    assert "Over the 2-step rollout" in what_you_get.sentence(row)
+    (records / "adv1d-seed1.json").unlink()
+    assert what_you_get.main(["--check"]) == 1
+    assert "missing: adv1d-seed1.json" in capsys.readouterr().err

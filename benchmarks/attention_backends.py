@@ -34,6 +34,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from readings import write_keeping_reading  # benchmarks/ is on the path of a script run from it
 
 from well_upao.models.na_transformer import PRESETS
 from well_upao.models.neighborhood_attention import neighborhood_attention
@@ -259,10 +260,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         args.json.write_text(json.dumps(measured, indent=1) + "\n")
     if args.report:
-        tmp = args.report.with_suffix(".md.tmp")
-        tmp.write_text(markdown(measured["rows"], measured["command"], measured["machine"], measured["date"]))
-        tmp.replace(args.report)
+        text = markdown(measured["rows"], measured["command"], measured["machine"], measured["date"])
+        failures = write_keeping_reading(args.report, text.rstrip("\n").split("\n"))
         print(f"wrote {args.report}")
+        if failures:
+            raise SystemExit(1)
 
 
 if __name__ == "__main__":

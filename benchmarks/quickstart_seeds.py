@@ -1,4 +1,4 @@
-"""The quickstart on several seeds at the current defaults: a generated section of reports/quickstart.md.
+"""The quickstart on several seeds at the day's defaults: a generated section of reports/quickstart.md.
 
 Runs the README's main job, ``well-upao quickstart --seed S --out OUT/seedS``, for every seed (resumable: a seed
 whose ``done.json`` exists is not run again), then reads each seed's evaluation JSON (``results/evaluation_*.json``)
@@ -136,7 +136,7 @@ def summary(seeds: list[dict]) -> list[str]:
 def section(args, seeds: list[dict]) -> str:
     lines = [
         BEGIN,
-        f"## {time.strftime('%Y-%m-%d')}: {len(seeds)} seed{'s' * (len(seeds) != 1)} at the current defaults",
+        f"## {time.strftime('%Y-%m-%d')}: {len(seeds)} seed{'s' * (len(seeds) != 1)} at that day's defaults",
         "",
         f"Command: `python benchmarks/quickstart_seeds.py {' '.join(args.argv)}` (each seed: `well-upao quickstart "
         "--seed S --out OUT/seedS`, the README's main job with its defaults; seeds run one after another, on 2 CPU "

@@ -9,7 +9,8 @@
 * ``trainers/upao.py``'s lines; the methods of ``UpaoLoss`` and ``TrainingLoss`` with those of their in-package base
   classes; functions or classes named for the guard in ``physics/``;
 * package files over 500 lines, functions over 60 lines, imports inside functions (``importlib.import_module`` and
-  ``__import__`` calls included).
+  ``__import__`` calls included);
+* issue 63's: ``# fmt: skip`` (and ``# fmt: off``) comments in the package, lines that ruff does not format.
 
     python benchmarks/architecture_metrics.py [--json]
 
@@ -40,6 +41,8 @@ TARGETS = {
     "files_over_500_lines": 0,
     "functions_over_60_lines": 2,
     "imports_inside_functions": 15,
+    # issue 63
+    "fmt_skips": 10,
 }
 
 
@@ -48,6 +51,7 @@ class Module:
     path: Path
     tree: ast.Module
     lines: int
+    text: str = ""
 
     @property
     def relative(self) -> str:
@@ -68,8 +72,13 @@ def modules() -> list[Module]:
     out = []
     for path in sorted(PACKAGE.rglob("*.py")):
         text = path.read_text()
-        out.append(Module(path, ast.parse(text), len(text.splitlines())))
+        out.append(Module(path, ast.parse(text), len(text.splitlines()), text))
     return out
+
+
+def unformatted_lines(text: str) -> list[int]:
+    """The numbers of the lines that keep ruff's formatter away (``# fmt: skip``, ``# fmt: off``)."""
+    return [n for n, line in enumerate(text.splitlines(), 1) if "# fmt: skip" in line or "# fmt: off" in line]
 
 
 def called_name(call: ast.Call) -> str | None:
@@ -154,6 +163,8 @@ def measure() -> Metrics:
             metrics.add("files_over_500_lines", f"{module.relative} ({module.lines})")
         if module.relative == "well_upao/trainers/upao.py":
             metrics.values["upao_py_lines"] = module.lines
+        for number in unformatted_lines(module.text):
+            metrics.add("fmt_skips", f"{module.relative}:{number}")
         for node in ast.walk(module.tree):
             if isinstance(node, ast.Call):
                 name = called_name(node)

@@ -38,3 +38,8 @@ def clumped(pde, params, ops, scheme):
     assert "Stencils" in calls
     plain = ast.parse("def fine(pde, window):\n    return window\n")
     assert not architecture_metrics.is_clumped(next(architecture_metrics.functions(plain)))
+
+
+def test_the_formatting_count_sees_a_skip():
+    assert architecture_metrics.unformatted_lines("x = 1  # fmt: skip\ny = 2\n# fmt: off\n") == [1, 3]
+    assert architecture_metrics.unformatted_lines("x = 1  # a comment about fmt\n") == []

@@ -106,8 +106,9 @@ def generator_parser(sub, name: str, module: str, origin: str, help: str, intro:
         for f in families.values()
     )
     text = textwrap.dedent(intro) + table + "\n\nexamples:\n" + "\n".join(f"  {line}" for line in examples)
-    parser = command(sub, name, module, help=help, formatter_class=argparse.RawDescriptionHelpFormatter,
-                     description=text)  # fmt: skip
+    parser = command(
+        sub, name, module, help=help, formatter_class=argparse.RawDescriptionHelpFormatter, description=text
+    )
     add_out(parser, "datasets", DATASETS_OUT)
     parser.add_argument("--n-traj", type=int, help="trajectories over all splits (default: the family's)")
     parser.add_argument("--resolution", type=int, help="grid points per axis (default: the family's)")
@@ -116,16 +117,21 @@ def generator_parser(sub, name: str, module: str, origin: str, help: str, intro:
     parser.add_argument("--seed", type=int, default=42, help="seed of the split and of every trajectory (42)")
     parser.add_argument("--traj-per-file", type=int, help="trajectories per HDF5 file (default: ~512 MB files)")
     parser.add_argument(
-        "--time-dtype", choices=("float64", "float32"), default="float64",
+        "--time-dtype",
+        choices=("float64", "float32"),
+        default="float64",
         help="how dimensions/time is stored: float64 (exact steps, default) or float32 (as the Well stores it)",
-    )  # fmt: skip
+    )
     add_overwrite_and_quiet(parser, "replace an existing dataset directory", "no progress bar")
     return parser, families
 
 
 def generate_exact(sub) -> None:
     parser, exact = generator_parser(
-        sub, "generate-exact", "generate_exact", "exact",
+        sub,
+        "generate-exact",
+        "generate_exact",
+        "exact",
         help="write an exact-solution dataset (closed form, no solver error) in The Well's HDF5 format",
         intro=GENERATE_EXACT,
         examples=[
@@ -133,7 +139,7 @@ def generate_exact(sub) -> None:
             "well-upao generate-exact --pde wave2d --n-traj 20 --resolution 64 --out datasets",
             "well-upao generate-exact --pde all --resolution 64 --n-traj 10",
         ],
-    )  # fmt: skip
+    )
     parser.add_argument("--pde", required=True, help=f"one of {', '.join(exact)}, or 'all'")
     parser.add_argument(
         "--test-fraction", type=float, default=0.0, help="separate test split (default 0: mirror valid)"
@@ -142,12 +148,15 @@ def generate_exact(sub) -> None:
 
 def generate_pretrain(sub) -> None:
     parser, simulated = generator_parser(
-        sub, "generate-pretrain", "generate_pretrain", "simulated",
+        sub,
+        "generate-pretrain",
+        "generate_pretrain",
+        "simulated",
         help="simulate the pretraining corpus (PDEBench's families) in The Well's format",
         intro="Integrate the paper's pretraining families with our solvers (well_upao/families/pdebench_solvers.py)\n"
         "and write each as a Well dataset OUT/<family>/ (splits, stats.yaml). Defaults fit a 2-core CPU:\n",
         examples=["well-upao generate-pretrain --out datasets --n-traj 12"],
-    )  # fmt: skip
+    )
     parser.add_argument("--family", nargs="+", default=["all"], help=f"families ({', '.join(simulated)}) or all")
 
 
@@ -160,17 +169,21 @@ def generate_replica(sub) -> None:
         for f in REPLICAS.values()
     )
     parser = command(
-        sub, "generate-replica", "generate_replica",
+        sub,
+        "generate-replica",
+        "generate_replica",
         help="re-make one of The Well's simulated datasets with our solvers, in the Well's exact layout",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.dedent(GENERATE_REPLICA) + table + REPLICA_EXAMPLES,
-    )  # fmt: skip
+    )
     parser.add_argument("--dataset", required=True, choices=sorted(REPLICAS))
     add_out(parser, "datasets", DATASETS_OUT)
     parser.add_argument(
-        "--resolution", type=int, nargs="+",
+        "--resolution",
+        type=int,
+        nargs="+",
         help="grid points per axis (default: the CPU size); active_matter: N [N [orientations]] (orientations = N)",
-    )  # fmt: skip
+    )
     parser.add_argument("--n-steps", type=int, help="stored frames per trajectory")
     parser.add_argument("--n-traj", type=int, help="trajectories per parameter set (split 80/10/10)")
     parser.add_argument("--full", action="store_true", help="the Well's parameter sets and sizes")
@@ -185,12 +198,14 @@ def generate_replica(sub) -> None:
 
 def convert_pdebench(sub) -> None:
     parser = command(
-        sub, "convert-pdebench", "convert_pdebench",
+        sub,
+        "convert-pdebench",
+        "convert_pdebench",
         help="convert PDEBench files (the paper's six pretraining subsets) into The Well's format",
         description="Supported layouts: 1D/2D/3D CFD, 2D shallow water (rdb), 2D diffusion-reaction, 2D "
         "inhomogeneous incompressible NS (see well_upao/families/pdebench.py). Files of the same family (e.g. the "
         "three 1D CFD configurations) are combined into one dataset OUT/<family>.",
-    )  # fmt: skip
+    )
     parser.add_argument("sources", nargs="+", type=Path, help="PDEBench HDF5 files")
     add_out(parser, "datasets", DATASETS_OUT)
     parser.add_argument("--downsample", type=int, default=1, help="keep every k-th grid point per axis")
@@ -203,35 +218,41 @@ def convert_pdebench(sub) -> None:
 
 def validate(sub) -> None:
     parser = command(
-        sub, "validate", "validate",
+        sub,
+        "validate",
+        "validate",
         help="check a dataset directory or HDF5 file against The Well's format and our contracts",
         description="Check OUT/<name> (splits, files, stats.yaml) or a single .hdf5 file, and its values with the "
         "checks of The Well's scripts/check_thewell_data.py (NaN and constant frames are problems; near-constant "
         "frames, allclose to their first value, frames close to the previous one and outlier frames are printed as "
         "notes). Exit 1 on problems.",
-    )  # fmt: skip
+    )
     parser.add_argument("path", type=Path)
     parser.add_argument("--check-exact", action="store_true", help="re-evaluate the closed form and compare")
     parser.add_argument(
         "--no-values", action="store_true", help="skip the value checks (NaN/inf, constant frames, notes)"
     )
     parser.add_argument(
-        "--strict", action="store_true",
+        "--strict",
+        action="store_true",
         help="near-constant frames (every value within numpy's allclose of the frame's first) are problems too",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--digest", action="store_true",
+        "--digest",
+        action="store_true",
         help="also print the sha256 of the dataset's content (arrays, attributes, stats.yaml; not the HDF5 layout): "
         "generate-exact gives the same digest for the same command on any x86 CPU",
-    )  # fmt: skip
+    )
 
 
 def evaluate(sub) -> None:
     parser = command(
-        sub, "evaluate", "evaluate",
+        sub,
+        "evaluate",
+        "evaluate",
         help="one-step and rollout VRMSE (both definitions) of models and classical baselines on a split",
         **described(EVALUATE),
-    )  # fmt: skip
+    )
     parser.add_argument(
         "checkpoints", nargs="*", help="well-upao checkpoints or run folders, each optionally as LABEL=PATH"
     )
@@ -239,22 +260,27 @@ def evaluate(sub) -> None:
     add_base_path(parser, "Well base path (default: the run's, else $WELL_BASE_PATH or ./datasets)")
     add_split(parser, "valid")
     parser.add_argument(
-        "--history", type=int,
+        "--history",
+        type=int,
         help="frames before each scored frame (default: the longest history of the rows, else the paper's 8); "
         "every row reads the history its run trained with, and all rows are scored on the same frames",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--stride", type=int, help="time stride between frames, the Well's dt_stride (default: the run's, else 1)"
     )
     parser.add_argument(
-        "--rollout-steps", type=int, default=30,
+        "--rollout-steps",
+        type=int,
+        default=30,
         help="autoregressive steps per rollout, at most what a trajectory holds after the history (default 30: the "
         "end of the Well's 13:30 window; the table reports the windows 6:12 and 13:30 and the last step run)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--rollout-starts", type=int, default=3,
+        "--rollout-starts",
+        type=int,
+        default=3,
         help="rollouts per trajectory, from start windows spread over it (default 3; fewer where it holds fewer)",
-    )  # fmt: skip
+    )
     add_max_trajectories(parser, None)
     evaluate_rows(parser)
 
@@ -263,30 +289,37 @@ def evaluate_rows(parser: argparse.ArgumentParser) -> None:
     """``evaluate``'s options on the rows beyond the checkpoints, and where it writes and computes."""
     parser.add_argument("--no-solver", action="store_true", help="skip the numerical-solver baseline")
     parser.add_argument(
-        "--match-solver", metavar="ROW",
+        "--match-solver",
+        metavar="ROW",
         help="add solver rows matched to ROW (a row's name, e.g. a LABEL) in runtime and in accuracy: fixed-step "
         "RK4 on the full and coarsened grids, picked by ms / prediction and VRMSE measured in this run",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--zero-shot-from", metavar="LABEL=PATH", action="append", default=[],
+        "--zero-shot-from",
+        metavar="LABEL=PATH",
+        action="append",
+        default=[],
         help="a one-frame model trained on another dataset (C_src >= C_tgt channels): evaluated on every C_tgt-subset "
         "of its channels, the best kept as row LABEL (the paper's zero-shot transfer); repeatable",
-    )  # fmt: skip
+    )
     add_out(parser, "evaluation", "folder for JSON and PNG (./evaluation)")
     parser.add_argument(
-        "--device", default="auto",
+        "--device",
+        default="auto",
         help="where the model rows run: auto (CUDA when present, else the CPU), cpu, cuda or cuda:N; the classical "
         "rows, the solver and the scores stay on the CPU (default auto)",
-    )  # fmt: skip
+    )
     parser.add_argument("--quiet", action="store_true")
 
 
 def residual_floor(sub) -> None:
     parser = command(
-        sub, "residual-floor", "residual_floor",
+        sub,
+        "residual-floor",
+        "residual_floor",
         help="how far the observed frames are from making the PDE residual vanish, per derivative and time scheme",
         **described(RESIDUAL_FLOOR),
-    )  # fmt: skip
+    )
     parser.add_argument("--data", required=True, help="dataset name")
     add_base_path(parser)
     add_split(parser, "train")
@@ -295,44 +328,52 @@ def residual_floor(sub) -> None:
     parser.add_argument("--max-frames", type=int, default=12, help="frames per trajectory and stride (12)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
     parser.add_argument(
-        "--fit", nargs="+", metavar="NAME",
+        "--fit",
+        nargs="+",
+        metavar="NAME",
         help="least-squares values of these PDE coefficients (e.g. delta_A delta_B) from the observed frames, "
         "under the derivative and time scheme whose floor after the fit is lowest, with the floor at the "
         "documented and at the fitted values",
-    )  # fmt: skip
+    )
 
 
 def leaderboard(sub) -> None:
     parser = command(
-        sub, "leaderboard", "leaderboard",
+        sub,
+        "leaderboard",
+        "leaderboard",
         help="the Well's published VRMSE and the paper's numbers beside ours for the Well's four datasets",
         description="Print the Well's leaderboard (FNO, TFNO, U-Net, CNextU-Net) and the paper's main-table rows "
         "for active_matter, gray_scott_reaction_diffusion, rayleigh_benard and shear_flow, with ours from "
         "`well-upao evaluate` JSON files (both VRMSE definitions, labelled).",
-    )  # fmt: skip
+    )
     parser.add_argument("evaluations", nargs="*", type=Path, help="evaluation_*.json files from well-upao evaluate")
 
 
 def adapters_report(sub) -> None:
     parser = command(
-        sub, "adapters-report", "adapters_report",
+        sub,
+        "adapters-report",
+        "adapters_report",
         help="stable rank, participation ratio and entropy rank of every LoRA/NSLoRA update in a checkpoint",
         description="Spectral diagnostics of DeltaW per adapter module and averaged (the paper's spectral table). "
         "Prints a markdown table; --json writes the numbers.",
-    )  # fmt: skip
+    )
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--json", type=Path, help="also write the report as JSON to this path")
 
 
 def quickstart(sub) -> None:
     parser = command(
-        sub, "quickstart", "quickstart",
+        sub,
+        "quickstart",
+        "quickstart",
         help="the main job: generate data, adapt the shipped backbone with UPAO + NSLoRA, compare (~10 min)",
         description="Generate a small wave2d dataset at time stride 5, adapt the shipped pretrained backbone with "
         "NSLoRA under UPAO (no interior labels) through The Well's harness, train a supervised-LoRA reference, "
         "and print the evaluation table beside the classical baselines and the zero-shot backbone; PNG figures "
         "and JSON go to OUT/results.",
-    )  # fmt: skip
+    )
     add_out(parser, "quickstart", None)
     parser.add_argument("--pde", default="wave2d", help="exact dataset (wave2d or advdiff2d show the point best)")
     parser.add_argument("--stride", type=int, default=5)
@@ -341,44 +382,62 @@ def quickstart(sub) -> None:
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument(
-        "--base", choices=["extrap1", "extrap2", "last", "none"], default=None,
+        "--base",
+        choices=["extrap1", "extrap2", "last", "none"],
+        default=None,
         help="prediction base of both runs (default: extrap2, the better one measured in reports/regimes.md)",
-    )  # fmt: skip
+    )
     parser.add_argument("--seed", type=int, default=42, help="seed of the data and the training order (42)")
     parser.add_argument(
-        "--backbone", default="shipped_extrap2",
+        "--backbone",
+        default="shipped_extrap2",
         help="backbone to adapt: shipped_extrap2 (default: the tiny backbone pretrained with base extrap2), shipped "
         "(the one pretrained with base last, re-zeroed for other bases) or a checkpoint path",
-    )  # fmt: skip
+    )
 
 
 def export_backbone(sub) -> None:
     parser = command(
-        sub, "export-backbone", "export_backbone",
+        sub,
+        "export-backbone",
+        "export_backbone",
         help="write a compact backbone checkpoint (no optimizer state) for sharing or shipping",
-    )  # fmt: skip
+    )
     parser.add_argument("source", type=Path)
     parser.add_argument("destination", type=Path)
     parser.add_argument(
-        "--merge", action="store_true",
+        "--merge",
+        action="store_true",
         help="fold the checkpoint's LoRA/NSLoRA adapters into the weights: a plain backbone for model.pretrained=",
-    )  # fmt: skip
+    )
 
 
 def fix_harness(sub) -> None:
     command(
-        sub, "fix-harness", "fix_harness",
+        sub,
+        "fix-harness",
+        "fix_harness",
         help="write the file the_well's harness asserts (needed once after an editable install)",
         description="the_well/benchmark/train.py asserts that the_well/benchmark/configs/config.yaml exists; a "
         "regular install of well-upao writes it, an editable one (pip install -e .) cannot. This writes it.",
-    )  # fmt: skip
+    )
 
 
 #: the commands in the order ``well-upao --help`` lists them
 COMMANDS = (
-    generate_exact, generate_pretrain, generate_replica, convert_pdebench, validate, evaluate, residual_floor,
-    leaderboard, adapters_report, quickstart, export_backbone, fix_harness,
-)  # fmt: skip
+    generate_exact,
+    generate_pretrain,
+    generate_replica,
+    convert_pdebench,
+    validate,
+    evaluate,
+    residual_floor,
+    leaderboard,
+    adapters_report,
+    quickstart,
+    export_backbone,
+    fix_harness,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

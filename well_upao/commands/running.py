@@ -17,9 +17,14 @@ from well_upao.models.checkpoint import CheckpointError
 
 #: errors that mean bad input (exit ``EXIT_BAD_INPUT``); any other is a failure (``EXIT_FAILED``)
 BAD_INPUT = (
-    CommandError, GenerationError, OutputExistsError, UserModuleError, CheckpointError, SpecificationError,
+    CommandError,
+    GenerationError,
+    OutputExistsError,
+    UserModuleError,
+    CheckpointError,
+    SpecificationError,
     DatasetNotFoundError,
-)  # fmt: skip
+)
 
 
 def run(args: argparse.Namespace) -> int:

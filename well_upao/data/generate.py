@@ -244,10 +244,16 @@ def generate_dataset(
         atomic_write_text(staging / "stats.yaml", yaml.safe_dump(stats.as_yaml_dict(), sort_keys=False))
     bar.close()
     return GenerationSummary(
-        pde=pde.name, path=destination, grid=grid, split_sizes={k: len(v) for k, v in splits.items()},
-        n_files=n_files, test_mirrors_valid=mirror_test, bytes_written=n_traj * bytes_per_trajectory(pde, grid),
-        seconds=time.perf_counter() - started, parameter_ranges={k: (v[0], v[1]) for k, v in ranges.items()},
-    )  # fmt: skip
+        pde=pde.name,
+        path=destination,
+        grid=grid,
+        split_sizes={k: len(v) for k, v in splits.items()},
+        n_files=n_files,
+        test_mirrors_valid=mirror_test,
+        bytes_written=n_traj * bytes_per_trajectory(pde, grid),
+        seconds=time.perf_counter() - started,
+        parameter_ranges={k: (v[0], v[1]) for k, v in ranges.items()},
+    )
 
 
 class _Pipeline:

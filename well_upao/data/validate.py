@@ -162,8 +162,11 @@ def scalars_problems(f: h5py.File, shape: tuple[int, ...]) -> list[str]:
         if name not in scalars:
             problems.append(f"/scalars lists {name!r} but has no such dataset")
             continue
-        problems += [f"/scalars/{name} lacks attribute {a!r}" for a in ("sample_varying", "time_varying")
-                     if a not in scalars[name].attrs]  # fmt: skip
+        problems += [
+            f"/scalars/{name} lacks attribute {a!r}"
+            for a in ("sample_varying", "time_varying")
+            if a not in scalars[name].attrs
+        ]
     for entry in scalar_entries(f):
         if len(entry.shape) > entry.sample_varying + entry.time_varying and len(entry.shape) > 1:
             problems.append(f"/scalars/{entry.name} is array-valued; mode tables belong outside /scalars")
@@ -195,8 +198,11 @@ def fields_problems(f: h5py.File, shape: tuple[int, ...], check_values: bool) ->
                 problems.append(f"/{group_name} lists {field!r} but has no such dataset")
                 continue
             ds = group[field]
-            problems += [f"{group_name}/{field} lacks attribute {a!r}" for a in ("dim_varying", "sample_varying",
-                         "time_varying") if a not in ds.attrs]  # fmt: skip
+            problems += [
+                f"{group_name}/{field} lacks attribute {a!r}"
+                for a in ("dim_varying", "sample_varying", "time_varying")
+                if a not in ds.attrs
+            ]
             used = ds.attrs.get("dim_varying", [True] * n_dims)
             expected = (
                 ((n_traj,) if ds.attrs.get("sample_varying") else ())
@@ -225,8 +231,9 @@ def slot_problems(f: h5py.File) -> list[str]:
         ]
     # only the fields the dataset's registry entry keeps need a slot (active matter drops D and E)
     selection = selected_fields(dataset_name)
-    channels = [c for field, names in channels_by_field(f).items() if selection is None or field in selection
-                for c in names]  # fmt: skip
+    channels = [
+        c for field, names in channels_by_field(f).items() if selection is None or field in selection for c in names
+    ]
     missing = [c for c in channels if c not in DATASET_SLOTS[dataset_name]]
     return [f"channels {missing} have no slot in the slot table row of {dataset_name!r}"] if missing else []
 

@@ -147,10 +147,21 @@ def plan_evaluation(
     if "note" in floor:
         unscored = NO_PDE if physics.pde is None else UNSCORED_NO_FLOOR
     return EvaluationPlan(
-        source, opened, history, request.stride, request.rollout_steps, request.rollout_starts,
-        request.max_trajectories, context, physics, floor, unscored, dict(selections or {}), tuple(transfer_labels),
+        source,
+        opened,
+        history,
+        request.stride,
+        request.rollout_steps,
+        request.rollout_starts,
+        request.max_trajectories,
+        context,
+        physics,
+        floor,
+        unscored,
+        dict(selections or {}),
+        tuple(transfer_labels),
         request.match_solver,
-    )  # fmt: skip
+    )
 
 
 def default_physics(source: WellSource, stride: int) -> tuple[Physics, dict]:
@@ -166,8 +177,12 @@ def default_physics(source: WellSource, stride: int) -> tuple[Physics, dict]:
     try:
         physics = resolve(lambda: source.observed(stride, max_trajectories=2, max_frames=8), pde, requested, stride)
     except (ValueError, KeyError) as error:
-        fixed = Requested(*(default if chosen == "auto" else chosen for chosen, default in (
-            (requested.derivative, DEFAULT_DERIVATIVE), (requested.scheme, DEFAULT_SCHEME))))  # fmt: skip
+        fixed = Requested(
+            *(
+                default if chosen == "auto" else chosen
+                for chosen, default in ((requested.derivative, DEFAULT_DERIVATIVE), (requested.scheme, DEFAULT_SCHEME))
+            )
+        )
         return resolve(None, pde, fixed), {"note": str(error).strip("'\"")}
     return physics, floor_summary(physics, requested)
 

@@ -78,8 +78,13 @@ def plot_rollout(evaluation: Evaluation, out: Path) -> Path:
     figure, axis = plt.subplots(figsize=(6, 4))
     for (start, end), shade in zip(WELL_WINDOWS, ("0.9", "0.8"), strict=True):
         if evaluation.rollout_steps_run > start:
-            axis.axvspan(start + 0.5, min(end, evaluation.rollout_steps_run) + 0.5, color=shade, zorder=0,
-                         label=f"the Well's window {window_label((start, end))}")  # fmt: skip
+            axis.axvspan(
+                start + 0.5,
+                min(end, evaluation.rollout_steps_run) + 0.5,
+                color=shade,
+                zorder=0,
+                label=f"the Well's window {window_label((start, end))}",
+            )
     for score in evaluation.scores:
         if score.rollout_vrmse_well:
             steps = range(1, len(score.rollout_vrmse_well) + 1)

@@ -128,9 +128,17 @@ def score(
         if note is not None:
             row.notes["residuals"] = note
     evaluation = Evaluation(
-        source.name, source.split, plan.stride, float(context.dt), plan.history, plan.rollout_steps, count,
-        [n for group in data.metadata.field_names.values() for n in group], "windows", scores,
-    )  # fmt: skip
+        source.name,
+        source.split,
+        plan.stride,
+        float(context.dt),
+        plan.history,
+        plan.rollout_steps,
+        count,
+        [n for group in data.metadata.field_names.values() for n in group],
+        "windows",
+        scores,
+    )
     evaluation.solver_ladder = [row_scores(p, sums[p.name], data, counts) for p in ladder]
     evaluation.data_source = source.provenance
     evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts

@@ -168,9 +168,12 @@ def orientation_terms(frames: ActiveMatterFrames, S: torch.Tensor, zeta: torch.T
     gradient = velocity_gradient(u, ops)
     flux = u[..., :, None, None] * D[..., None, :, :]  # (u_k D_ij) with k first
     transport = torch.stack(
-        [torch.stack([ops.d(flux[..., 0, i, j], 0) + ops.d(flux[..., 1, i, j], 1) for j in range(2)], -1)
-         for i in range(2)], -2,
-    )  # fmt: skip
+        [
+            torch.stack([ops.d(flux[..., 0, i, j], 0) + ops.d(flux[..., 1, i, j], 1) for j in range(2)], -1)
+            for i in range(2)
+        ],
+        -2,
+    )
     rotation = gradient @ D + D @ gradient.transpose(-1, -2)
     identity = torch.eye(2, dtype=c.dtype, device=c.device)
     laplacian = torch.stack([torch.stack([ops.laplacian(D[..., i, j]) for j in range(2)], -1) for i in range(2)], -2)

@@ -128,9 +128,13 @@ class Physics:
         name = record.get("pde")
         pde = pde_named(name) if name is not None else None
         return cls(
-            pde, record.get("derivative"), record.get("scheme"), dict(record.get("constants") or {}),
-            dict(record.get("floors") or {}), record.get("reason", ""),
-        )  # fmt: skip
+            pde,
+            record.get("derivative"),
+            record.get("scheme"),
+            dict(record.get("constants") or {}),
+            dict(record.get("floors") or {}),
+            record.get("reason", ""),
+        )
 
 
 def no_physics(reason: str) -> Physics:

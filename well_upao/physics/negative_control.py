@@ -64,8 +64,11 @@ class ObservedWindow:
         """``(old, new, older)``: consecutive pairs for the two-frame schemes, triples for ``central``."""
         f = self.fields
         if scheme == "central":
-            return ({k: v[:, 1:-1] for k, v in f.items()}, {k: v[:, 2:] for k, v in f.items()},
-                    {k: v[:, :-2] for k, v in f.items()})  # fmt: skip
+            return (
+                {k: v[:, 1:-1] for k, v in f.items()},
+                {k: v[:, 2:] for k, v in f.items()},
+                {k: v[:, :-2] for k, v in f.items()},
+            )
         return {k: v[:, :-1] for k, v in f.items()}, {k: v[:, 1:] for k, v in f.items()}, None
 
 

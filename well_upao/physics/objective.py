@@ -85,8 +85,13 @@ class UpaoObjective:
     def of(cls, physics: Physics, **settings) -> UpaoObjective:
         """The objective on a resolved ``physics`` (its PDE, constants, derivative and scheme; ``settings``: the
         weights and the normalisation)."""
-        return cls(physics.pde, scheme=physics.scheme, derivative=physics.derivative,
-                   constants=dict(physics.constants), **settings)  # fmt: skip
+        return cls(
+            physics.pde,
+            scheme=physics.scheme,
+            derivative=physics.derivative,
+            constants=dict(physics.constants),
+            **settings,
+        )
 
     def check_slots(self, active_slots: Sequence[int]) -> None:
         missing = [v for v in self.pde.variables if SLOT_INDEX[v] not in set(active_slots)]

@@ -330,9 +330,14 @@ class Trainer(RunFiles, WellTrainer):
             )
         total = self.schedule_steps or batches_per_epoch * self.max_epoch
         return step_scheduler(
-            self.optimizer, total, self.warmup_steps, self.lr_min, self._scheduler_state, self.start_step,
+            self.optimizer,
+            total,
+            self.warmup_steps,
+            self.lr_min,
+            self._scheduler_state,
+            self.start_step,
             self.rewarm_steps,
-        )  # fmt: skip
+        )
 
     def after_validation(self, epoch: int, validation_loss: float, improved: bool) -> dict[str, Any]:
         """Hook run after each validation; returns values to log. Here: the paper's LoRA -> NSLoRA switch
@@ -435,8 +440,11 @@ class Trainer(RunFiles, WellTrainer):
         if verdict is not None:
             logger.info(f"epoch 0 (before training): {verdict}")
             logs["prior_verdict"] = verdict
-        self.record(logs | {"valid": val_loss, "best_valid": val_loss, "epoch": 0, "step": 0, "seconds": 0.0}
-                    | self.selection.facts())  # fmt: skip
+        self.record(
+            logs
+            | {"valid": val_loss, "best_valid": val_loss, "epoch": 0, "step": 0, "seconds": 0.0}
+            | self.selection.facts()
+        )
         logger.info(f"epoch 0 (before training): validation criterion {val_loss:.4e}")
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):

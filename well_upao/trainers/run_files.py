@@ -49,8 +49,11 @@ class RunFiles:
         else:
             settings |= {"warmup_steps": self.warmup_steps, "lr_min": self.lr_min}
             if self.schedule_steps is not None:  # a schedule spread over runs records its place in it
-                settings |= {"schedule_steps": self.schedule_steps, "start_step": self.start_step,
-                             "rewarm_steps": self.rewarm_steps}  # fmt: skip
+                settings |= {
+                    "schedule_steps": self.schedule_steps,
+                    "start_step": self.start_step,
+                    "rewarm_steps": self.rewarm_steps,
+                }
         settings |= {"grad_clip": self.grad_clip, "epochs": self.max_epoch, "patience": self.selection.patience}
         if not self.rollout.one_step:  # one-step runs keep the settings they always recorded
             settings |= {f"rollout_{k}": v for k, v in vars(self.rollout).items()}

@@ -165,9 +165,11 @@ class UpaoLoss(TrainingLoss):
             table = ", ".join(f"{key} {value:.2e}" for key, value in self.physics.floors.items())
             logger.info(f"UPAO on the training frames: {self.physics.reason}; floors {table}")
         self.objective = UpaoObjective.of(
-            self.physics, lambda_bc=float(self.settings["lambda_bc"]), normalization=self.settings["normalization"],
+            self.physics,
+            lambda_bc=float(self.settings["lambda_bc"]),
+            normalization=self.settings["normalization"],
             floor_rel=self.floor_rel,
-        )  # fmt: skip
+        )
         model = trainer.bare_model
         self.one_frame = not is_sequence_model(model)
         # a harness model's channels are the dataset's, in the Well's layout; a backbone says which slots it fills

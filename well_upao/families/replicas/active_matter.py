@@ -170,9 +170,16 @@ class KineticOperators:
         s1222 = d12 - s1112
         s2222 = d22 - s1122
         return {
-            "c": c, "d11": d11, "d12": d12, "d22": d22,
-            "s1111": s1111, "s1112": s1112, "s1122": s1122, "s1222": s1222, "s2222": s2222,
-        }  # fmt: skip
+            "c": c,
+            "d11": d11,
+            "d12": d12,
+            "d22": d22,
+            "s1111": s1111,
+            "s1112": s1112,
+            "s1122": s1122,
+            "s1222": s1222,
+            "s2222": s2222,
+        }
 
     # ------------------------------------------------------------------ velocity
     def strain(self, u_hat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

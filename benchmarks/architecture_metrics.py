@@ -10,7 +10,9 @@
   classes; functions or classes named for the guard in ``physics/``;
 * package files over 500 lines, functions over 60 lines, imports inside functions (``importlib.import_module`` and
   ``__import__`` calls included);
-* issue 63's: ``# fmt: skip`` (and ``# fmt: off``) comments in the package, lines that ruff does not format.
+* issue 63's: ``# fmt: skip`` (and ``# fmt: off``) comments in the package, lines that ruff does not format;
+  functions that change an ``Evaluation`` they are given (an assignment to an attribute of a parameter annotated
+  ``Evaluation``): the evaluation is built once.
 
     python benchmarks/architecture_metrics.py [--json]
 
@@ -43,6 +45,7 @@ TARGETS = {
     "imports_inside_functions": 15,
     # issue 63
     "fmt_skips": 10,
+    "evaluation_mutations": 0,
 }
 
 
@@ -79,6 +82,20 @@ def modules() -> list[Module]:
 def unformatted_lines(text: str) -> list[int]:
     """The numbers of the lines that keep ruff's formatter away (``# fmt: skip``, ``# fmt: off``)."""
     return [n for n, line in enumerate(text.splitlines(), 1) if "# fmt: skip" in line or "# fmt: off" in line]
+
+
+def mutates_parameter(function: ast.FunctionDef, annotation: str) -> bool:
+    """Whether ``function`` assigns to an attribute of a parameter annotated ``annotation`` (``x.a = ...``,
+    ``x.a += ...``)."""
+    names = {n for n, a in parameter_names(function) if a.split(".")[-1] == annotation}
+    for node in ast.walk(function):
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        )
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in names:
+                return True
+    return False
 
 
 def called_name(call: ast.Call) -> str | None:
@@ -179,6 +196,8 @@ def measure() -> Metrics:
             place = f"{module.relative}:{function.name}"
             if is_clumped(function):
                 metrics.add("clumped_functions", place)
+            if mutates_parameter(function, "Evaluation"):
+                metrics.add("evaluation_mutations", place)
             length = (function.end_lineno or function.lineno) - function.lineno + 1
             if length > 60:
                 metrics.add("functions_over_60_lines", f"{place} ({length})")

@@ -43,3 +43,10 @@ def clumped(pde, params, ops, scheme):
 def test_the_formatting_count_sees_a_skip():
     assert architecture_metrics.unformatted_lines("x = 1  # fmt: skip\ny = 2\n# fmt: off\n") == [1, 3]
     assert architecture_metrics.unformatted_lines("x = 1  # a comment about fmt\n") == []
+
+
+def test_the_mutation_count_sees_an_evaluation_changed_after_it_was_built():
+    changed = ast.parse("def finish(plan, evaluation: Evaluation):\n    evaluation.scores += []\n")
+    built = ast.parse("def build(plan) -> Evaluation:\n    evaluation = Evaluation()\n    return evaluation\n")
+    assert architecture_metrics.mutates_parameter(next(architecture_metrics.functions(changed)), "Evaluation")
+    assert not architecture_metrics.mutates_parameter(next(architecture_metrics.functions(built)), "Evaluation")

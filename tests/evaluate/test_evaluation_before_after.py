@@ -19,7 +19,10 @@ rewritten. Regenerated again for issue 53 (any base keeps the best classical pri
 per-window pick) and the UPAO row (base ``last``, which had no prior before) now keeps extrap2, so its scores are
 extrap2's (one-step paper VRMSE 0.85 -> 0.000615) and its selection names the prior; every other number was equal to
 1e-6 relative. And once more when the evidence came from the windows the rows predict from instead of the first
-window alone: only ``trust``'s evidence values moved (at most 0.8%), every pick stayed."""
+window alone: only ``trust``'s evidence values moved (at most 0.8%), every pick stayed. And once more for issue 63
+(before the evaluation was built once): the JSON had gained ``expected`` (issue 59) without the file, so it was
+written again on commit 5a93e0b, the commit before issue 63's changes; every other number was equal to 1e-6
+relative to the file it replaced."""
 
 from __future__ import annotations
 

@@ -104,8 +104,8 @@ def run_evaluation(
     """Evaluate the baselines, the checkpoints (read once, ``RunCheckpoint``; a ``None`` label names a row
     after its run folder) and models already in memory (``models``); write JSON and figures to ``request.out``.
     ``transfers``: (label, checkpoint) of one-frame models of another dataset, evaluated zero-shot on every subset
-    of their channels; the best one is kept (``scores.keep_best_assignment``). The scoring pass returns the finished
-    evaluation (``scores.finish``)."""
+    of their channels; the best one is kept (``scores.kept_assignments``). The scoring pass returns the finished
+    evaluation (``scores.evaluation_of``), which the report only prints."""
     request.check()
     source = WellSource(request.base, request.dataset, request.split)
     rows = model_rows(source, checkpoints, models, transfers, request.device)

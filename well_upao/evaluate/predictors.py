@@ -316,7 +316,7 @@ class ChannelSubsetModel(HarnessModel):
 
 def transfer_predictors(path: str | Path, source: WellSource, name: str) -> list[Predictor]:
     """Zero-shot rows of a one-frame model of another dataset on ``source``'s: one per ``C_tgt``-subset of its
-    ``C_src`` channels (kept in order), named ``<name> [source channels i,j]`` (``keep_best_assignment`` keeps the
+    ``C_src`` channels (kept in order), named ``<name> [source channels i,j]`` (``kept_assignments`` keeps the
     best), each fed the history its run trained with. ``C_src < C_tgt`` has no zero-shot row (the paper's "---");
     a model trained on normalised fields has none either (its normalisation belongs to the other dataset)."""
     path = checkpoint_file(path)

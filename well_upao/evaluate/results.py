@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -110,15 +111,17 @@ class FigureFrames:
     predictions: dict[str, torch.Tensor] = field(default_factory=dict)
     residuals: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
 
-    def rename(self, old: str, new: str) -> None:
-        """Give row ``old``'s frames the name ``new``."""
-        for held in (self.predictions, self.residuals):
-            if old in held:
-                held[new] = held.pop(old)
+    def renamed(self, names: Mapping[str, str], dropped: Sequence[str] = ()) -> FigureFrames:
+        """The same frames without the rows ``dropped``, the rows of ``names`` under their new names."""
 
-    def drop(self, name: str) -> None:
-        self.predictions.pop(name, None)
-        self.residuals.pop(name, None)
+        def kept(held: dict) -> dict:
+            out = {names.get(name, name): value for name, value in held.items() if name not in dropped}
+            # a renamed row goes last, as a row renamed in place did
+            return {k: v for k, v in out.items() if k not in names.values()} | {
+                k: v for k, v in out.items() if k in names.values()
+            }
+
+        return FigureFrames(self.frame, self.truth, kept(self.predictions), kept(self.residuals))
 
 
 def missing_scores(label_free: dict, unscored: str | None = None) -> dict[str, str]:
@@ -136,11 +139,3 @@ def missing_scores(label_free: dict, unscored: str | None = None) -> dict[str, s
         elif not math.isfinite(value):
             reasons[name] = NO_BACKTEST if name == "backtest" and math.isnan(value) else NOT_FINITE
     return reasons
-
-
-def explain_unscored(evaluation: Evaluation, reason: str | None) -> None:
-    """Give every row that lacks a label-free score its reason (rows added after ``evaluate``, e.g. matched
-    solvers, are not scored: ``reason`` or ``NOT_SCORED``)."""
-    for score in evaluation.scores:
-        for name, why in missing_scores(score.label_free, reason).items():
-            score.label_free_reasons.setdefault(name, why)

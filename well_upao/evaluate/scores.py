@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from tqdm.auto import tqdm
@@ -56,7 +56,6 @@ from well_upao.evaluate.results import (
     Evaluation,
     FigureFrames,
     Scores,
-    explain_unscored,
     missing_scores,
 )
 from well_upao.evaluate.windows import rollout_starts as spread_starts
@@ -78,6 +77,20 @@ class RowSums:
     cards: dict[str, list[torch.Tensor]] = field(default_factory=dict)
 
 
+@dataclass
+class PassSums:
+    """What the scoring pass adds up over the trajectories: each row's ``RowSums``; each row's backtest curves on the
+    history windows of the one-step targets and of the rollouts' starts (``curves``) and the same windows' curves
+    in VRMSE units (``expected``: the evidence of each row's expected error); per rollout step, how many rollouts
+    reached it (``counts``); how many trajectories were scored (``trajectories``)."""
+
+    rows: dict[str, RowSums]
+    curves: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
+    expected: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
+    counts: list[int] = field(default_factory=list)
+    trajectories: int = 0
+
+
 @torch.no_grad()
 def score(
     plan: EvaluationPlan, predictors: Sequence[Predictor], ladder: Sequence[Predictor] = (), progress: bool = True
@@ -86,18 +99,14 @@ def score(
     computes one, ``EvaluationPlan.scored``, each row with its own physics, ``EvaluationPlan.physics_of``;
     else each row's ``label_free_reasons`` say why) and of ``ladder``
     (VRMSEs and timings; the evaluation's ``solver_ladder``). Every row is scored on the same target frames (those
-    after the plan's history); a predictor that reads fewer frames gets the last ones of each window."""
+    after the plan's history); a predictor that reads fewer frames gets the last ones of each window. Returns the
+    finished evaluation (``evaluation_of``) and the figures' frames."""
     count = trajectories_to_score(plan, [*predictors, *ladder])
     scored, unscored = plan.scored, plan.unscored
     if scored and plan.history < 2:
         scored, unscored = False, NO_WINDOW
     data, source = plan.opened, plan.source
-    sums = {p.name: RowSums() for p in [*predictors, *ladder]}
-    #: each row's backtest curves on the history windows of the one-step targets and of the rollouts' starts
-    curves: dict[str, dict[str, list[torch.Tensor]]] = {"one_step": {}, "rollout": {}}
-    #: the same windows' curves in VRMSE units: the evidence of each row's expected error
-    expected: dict[str, dict[str, list[torch.Tensor]]] = {"one_step": {}, "rollout": {}}
-    counts: list[int] = []  # per rollout step: how many rollouts reached it
+    sums = PassSums({p.name: RowSums() for p in [*predictors, *ladder]})
     time_axis, names = file_time_axis(source), list(data.metadata.constant_scalar_names)
     bar = tqdm(range(count), desc=f"evaluate {source.name}/{source.split}", unit="traj", disable=not progress)
     for index in bar:
@@ -108,47 +117,75 @@ def score(
         bounds = bind_rows(plan, predictors, context)  # each row's residual on the trajectory, once per physics
         steps = min(plan.rollout_steps, frames.shape[0] - plan.history)
         starts = spread_starts(frames.shape[0], plan.history, steps, plan.rollout_starts)
-        counts += [0] * (steps - len(counts))
+        sums.counts += [0] * (steps - len(sums.counts))
         for step in range(steps):
-            counts[step] += len(starts)
+            sums.counts[step] += len(starts)
         first = {
             p.name: score_trajectory(
-                plan, p, sums[p.name], frames, slotted, context, starts, bounds[p.name] if scored else None
+                plan, p, sums.rows[p.name], frames, slotted, context, starts, bounds[p.name] if scored else None
             )
             for p in predictors
         }
         for p in ladder:
-            score_trajectory(plan, p, sums[p.name], frames, slotted, context, starts, None)
-        add_history_curves(curves, predictors, frames, plan.history, context, starts, plan.rollout_starts, expected)
+            score_trajectory(plan, p, sums.rows[p.name], frames, slotted, context, starts, None)
+        add_history_curves(
+            sums.curves, predictors, frames, plan.history, context, starts, plan.rollout_starts, sums.expected
+        )
         if index == 0:
             figures = figure_frames(plan, frames, slotted, context, first, bounds)
-    scores = [row_scores(p, sums[p.name], data, counts, None if scored else unscored) for p in predictors]
-    for p, row in zip(predictors, scores, strict=True):
-        note = plan.residuals_note(p)
-        if note is not None:
-            row.notes["residuals"] = note
+        sums.trajectories += 1
+    return evaluation_of(plan, predictors, ladder, sums, float(context.dt), None if scored else unscored, figures)
+
+
+def evaluation_of(
+    plan: EvaluationPlan,
+    predictors: Sequence[Predictor],
+    ladder: Sequence[Predictor],
+    sums: PassSums,
+    dt: float,
+    unscored: str | None,
+    figures: FigureFrames,
+) -> tuple[Evaluation, FigureFrames]:
+    """The finished evaluation, built once from the pass's sums: every row's scores (its residuals' note where its
+    run's physics differs from the plan's default, its run's selection facts, ``plan.selections``; ``unscored``: why
+    no row has a scorecard), the trust per window (over every row scored, the transferred models' assignments
+    included), the best channel assignment of each transferred model (``kept_assignments``: the figures keep its
+    frames alone), the solver ladder and the cost- and accuracy-matched solver rows of ``plan.match_solver``, the
+    expected errors and the residual floor of the evaluated frames; with the figures' frames."""
+    data, source, counts = plan.opened, plan.source, sums.counts
+    rows = [
+        row_scores(p, sums.rows[p.name], data, counts, unscored, plan.residuals_note(p), plan.selections.get(p.name))
+        for p in predictors
+    ]
+    trust = trust_per_window(rows, *(median_curves(sums.curves[kind]) for kind in ("one_step", "rollout")))
+    rows, figures = kept_assignments(rows, figures, plan.transfer_labels)
+    solver_ladder = [row_scores(p, sums.rows[p.name], data, counts) for p in ladder]
+    if solver_ladder:
+        rows += match_solvers(solver_ladder, next(s for s in rows if s.name == plan.match_solver)).rows()
+    expected = {
+        window: {name: e.as_dict() for name, e in expected_per_window(sums.expected[kind], window).items()}
+        for window in WINDOWS
+        for kind in ["one_step" if window == "one_step" else "rollout"]
+    }
     evaluation = Evaluation(
         source.name,
         source.split,
         plan.stride,
-        float(context.dt),
+        dt,
         plan.history,
         plan.rollout_steps,
-        count,
+        sums.trajectories,
         [n for group in data.metadata.field_names.values() for n in group],
         "windows",
-        scores,
+        rows,
+        solver_ladder=solver_ladder,
+        data_source=source.provenance,
+        residual_floor=plan.floor,
+        rollout_steps_run=len(counts),
+        rollout_starts=plan.rollout_starts,
+        trust=trust,
+        expected=expected,
     )
-    evaluation.solver_ladder = [row_scores(p, sums[p.name], data, counts) for p in ladder]
-    evaluation.data_source = source.provenance
-    evaluation.rollout_steps_run, evaluation.rollout_starts = len(counts), plan.rollout_starts
-    evaluation.trust = trust_per_window(evaluation, *(median_curves(curves[kind]) for kind in ("one_step", "rollout")))
-    evaluation.expected = {
-        window: {name: e.as_dict() for name, e in expected_per_window(expected[kind], window).items()}
-        for window in WINDOWS
-        for kind in ["one_step" if window == "one_step" else "rollout"]
-    }
-    finish(plan, evaluation, figures)
     return evaluation, figures
 
 
@@ -226,14 +263,14 @@ def channel_history_curves(
 
 
 def trust_per_window(
-    evaluation: Evaluation, one_step_curves: dict[str, list[float]], rollout_curves: dict[str, list[float]]
+    rows: Sequence[Scores], one_step_curves: dict[str, list[float]], rollout_curves: dict[str, list[float]]
 ) -> dict[str, dict]:
     """Per window, the row the label-free evidence picks (one step from ``one_step_curves``, the rollout windows
     from ``rollout_curves``: ``add_history_curves``) and, where the split's labels give one, the lowest true
     error among the extrapolation rows and the models (``one_step``: the Well's one-step VRMSE; the rollout windows:
     the Well's window means) and the ratio of the pick's to it."""
     true_errors = {}
-    for row in evaluation.scores:
+    for row in rows:
         if row.kind != "solver":
             true_errors[row.name] = {"one_step": row.mean_well} | {k: v for k, v in row.rollout_windows.items()}
     out = {}
@@ -269,37 +306,22 @@ def trajectories_to_score(plan: EvaluationPlan, rows: Sequence[Predictor]) -> in
     return count
 
 
-def finish(plan: EvaluationPlan, evaluation: Evaluation, figures: FigureFrames) -> None:
-    """What the scored rows still need: each run's selection facts (``plan.selections``), the best channel assignment
-    of each transferred model (``keep_best_assignment``), the cost- and accuracy-matched solver rows of
-    ``plan.match_solver`` (from the ladder), the residual floor of the evaluated frames and every missing score's
-    reason."""
-    for row in evaluation.scores:
-        if row.name in plan.selections:
-            row.selection = plan.selections[row.name]
-    for label in plan.transfer_labels:
-        keep_best_assignment(evaluation, figures, label)
-    if evaluation.solver_ladder:
-        reference = next(s for s in evaluation.scores if s.name == plan.match_solver)
-        evaluation.scores += match_solvers(evaluation.solver_ladder, reference).rows()
-    evaluation.residual_floor = plan.floor
-    explain_unscored(evaluation, plan.unscored)
-
-
-def keep_best_assignment(evaluation: Evaluation, figures: FigureFrames, label: str) -> None:
-    """Of the rows ``<label> [source channels ...]`` keep the one with the lowest mean paper VRMSE, named ``label``
-    (its channels in ``notes``); the paper reports the best ``C_tgt``-subset for zero-shot transfer."""
-    candidates = [s for s in evaluation.scores if s.name.startswith(f"{label} [source channels ")]
-    if not candidates:
-        return
-    best = min(candidates, key=lambda s: s.mean_paper)
-    for candidate in candidates:
-        if candidate is not best:
-            figures.drop(candidate.name)
-    figures.rename(best.name, label)
-    evaluation.scores = [s for s in evaluation.scores if s is best or s not in candidates]
-    best.notes["assignments tried"] = len(candidates)
-    best.name = label
+def kept_assignments(
+    rows: Sequence[Scores], figures: FigureFrames, labels: Sequence[str]
+) -> tuple[list[Scores], FigureFrames]:
+    """For each transferred model's ``label``, of the rows ``<label> [source channels ...]`` only the one with the
+    lowest mean paper VRMSE, named ``label`` (how many assignments were tried in its ``notes``): the paper reports
+    the best ``C_tgt``-subset for zero-shot transfer. The figures keep that row's frames alone, under ``label``."""
+    kept = list(rows)
+    for label in labels:
+        candidates = [s for s in kept if s.name.startswith(f"{label} [source channels ")]
+        if not candidates:
+            continue
+        best = min(candidates, key=lambda s: s.mean_paper)
+        figures = figures.renamed({best.name: label}, [c.name for c in candidates if c is not best])
+        chosen = replace(best, name=label, notes=best.notes | {"assignments tried": len(candidates)})
+        kept = [chosen if s is best else s for s in kept if s is best or s not in candidates]
+    return kept, figures
 
 
 def bind_rows(
@@ -351,9 +373,18 @@ def score_trajectory(
     return prediction
 
 
-def row_scores(predictor: Predictor, sums: RowSums, data, counts: list[int], unscored: str | None = None) -> Scores:
+def row_scores(
+    predictor: Predictor,
+    sums: RowSums,
+    data,
+    counts: list[int],
+    unscored: str | None = None,
+    residuals: str | None = None,
+    selection: dict | None = None,
+) -> Scores:
     """A row's ``Scores``: its sums averaged over trajectories (and rollouts); ``unscored``: why it has no
-    scorecard, where it has none."""
+    scorecard, where it has none; ``residuals``: the note of a row scored with its run's own physics;
+    ``selection``: its run's selection facts."""
     channels = [n for group in data.metadata.field_names.values() for n in group]
     well = torch.stack(sums.one_well).mean(0)
     paper = torch.stack(sums.one_paper).nanmean(0)
@@ -366,9 +397,10 @@ def row_scores(predictor: Predictor, sums: RowSums, data, counts: list[int], uns
         {c: float(v) for c, v in zip(channels, paper, strict=True)},
         roll,
         predictor.seconds_per_prediction,
-        dict(predictor.notes),
+        dict(predictor.notes) | ({"residuals": residuals} if residuals is not None else {}),
         label_free=label_free,
         label_free_reasons=missing_scores(label_free, unscored),
+        selection=selection if selection is not None else {},
         rollout_windows=window_means(roll),
         rollout_counts=counts[: len(roll)],
     )

@@ -12,7 +12,10 @@
   ``__import__`` calls included);
 * issue 63's: ``# fmt: skip`` (and ``# fmt: off``) comments in the package, lines that ruff does not format;
   functions that change an ``Evaluation`` they are given (an assignment to an attribute of a parameter annotated
-  ``Evaluation``): the evaluation is built once.
+  ``Evaluation``): the evaluation is built once; PDE lookups, the functions besides the registry's own
+  (``get_pde``, ``register_pde``) that read ``PDE_REGISTRY`` or call ``get_pde``; outside ``physics/``, calls that
+  build a physics request or decide it past ``physics_of`` (``Requested``, ``refuse_time_varying_parameters``, and
+  ``resolve`` where a module imports it from ``physics.discretisation``).
 
     python benchmarks/architecture_metrics.py [--json]
 
@@ -46,7 +49,11 @@ TARGETS = {
     # issue 63
     "fmt_skips": 10,
     "evaluation_mutations": 0,
+    "pde_lookups": 1,
+    "physics_decided_outside_physics": 0,
 }
+#: what builds or decides a run's physics request: only ``physics_of`` may, outside ``physics/``
+REQUEST_BUILDERS = {"Requested", "refuse_time_varying_parameters"}
 
 
 @dataclass
@@ -96,6 +103,29 @@ def mutates_parameter(function: ast.FunctionDef, annotation: str) -> bool:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in names:
                 return True
     return False
+
+
+def is_pde_lookup(function: ast.FunctionDef) -> bool:
+    """Whether ``function`` looks a PDE up by name: it reads ``PDE_REGISTRY`` or calls ``get_pde`` (the registry's
+    own ``get_pde`` and ``register_pde`` aside)."""
+    if function.name in ("get_pde", "register_pde"):
+        return False
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id == "PDE_REGISTRY":
+            return True
+        if isinstance(node, ast.Call) and called_name(node) == "get_pde":
+            return True
+    return False
+
+
+def imports_resolver(tree: ast.Module) -> bool:
+    """Whether a module imports ``resolve`` from ``well_upao.physics.discretisation``."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "well_upao.physics.discretisation"
+        and any(alias.name == "resolve" for alias in node.names)
+        for node in ast.walk(tree)
+    )
 
 
 def called_name(call: ast.Call) -> str | None:
@@ -182,6 +212,7 @@ def measure() -> Metrics:
             metrics.values["upao_py_lines"] = module.lines
         for number in unformatted_lines(module.text):
             metrics.add("fmt_skips", f"{module.relative}:{number}")
+        resolver = imports_resolver(module.tree)
         for node in ast.walk(module.tree):
             if isinstance(node, ast.Call):
                 name = called_name(node)
@@ -190,6 +221,9 @@ def measure() -> Metrics:
                     metrics.add("chooser_calls_outside_physics", place)
                 if name == "Stencils" or (name == "resolve_parameters" and isinstance(node.func, ast.Attribute)):
                     metrics.add("physics_rebuilds", place)
+                deciding = name in REQUEST_BUILDERS or (name == "resolve" and isinstance(node.func, ast.Name))
+                if deciding and not in_physics and (name != "resolve" or resolver):
+                    metrics.add("physics_decided_outside_physics", place)
             if in_physics and isinstance(node, ast.FunctionDef | ast.ClassDef) and "guard" in node.name.lower():
                 metrics.add("guard_names_in_physics", f"{module.relative}:{node.name}")
         for function in functions(module.tree):
@@ -198,6 +232,8 @@ def measure() -> Metrics:
                 metrics.add("clumped_functions", place)
             if mutates_parameter(function, "Evaluation"):
                 metrics.add("evaluation_mutations", place)
+            if is_pde_lookup(function):
+                metrics.add("pde_lookups", place)
             length = (function.end_lineno or function.lineno) - function.lineno + 1
             if length > 60:
                 metrics.add("functions_over_60_lines", f"{place} ({length})")

@@ -22,8 +22,8 @@ from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.data.replicas import ReplicaRequest, generate_replica
 from well_upao.data.source import WellSource
 from well_upao.datasets_exact import EXACT_PDES
+from well_upao.physics import pde_for_dataset
 from well_upao.physics.floor import best_row, fit_constants, floor_rows
-from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.residual import SCHEMES
 
 STRIDES = (1, 5)

@@ -27,7 +27,7 @@ from well_upao.evaluate.predictors import SolverStep
 from well_upao.evaluate.report import window_cell
 from well_upao.evaluate.results import Evaluation
 from well_upao.evaluate.windows import WELL_WINDOWS, window_label
-from well_upao.physics.pdes import pde_for_dataset
+from well_upao.physics import pde_for_dataset
 
 #: the row of the solver evaluated on the data's grid
 PLAIN = "solver, no de-aliasing"

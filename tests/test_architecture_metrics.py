@@ -50,3 +50,13 @@ def test_the_mutation_count_sees_an_evaluation_changed_after_it_was_built():
     built = ast.parse("def build(plan) -> Evaluation:\n    evaluation = Evaluation()\n    return evaluation\n")
     assert architecture_metrics.mutates_parameter(next(architecture_metrics.functions(changed)), "Evaluation")
     assert not architecture_metrics.mutates_parameter(next(architecture_metrics.functions(built)), "Evaluation")
+
+
+def test_the_lookup_and_request_counts_see_what_they_count():
+    lookup = ast.parse("def pde_named(name):\n    return PDE_REGISTRY[name]\n")
+    registry = ast.parse("def get_pde(name):\n    return PDE_REGISTRY[name]\n")
+    assert architecture_metrics.is_pde_lookup(next(architecture_metrics.functions(lookup)))
+    assert not architecture_metrics.is_pde_lookup(next(architecture_metrics.functions(registry)))
+    importing = ast.parse("from well_upao.physics.discretisation import resolve\n")
+    assert architecture_metrics.imports_resolver(importing)
+    assert not architecture_metrics.imports_resolver(ast.parse("from pathlib import Path\n"))

@@ -42,9 +42,9 @@ from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import batch_dt, batch_grid, file_time_axis, sample_context
 from well_upao.models.checkpoint import read_checkpoint
+from well_upao.physics import pde_for_dataset
 from well_upao.physics.discretisation import Physics
 from well_upao.physics.floor import floor_rows
-from well_upao.physics.pdes import pde_for_dataset
 
 CASES = [(dims, boundary) for dims in SPEC_SHAPES for boundary in SPEC_BOUNDARIES]
 #: the Well's boundary codes (``the_well.data.datasets.BoundaryCondition``, its documentation's values)

@@ -190,8 +190,8 @@ def test_the_wells_own_example_file_is_read(tmp_path):
 def test_a_pde_parameter_stored_as_a_time_varying_scalar_is_refused_by_name(wall2d):
     """``kappa`` stored per frame (``(B, T)``, ``time_varying = true``): the residual floor refuses it, naming the
     attribute, instead of a missing-parameter error; stored per trajectory (the fixture) it is read."""
+    from well_upao.physics import pde_for_dataset
     from well_upao.physics.floor import floor_rows
-    from well_upao.physics.pdes import pde_for_dataset
 
     pde = pde_for_dataset(wall2d.name)
     assert floor_rows(WellSource(wall2d.parent, wall2d.name).observed(max_trajectories=1), 1, pde)  # negative control

@@ -19,9 +19,9 @@ import torch
 from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.datasets_exact.advdiff2d import AdvectionDiffusion2D
 from well_upao.evaluate.solver import PDESolver
+from well_upao.physics import pde_for_dataset
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.objective import UpaoObjective, band_values
-from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.stencils import Grid, Stencils
 
 N, T, K, DT = 32, 6, 4, 0.01

@@ -273,8 +273,8 @@ def test_time_strides_give_each_sample_its_own_dt(small_datasets, tmp_path):
 
 def test_auto_derivative_and_time_scheme_take_the_lowest_floor_of_the_training_frames(small_datasets, tmp_path):
     from well_upao.data.source import WellSource
+    from well_upao.physics import pde_for_dataset
     from well_upao.physics.floor import floor_rows
-    from well_upao.physics.pdes import pde_for_dataset
 
     trainer = make_trainer(small_datasets, tmp_path, dataset="tg2d", derivative="auto", time_scheme="auto")
     chosen = (trainer.loss.settings["derivative"], trainer.loss.settings["time_scheme"])

@@ -21,14 +21,7 @@ from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import Context, file_time_axis, sample_context
 from well_upao.models.na_transformer import T_IN
-from well_upao.physics.discretisation import (
-    DEFAULT_DERIVATIVE,
-    DEFAULT_SCHEME,
-    Physics,
-    Requested,
-    find_pde_for_dataset,
-    resolve,
-)
+from well_upao.physics.discretisation import EVALUATION_SAMPLE, Physics, PhysicsRequest, physics_of
 from well_upao.physics.pdes import PDE
 
 #: the history of an evaluation whose rows do not say (classical rows only): the paper's T_in
@@ -166,37 +159,27 @@ def plan_evaluation(
 
 def default_physics(source: WellSource, stride: int) -> tuple[Physics, dict]:
     """The evaluation's default physics and the residual floor of the evaluated frames at the evaluated stride
-    (``well_upao.physics.discretisation.resolve`` with the dataset's UPAO defaults, an ``auto`` part chosen as the
-    UPAO trainer chooses it; a survey of every combination for the report's lowest). Frames too few at this
-    stride, or a parameter the files lack, give the floor a ``note`` and the default settings with an ``auto``
-    part replaced by the global default."""
-    pde = find_pde_for_dataset(source.name)
-    if pde is None:
-        return resolve(None, None, Requested(), no_pde=no_pde(source.name)), {"note": no_pde(source.name)}
-    requested = Requested.of(source.defaults, survey=True)
-    try:
-        physics = resolve(lambda: source.observed(stride, max_trajectories=2, max_frames=8), pde, requested, stride)
-    except (ValueError, KeyError) as error:
-        fixed = Requested(
-            *(
-                default if chosen == "auto" else chosen
-                for chosen, default in ((requested.derivative, DEFAULT_DERIVATIVE), (requested.scheme, DEFAULT_SCHEME))
-            )
-        )
-        return resolve(None, pde, fixed), {"note": str(error).strip("'\"")}
-    return physics, floor_summary(physics, requested)
+    (``well_upao.physics.discretisation.physics_of`` with the dataset's UPAO defaults on ``EVALUATION_SAMPLE`` of the
+    evaluated frames, an ``auto`` part chosen as the UPAO trainer chooses it; a survey of every combination for the
+    report's lowest). Frames too few at this stride, or a parameter the files lack, give the floor a ``note`` and
+    the default settings with an ``auto`` part replaced by the global default (the request's ``fallback``)."""
+    request = PhysicsRequest(survey=True, sample=EVALUATION_SAMPLE, fallback=True, no_pde=no_pde(source.name))
+    physics = physics_of(source, request, stride)
+    if physics.note is not None:
+        return physics, {"note": physics.note}
+    return physics, floor_summary(physics)
 
 
-def floor_summary(physics: Physics, requested: Requested) -> dict:
+def floor_summary(physics: Physics) -> dict:
     """The JSON's ``residual_floor``: the row of the default discretisation (``chosen_by: auto`` where the dataset's
-    default is ``auto``) and the lowest row of the survey."""
+    default is ``auto``: its floors are those the choice was made from) and the lowest row of the survey."""
 
     def entry(row) -> dict:
         return {"derivative": row.derivative, "scheme": row.scheme, "residuals": row.residuals}
 
     summary = {"lowest": entry(min(physics.rows, key=lambda r: r.mean))}
     default = next(r for r in physics.rows if r.discretisation == (physics.derivative, physics.scheme))
-    summary["default"] = entry(default) | ({"chosen_by": "auto"} if requested.automatic else {})
+    summary["default"] = entry(default) | ({"chosen_by": "auto"} if physics.floors else {})
     return summary
 
 

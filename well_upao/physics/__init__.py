@@ -1,7 +1,8 @@
 """Physics: finite-difference stencils, the PDE registry, residual time discretisation, the UPAO objective."""
 
+from well_upao.physics.discretisation import pde_for_dataset
 from well_upao.physics.objective import UpaoObjective, band_values
-from well_upao.physics.pdes import PDE, PDE_REGISTRY, SubEquation, get_pde, pde_for_dataset, register_pde
+from well_upao.physics.pdes import PDE, PDE_REGISTRY, SubEquation, get_pde, register_pde
 from well_upao.physics.residual import pde_residuals, slot_fields
 from well_upao.physics.stencils import Grid, Stencils, boundary_band_mask, interior
 

@@ -12,7 +12,11 @@ of the constant fit (``well_upao.physics.floor``):
   an ``auto`` discretisation (the one whose floor *after* the fit is lowest).
 
 Training (``trainer=upao``), ``well-upao evaluate`` (the dataset's default for rows without a run of their own) and
-``well-upao residual-floor`` all call it; a UPAO run stores its ``Physics`` in its checkpoint
+``well-upao residual-floor`` each make one call, [`physics_of`][well_upao.physics.discretisation.physics_of]: a
+source, what the user asked (``PhysicsRequest``) and a stride in, the physics out; the PDE lookup
+([`pde_for_dataset`][well_upao.physics.discretisation.pde_for_dataset], the only one), the default chain, the
+fixed-or-fitted checks, the refusal of time-varying parameters, the sample of frames read and the fallback from
+``auto`` are decided there. A UPAO run stores its ``Physics`` in its checkpoint
 ([`Physics.record`][well_upao.physics.discretisation.Physics.record]), and evaluate scores the run's row with it
 ([`Physics.from_record`][well_upao.physics.discretisation.Physics.from_record]), so training and evaluation use one
 discretisation. [`Physics.bind`][well_upao.physics.discretisation.Physics.bind] gives the residual on a batch or
@@ -21,6 +25,7 @@ trajectory (``well_upao.physics.bound.BoundResidual``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +33,7 @@ from typing import Any
 import torch
 
 from well_upao.data.datasets import DATASETS
-from well_upao.data.source import ObservedFrames
+from well_upao.data.source import ObservedFrames, WellSource
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.floor import (
     FittedConstants,
@@ -37,12 +42,18 @@ from well_upao.physics.floor import (
     fit_discretised,
     floor_rows,
     permitted,
+    refuse_time_varying_parameters,
 )
-from well_upao.physics.pdes import PDE, PDE_REGISTRY, get_pde, pde_for_dataset
+from well_upao.physics.pdes import PDE, PDE_REGISTRY, get_pde
 from well_upao.physics.stencils import Grid
 
 #: the residual's discretisation where neither a run nor its dataset chooses one
 DEFAULT_SCHEME, DEFAULT_DERIVATIVE = "crank_nicolson", "fd"
+#: the observed frames a decision reads, ``(trajectories, frames per trajectory)``: a UPAO run's (its training
+#: frames) and evaluate's (the evaluated frames)
+TRAINING_SAMPLE, EVALUATION_SAMPLE = (4, 12), (2, 8)
+#: ``PhysicsRequest.fit`` for every constant of the PDE (``trainer.pde_constants=fitted``)
+FIT_ALL = "all"
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,9 @@ class Physics:
     reason: str = ""
     rows: tuple[FloorRow, ...] = ()
     fit: FittedConstants | None = None
+    #: why the observed frames decided nothing: a source without a PDE, or frames that could not decide
+    #: (``PhysicsRequest.fallback``); ``None`` when they decided (or were not needed)
+    note: str | None = None
 
     @property
     def available(self) -> bool:
@@ -124,9 +138,10 @@ class Physics:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Physics:
         """A stored [`record`][well_upao.physics.discretisation.Physics.record] (its PDE looked up by name,
-        ``pde_named``: a run's ``data.imports`` registered a user's)."""
+        [`pde_for_dataset`][well_upao.physics.discretisation.pde_for_dataset]: a run's ``data.imports`` registered a
+        user's)."""
         name = record.get("pde")
-        pde = pde_named(name) if name is not None else None
+        pde = pde_for_dataset(name) if name is not None else None
         return cls(
             pde,
             record.get("derivative"),
@@ -139,7 +154,61 @@ class Physics:
 
 def no_physics(reason: str) -> Physics:
     """The physics of a source whose dataset names no PDE: nothing to compute a residual with, and why."""
-    return Physics(None, None, None, reason=reason)
+    return Physics(None, None, None, reason=reason, note=reason)
+
+
+@dataclass(frozen=True)
+class PhysicsRequest:
+    """What a run, an evaluation or ``residual-floor`` asks of a source's physics
+    ([`physics_of`][well_upao.physics.discretisation.physics_of]). ``pde``: a registry or dataset name (``None``: the
+    source's); ``derivative`` and ``scheme`` (``None``: the dataset's defaults, its registry entry's ``derivative``
+    and ``time_scheme``, else ``DEFAULT_DERIVATIVE`` and ``DEFAULT_SCHEME``); ``constants``: fixed coefficients
+    over the PDE's own; ``fit``: the coefficients to fit to the observed frames (``FIT_ALL``: every constant of the
+    PDE); ``survey``: the whole floor table, for a report; ``sample``: the observed frames read when a choice, a
+    fit or a survey needs them, ``(trajectories, frames per trajectory)``; ``fallback``: frames that cannot decide
+    (too few at the stride, a parameter the files lack or store as time-varying) give the requested settings with an
+    ``auto`` part replaced by the global default and the reason in ``Physics.note``, instead of the error;
+    ``no_pde``: the reason a dataset without a PDE gives (``None``: a PDE is required, the lookup's ``KeyError``)."""
+
+    pde: str | None = None
+    derivative: str | None = None
+    scheme: str | None = None
+    constants: Mapping[str, float] = field(default_factory=dict)
+    fit: tuple[str, ...] | str = ()
+    survey: bool = False
+    sample: tuple[int, int] = TRAINING_SAMPLE
+    fallback: bool = False
+    no_pde: str | None = None
+
+
+def physics_of(source: WellSource, request: PhysicsRequest, stride: int = 1) -> Physics:
+    """The physics of ``source`` at time ``stride`` under ``request``: the PDE (``pde_for_dataset``), the settings
+    given else the dataset's defaults else the global ones, the fixed-or-fitted check (a fit of every constant needs a
+    PDE with constants), the refusal of a PDE parameter the files store as time-varying, then ``resolve`` on the
+    request's sample of the observed frames (read only when a choice, a fit or a survey needs them); with
+    ``request.fallback``, frames that cannot decide give the fallback (see ``PhysicsRequest``)."""
+    pde = pde_for_dataset(request.pde or source.name, required=request.no_pde is None)
+    if pde is None:
+        return no_physics(request.no_pde)
+    wanted = Requested.of(source.defaults, request.derivative, request.scheme, constants=dict(request.constants))
+
+    def decided() -> Physics:
+        refuse_time_varying_parameters(pde, source.layout.varying_scalar_names, source.name, request.constants)
+        fit = tuple(pde.constants) if request.fit == FIT_ALL else tuple(request.fit)
+        if request.fit == FIT_ALL and not fit:
+            raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
+        asked = dataclasses.replace(wanted, fit=fit, survey=request.survey)
+        return resolve(lambda: source.observed(stride, *request.sample), pde, asked, stride)
+
+    if not request.fallback:
+        return decided()
+    try:
+        return decided()
+    except (ValueError, KeyError) as error:
+        derivative = DEFAULT_DERIVATIVE if wanted.derivative == "auto" else wanted.derivative
+        scheme = DEFAULT_SCHEME if wanted.scheme == "auto" else wanted.scheme
+        fixed = Requested(derivative, scheme, wanted.constants)
+        return dataclasses.replace(resolve(None, pde, fixed), note=str(error).strip("'\""))
 
 
 def resolve(
@@ -178,21 +247,22 @@ def resolve(
     return Physics(pde, chosen.derivative, chosen.scheme, constants, floors, reason, tuple(rows))
 
 
-def pde_named(name: str) -> PDE:
-    """The PDE called ``name``: registered, or the PDE object a registered dataset names (a user module may give its
-    ``DatasetSpec`` a PDE without registering it)."""
-    if name in PDE_REGISTRY:
-        return PDE_REGISTRY[name]
-    for spec in DATASETS.values():
-        if isinstance(spec.pde, PDE) and spec.pde.name == name:
-            return spec.pde
-    return get_pde(name)  # the registry's error, with the names it knows
-
-
-def find_pde_for_dataset(dataset_name: str) -> PDE | None:
-    """``pde_for_dataset``, or ``None`` where the dataset names no PDE and no PDE carries its name (supervised
-    training and the classical rows need none; a PDE the registry entry names but nobody registered is an error)."""
-    spec = DATASETS.get(dataset_name)
-    if (spec is None or spec.pde is None) and dataset_name not in PDE_REGISTRY:
+def pde_for_dataset(name: str, required: bool = True) -> PDE | None:
+    """The PDE of a dataset, or the PDE called ``name`` (a run's record names its PDE): the dataset's registry entry's
+    ``pde`` (a PDE, or a registered PDE's name), else the registered PDE of that name, else the PDE object a
+    registered dataset names (a user module may give its ``DatasetSpec`` a PDE without registering it). Where
+    nothing matches: the registry's ``KeyError``, or ``None`` when not ``required`` and the dataset names no PDE
+    (supervised training and the classical rows need none; a PDE the registry entry names but nobody registered is
+    an error all the same)."""
+    spec = DATASETS.get(name)
+    named = spec.pde if spec is not None and spec.pde is not None else name
+    if isinstance(named, PDE):
+        return named
+    if named in PDE_REGISTRY:
+        return PDE_REGISTRY[named]
+    for other in DATASETS.values():
+        if isinstance(other.pde, PDE) and other.pde.name == named:
+            return other.pde
+    if not required and named == name:
         return None
-    return pde_for_dataset(dataset_name)
+    return get_pde(named)  # the registry's error, with the names it knows

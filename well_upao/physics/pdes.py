@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from well_upao.data.datasets import DATASETS
 from well_upao.physics.stencils import Stencils
 
 Fields = Mapping[str, torch.Tensor]
@@ -492,10 +491,3 @@ def _compressible_ns(dims: int) -> PDE:
 
 for _dims in (1, 2, 3):
     register_pde(_compressible_ns(_dims))
-
-
-def pde_for_dataset(dataset_name: str) -> PDE:
-    """The PDE of a dataset: its registry entry's ``pde`` (a PDE, or a name here), else the PDE of its own name."""
-    spec = DATASETS.get(dataset_name)
-    chosen = spec.pde if spec is not None and spec.pde is not None else dataset_name
-    return chosen if isinstance(chosen, PDE) else get_pde(chosen)

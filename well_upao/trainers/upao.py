@@ -33,10 +33,15 @@ from well_upao.harness.samples import (
 from well_upao.harness.well_trainer import trainer_argument
 from well_upao.models.kinds import is_sequence_model
 from well_upao.physics.bound import BoundResidual
-from well_upao.physics.discretisation import DEFAULT_DERIVATIVE, DEFAULT_SCHEME, Requested, resolve
-from well_upao.physics.floor import refuse_time_varying_parameters
+from well_upao.physics.discretisation import (
+    DEFAULT_DERIVATIVE,
+    DEFAULT_SCHEME,
+    FIT_ALL,
+    TRAINING_SAMPLE,
+    PhysicsRequest,
+    physics_of,
+)
 from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
-from well_upao.physics.pdes import pde_for_dataset
 from well_upao.physics.scores import Scorecard
 from well_upao.trainers.guard import Guard, GuardSettings
 from well_upao.trainers.loop import Trainer
@@ -148,18 +153,18 @@ class UpaoLoss(TrainingLoss):
             key: value if value is not None else source.defaults.get(key, UPAO_DEFAULTS[key])
             for key, value in self.requested.items()
         }
-        pde = pde_for_dataset(self.pde_name or source.name)
-        fixed = self.pde_constants if isinstance(self.pde_constants, Mapping) else {}
-        refuse_time_varying_parameters(pde, source.layout.varying_scalar_names, source.name, fixed)
-        if self.pde_constants == "fitted" and not pde.constants:
-            raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
-        fit = tuple(pde.constants) if self.pde_constants == "fitted" else ()
-        requested = Requested(self.settings["derivative"], self.settings["time_scheme"], fixed, fit)
-        stride = int(trainer.datamodule.settings["min_dt_stride"])
-        #: the run's physics (``well_upao.physics.discretisation``): stored in its checkpoints, reused by evaluate
-        self.physics = resolve(
-            lambda: source.observed(stride, max_trajectories=4, max_frames=12), pde, requested, stride
+        fitted = self.pde_constants == "fitted"
+        request = PhysicsRequest(
+            self.pde_name,
+            self.requested["derivative"],
+            self.requested["time_scheme"],
+            {} if fitted else self.pde_constants,
+            fit=FIT_ALL if fitted else (),
+            sample=TRAINING_SAMPLE,
         )
+        #: the run's physics (``well_upao.physics.discretisation``): stored in its checkpoints, reused by evaluate
+        self.physics = physics_of(source, request, int(trainer.datamodule.settings["min_dt_stride"]))
+        pde = self.physics.pde
         self.settings.update(derivative=self.physics.derivative, time_scheme=self.physics.scheme)
         if self.physics.floors:
             table = ", ".join(f"{key} {value:.2e}" for key, value in self.physics.floors.items())

@@ -23,7 +23,15 @@ import pytest
 import torch
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
-from well_upao.evaluate.expected import TRANSFER_SPREAD, Z_80, expected_curve, expected_vrmse, step_over_spread
+from well_upao.evaluate.expected import (
+    RULE_1,
+    RULE_2,
+    Z_80,
+    expected_curve,
+    expected_vrmse,
+    interval,
+    step_over_spread,
+)
 from well_upao.evaluate.horizons import (
     START,
     backtest_curve,
@@ -72,10 +80,16 @@ def test_a_rollout_window_within_reach_is_the_mean_of_the_closed_form_over_its_s
     estimate = expected_vrmse(curves_of(growing([0.7], 16), 0), "6:12")
     truth = sum(SPREAD * (1 - math.exp(-0.7 * H * k)) for k in range(7, 13)) / 6
     assert estimate.value == pytest.approx(truth, rel=1e-6) and estimate.continued_share == 0
-    # one window, identical evidence: the interval is the fixed spreads alone, sigma^2 = log(2)^2 (1 + 1) + transfer^2
-    sigma = math.sqrt(math.log(2.0) ** 2 * 2 + TRANSFER_SPREAD**2)
-    assert estimate.high / estimate.value == pytest.approx(math.exp(Z_80 * sigma), rel=1e-12)
-    assert estimate.low * estimate.high == pytest.approx(estimate.value**2, rel=1e-12)
+    # one window: the spread is the fixed log 2; rule 1 (one more window): sigma^2 = log(2)^2 (1 + 1) + log(1.25)^2;
+    # rule 2 (the mean over the windows): log(2)^2 / 1 + its 6:12 transfer spread squared
+    first = expected_vrmse(curves_of(growing([0.7], 16), 0), "6:12", RULE_1)
+    sigma = math.sqrt(math.log(2.0) ** 2 * 2 + math.log(1.25) ** 2)
+    assert first.high / first.value == pytest.approx(math.exp(Z_80 * sigma), rel=1e-12) and first.rule == 1
+    assert first.low * first.high == pytest.approx(first.value**2, rel=1e-12)
+    second = expected_vrmse(curves_of(growing([0.7], 16), 0), "6:12", RULE_2)
+    sigma = math.sqrt(math.log(2.0) ** 2 + RULE_2.transfer["6:12"] ** 2)
+    assert second.high / second.value == pytest.approx(math.exp(Z_80 * sigma), rel=1e-12) and second.rule == 2
+    assert second.value == first.value and second.spread == first.spread == math.log(2.0)
 
 
 def test_short_of_the_window_the_curve_is_continued_and_the_interval_widens():
@@ -87,9 +101,20 @@ def test_short_of_the_window_the_curve_is_continued_and_the_interval_widens():
     continued = [x5 + (x5 - x4) * (k - 5) for k in range(7, 13)]
     assert estimate.value == pytest.approx(sum(continued) / 6, rel=1e-6)
     assert estimate.continued_share == 1 and estimate.reach == 5
-    spread = float(torch.tensor([0.0, 0.0]).std())  # both windows see the same curve
-    sigma = math.sqrt(spread**2 * 1.5 + TRANSFER_SPREAD**2 + math.log(1 + 7 / 5) ** 2)
+    assert estimate.spread < 1e-7  # both windows see the same curve (to the Well's 1e-7 under the spread)
+    sigma = math.sqrt(estimate.spread**2 / 2 + RULE_2.transfer["6:12"] ** 2 + math.log(1 + 7 / 5) ** 2)
     assert estimate.high == pytest.approx(estimate.value * math.exp(Z_80 * sigma), rel=1e-12)
+
+
+def test_the_windows_part_is_one_more_window_under_rule_1_and_their_mean_under_rule_2():
+    """``s = 0.6`` over 9 windows, one step: rule 1 adds ``0.36 (1 + 1/9)``, rule 2 ``0.36 / 9``, to the transfer
+    spread; the interval is symmetric in log around the value."""
+    for rule, part in ((RULE_1, 0.36 * (1 + 1 / 9)), (RULE_2, 0.36 / 9)):
+        low, high = interval(0.5, 0.6, 9, 0.0, 1, "one_step", rule)
+        sigma = math.sqrt(part + rule.transfer["one_step"] ** 2)
+        assert high == pytest.approx(0.5 * math.exp(Z_80 * sigma), rel=1e-12)
+        assert low * high == pytest.approx(0.25, rel=1e-12)
+    assert interval(0.5, 0.6, 9, 0.0, 1, "one_step", RULE_1)[1] > interval(0.5, 0.6, 9, 0.0, 1, "one_step", RULE_2)[1]
 
 
 def test_channels_are_weighted_each_by_its_own_spread():

@@ -15,7 +15,10 @@
   ``Evaluation``): the evaluation is built once; PDE lookups, the functions besides the registry's own
   (``get_pde``, ``register_pde``) that read ``PDE_REGISTRY`` or call ``get_pde``; outside ``physics/``, calls that
   build a physics request or decide it past ``physics_of`` (``Requested``, ``refuse_time_varying_parameters``, and
-  ``resolve`` where a module imports it from ``physics.discretisation``).
+  ``resolve`` where a module imports it from ``physics.discretisation``); reads through the loss in the UPAO
+  validation and the judge (``loss.<name>`` or ``self.loss``: they take the frozen setup); keys of the prior's
+  evidence built from a name in the judge and the selection (``f"valid_score_window_{name}"``: the prior is handed
+  on, not found again); what ``bind`` means (the distinct first parameters of functions named ``bind``).
 
     python benchmarks/architecture_metrics.py [--json]
 
@@ -51,7 +54,14 @@ TARGETS = {
     "evaluation_mutations": 0,
     "pde_lookups": 1,
     "physics_decided_outside_physics": 0,
+    "loss_reads_in_validation": 0,
+    "prior_found_by_key": 0,
+    "bind_meanings": 1,
 }
+#: the UPAO validation and the judge: they read the setup, never the loss
+SETUP_READERS = ("well_upao/trainers/upao_validation.py", "well_upao/trainers/guard.py")
+#: where the prior's evidence is read, not written
+PRIOR_READERS = ("well_upao/trainers/guard.py", "well_upao/trainers/selection.py")
 #: what builds or decides a run's physics request: only ``physics_of`` may, outside ``physics/``
 REQUEST_BUILDERS = {"Requested", "refuse_time_varying_parameters"}
 
@@ -128,6 +138,31 @@ def imports_resolver(tree: ast.Module) -> bool:
     )
 
 
+def loss_reads(tree: ast.AST) -> list[int]:
+    """Lines reading an attribute through a name ``loss`` or through ``self.loss``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            value = node.value
+            if isinstance(value, ast.Name) and value.id == "loss":
+                out.append(node.lineno)
+            elif node.attr == "loss" and isinstance(value, ast.Name) and value.id == "self":
+                out.append(node.lineno)
+    return out
+
+
+def keys_built_from_a_name(tree: ast.AST, prefix: str) -> list[int]:
+    """Lines of f-strings that start with ``prefix`` and go on with a formatted value (a key built from a name)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and len(node.values) >= 2:
+            first, second = node.values[0], node.values[1]
+            if isinstance(first, ast.Constant) and str(first.value).endswith(prefix):
+                if isinstance(second, ast.FormattedValue):
+                    out.append(node.lineno)
+    return out
+
+
 def called_name(call: ast.Call) -> str | None:
     func = call.func
     if isinstance(func, ast.Name):
@@ -196,6 +231,17 @@ def statements_after_score(tree: ast.Module) -> list[str]:
     return []
 
 
+def bind_meanings(mods: list[Module]) -> dict[str, list[str]]:
+    """The first parameter (after ``self``) of every function named ``bind``, with where: one name, one meaning."""
+    out: dict[str, list[str]] = {}
+    for module in mods:
+        for function in functions(module.tree):
+            if function.name == "bind":
+                names = [n for n, _ in parameter_names(function) if n != "self"]
+                out.setdefault(names[0] if names else "", []).append(f"{module.relative}:{function.lineno}")
+    return out
+
+
 def measure() -> Metrics:
     metrics = Metrics(dict.fromkeys(TARGETS, 0))
     mods = modules()
@@ -243,9 +289,18 @@ def measure() -> Metrics:
         for function in top_functions + methods:  # outermost functions: their nested ones are counted inside
             for _ in range(nested_imports(function)):
                 metrics.add("imports_inside_functions", f"{module.relative}:{function.name}")
+        if module.relative in SETUP_READERS:
+            for line in loss_reads(module.tree):
+                metrics.add("loss_reads_in_validation", f"{module.relative}:{line}")
+        if module.relative in PRIOR_READERS:
+            for line in keys_built_from_a_name(module.tree, "valid_score_window_"):
+                metrics.add("prior_found_by_key", f"{module.relative}:{line}")
         if module.relative == "well_upao/evaluate/pipeline.py":
             for statement in statements_after_score(module.tree):
                 metrics.add("statements_after_score", statement)
+    meanings = bind_meanings(mods)
+    metrics.values["bind_meanings"] = len(meanings)
+    metrics.where["bind_meanings"] = [f"{first}: {', '.join(places)}" for first, places in meanings.items()]
     metrics.values["upao_loss_methods"] = len(class_methods(classes, "UpaoLoss"))
     metrics.values["training_loss_methods"] = len(class_methods(classes, "TrainingLoss"))
     return metrics

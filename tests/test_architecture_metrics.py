@@ -60,3 +60,20 @@ def test_the_lookup_and_request_counts_see_what_they_count():
     importing = ast.parse("from well_upao.physics.discretisation import resolve\n")
     assert architecture_metrics.imports_resolver(importing)
     assert not architecture_metrics.imports_resolver(ast.parse("from pathlib import Path\n"))
+
+
+def test_the_validation_counts_see_a_loss_read_and_a_key_built_from_a_name():
+    reads = ast.parse("def run(self, loss):\n    a = loss.history\n    return self.loss.rollout\n")
+    assert architecture_metrics.loss_reads(reads) == [2, 3]
+    assert architecture_metrics.loss_reads(ast.parse("def run(self):\n    return self.setup.history\n")) == []
+    keyed = ast.parse('def choice(logs, name):\n    return logs[f"valid_score_window_{name}"]\n')
+    assert architecture_metrics.keys_built_from_a_name(keyed, "valid_score_window_") == [2]
+    fixed = ast.parse('def model(logs):\n    return logs["valid_score_window_model"]\n')
+    assert architecture_metrics.keys_built_from_a_name(fixed, "valid_score_window_") == []
+
+
+def test_the_bind_count_sees_two_meanings():
+    text = "class A:\n    def bind(self, trainer):\n        pass\n"
+    text += "class B:\n    def bind(self, grid, scalars):\n        pass\n"
+    module = architecture_metrics.Module(architecture_metrics.PACKAGE / "m.py", ast.parse(text), 6, text)
+    assert sorted(architecture_metrics.bind_meanings([module])) == ["grid", "trainer"]

@@ -79,4 +79,4 @@ def test_rayleigh_benard_walls_reach_the_residual(well_base, tmp_path, monkeypat
     assert torch.isfinite(terms.total) and len(grids) == 1
     assert grids[0].periodic == (True, False)
     assert grids[0].spacing == pytest.approx((1 / 32, 1 / 16))
-    assert trainer.loss.objective.pde.name == "rayleigh_benard" and len(terms.residual_mse) == 4
+    assert trainer.loss.setup.objective.pde.name == "rayleigh_benard" and len(terms.residual_mse) == 4

@@ -21,8 +21,9 @@ extrap2's (one-step paper VRMSE 0.85 -> 0.000615) and its selection names the pr
 1e-6 relative. And once more when the evidence came from the windows the rows predict from instead of the first
 window alone: only ``trust``'s evidence values moved (at most 0.8%), every pick stayed. And once more for issue 63
 (before the evaluation was built once): the JSON had gained ``expected`` (issue 59) without the file, so it was
-written again on commit 5a93e0b, the commit before issue 63's changes; every other number was equal to 1e-6
-relative to the file it replaced."""
+written again on the package before issue 63's changes, commit 5a93e0b with issue 64's interval rule (e157130, which
+changed the expected intervals and added their ``rule`` and ``spread``) applied; every number of the file it
+replaced was equal to 1e-6 relative but those intervals."""
 
 from __future__ import annotations
 

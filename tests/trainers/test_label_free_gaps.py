@@ -13,6 +13,7 @@ from pathlib import Path
 import harness_command as harness
 import pytest
 import torch
+from hand_setup import hand_setup
 
 from well_upao.evaluate.predictors import HarnessModel
 from well_upao.harness.samples import Context, one_frame_prediction
@@ -21,7 +22,7 @@ from well_upao.physics.stencils import Grid
 from well_upao.trainers.guard import guard_unchecked
 from well_upao.trainers.start_model import START_WEIGHTS
 from well_upao.trainers.upao import UpaoLoss
-from well_upao.trainers.upao_validation import UpaoValidation
+from well_upao.trainers.upao_validation import UpaoValidation, ValidationSettings
 
 COMPLETE = Scorecard(floor=1e-3, residual_ratio=1.5, departure=0.2, backtest=0.3)
 
@@ -43,8 +44,7 @@ def test_the_guard_names_each_rule_it_could_not_check():
 
 def test_a_runs_missing_scores_are_named_with_their_reasons():
     loss = UpaoLoss()
-    loss.one_frame, loss.history = False, 4
-    validation = UpaoValidation(loss, True, 2, 30)
+    validation = UpaoValidation(hand_setup(history=4), None, loss.judge, ValidationSettings(True, 2, 30))
     assert validation.unavailable_scores(COMPLETE, has_reference=True) is None  # negative control
     text = validation.unavailable_scores(Scorecard(floor=1e-3, residual_ratio=1.5), has_reference=False)
     assert text == (
@@ -52,11 +52,11 @@ def test_a_runs_missing_scores_are_named_with_their_reasons():
         f"checkpoints/{START_WEIGHTS}, or a sharded run resumed: its start's predictions are kept in memory); "
         "backtest: not finite on the validation batches"
     )
-    loss.one_frame = True
+    validation.setup = hand_setup(history=4, one_frame=True)
     assert validation.unavailable_scores(Scorecard(1e-3, 1.5, 0.2), True) == (
         "backtest: a one-frame model predicts no observed frame of the history"
     )
-    loss.one_frame, loss.history = False, 1
+    validation.setup = hand_setup(history=1)
     assert "history of 1 frame" in validation.unavailable_scores(Scorecard(1e-3, 1.5, 0.2), True)
 
 

@@ -33,7 +33,7 @@ def test_the_upao_loss_is_the_same_on_the_same_batch_with_or_without_normalizati
     raw_batch, normalized_batch = first_batch(raw), first_batch(normalized)
     # the batches really differ (z-scores vs physical values), or the test would prove nothing
     assert not torch.allclose(raw_batch["input_fields"], normalized_batch["input_fields"], atol=1e-2)
-    assert normalized.loss.space.normalized and not raw.loss.space.normalized
+    assert normalized.loss.setup.space.normalized and not raw.loss.setup.space.normalized
     with torch.no_grad():
         expected = raw.loss.upao_terms(raw_batch)
         on_normalized = normalized.loss.upao_terms(normalized_batch)

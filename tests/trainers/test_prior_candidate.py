@@ -9,14 +9,16 @@ import math
 
 import pytest
 import torch
+from hand_setup import hand_setup
 
 from well_upao.data.slots import N_SLOTS
 from well_upao.models.assembly import load_model
 from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
 from well_upao.models.na_transformer import NATransformer
+from well_upao.trainers.guard import TrustEvidence, choose_prior
 from well_upao.trainers.training_loss import kept_prior
 from well_upao.trainers.upao import UpaoLoss
-from well_upao.trainers.upao_validation import UpaoValidation
+from well_upao.trainers.upao_validation import UpaoValidation, ValidationSettings
 
 SLOTS = [0, 1, 15]
 
@@ -97,18 +99,20 @@ def window_logs(prefix: str = "valid_score_window_", **values: float) -> dict[st
 
 def test_the_rule_keeps_the_best_prior_for_the_trust_window():
     judge = UpaoLoss(trust_window="6:12").judge  # guard_backtest_tolerance 0.1
-    judge.priors = True  # what binding a backbone with prior_candidate sets
-    logs = window_logs(persistence=0.9, extrap1=2.5, extrap2=7.0) | {"valid_trust_reach": "backtest to step 5 of 12"}
-    assert judge.prior_choice(logs) == "persistence"
-    reason = judge.prior_check(window_logs(model=1.2), logs)
+    judge.priors = True  # what attaching a backbone with prior_candidate sets
+    values = {"persistence": 0.9, "extrap1": 2.5, "extrap2": 7.0, "model": 3.0}
+    assert choose_prior(values) == "persistence" and choose_prior({"model": 1.0, "extrap2": math.nan}) is None
+    judge.evidence = TrustEvidence(values, choose_prior(values), "backtest to step 5 of 12")  # what a validation hands
+    assert judge.prior_choice() == "persistence"
+    reason = judge.prior_check(window_logs(model=1.2))
     assert reason is not None and "persistence" in reason and "6:12" in reason and "step 5 of 12" in reason
-    assert judge.prior_check(window_logs(model=0.95), logs) is None  # within the 10% tolerance
-    assert judge.prior_check(window_logs(model=0.5), logs) is None
-    assert judge.prior_check(window_logs(model=math.nan), logs) is None  # no evidence decides nothing
-    verdict = judge.prior_verdict(logs | window_logs(model=3.0))
+    assert judge.prior_check(window_logs(model=0.95)) is None  # within the 10% tolerance
+    assert judge.prior_check(window_logs(model=0.5)) is None
+    assert judge.prior_check(window_logs(model=math.nan)) is None  # no evidence decides nothing
+    verdict = judge.prior_verdict(window_logs(model=3.0))
     assert verdict.startswith("the start is worse than persistence for 6:12")
     judge.priors = False  # a model that cannot keep a prior: no rule
-    assert judge.prior_check(window_logs(model=3.0), logs) is None
+    assert judge.prior_check(window_logs(model=3.0)) is None and judge.prior_choice() is None
     with pytest.raises(ValueError, match="trust_window"):
         UpaoLoss(trust_window="5:10")
 
@@ -143,7 +147,7 @@ def test_validation_records_the_picked_priors_true_vrmse_as_the_hand_extrapolati
     trajectory = 1.0 + torch.randn(9, 16, 16, len(SLOTS), generator=torch.Generator().manual_seed(3)).cumsum(0) / 4
     sample = {"input_fields": trajectory[:history], "output_fields": trajectory[history:]}
     loss = UpaoLoss(vrmse_trajectories=2)
-    loss.trainer = SimpleNamespace(
+    trainer = SimpleNamespace(
         model=model,
         bare_model=model,
         device=torch.device("cpu"),
@@ -151,8 +155,8 @@ def test_validation_records_the_picked_priors_true_vrmse_as_the_hand_extrapolati
         dset_metadata=SimpleNamespace(field_names={0: ["a", "b", "c"]}, n_spatial_dims=2),
         formatter_name="channels_last_default",
     )
-    loss.one_frame, loss.history, loss.space = False, history, ModelSpace()
-    validation = UpaoValidation(loss, prior_candidate=True, vrmse_trajectories=2, rollout_vrmse_steps=30)
+    setup = hand_setup(history=history, space=ModelSpace())
+    validation = UpaoValidation(setup, trainer, loss.judge, ValidationSettings(True, 2, 30))
     logs = validation.paper_vrmse(full=False, prior="extrap2")
     extrapolated = torch.stack(
         [3 * trajectory[t - 1] - 3 * trajectory[t - 2] + trajectory[t - 3] for t in range(history, 9)]
@@ -167,7 +171,7 @@ def test_validation_records_the_picked_priors_true_vrmse_as_the_hand_extrapolati
     last = vrmse_well(rolled[-1][None], trajectory[-1:], 2).mean().item()
     assert logs["valid_prior_rollout_VRMSE_steps"] == 5
     assert logs["valid_prior_rollout_VRMSE_last"] == pytest.approx(last, rel=1e-4)
-    validation.prior_candidate = False
+    validation.settings = ValidationSettings(False, 2, 30)
     assert "valid_prior_paper_VRMSE" not in validation.paper_vrmse(full=False, prior="extrap2")
 
 
@@ -186,9 +190,9 @@ def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(o
     generator = torch.Generator().manual_seed(4)
     observed = 1.0 + torch.randn(2, 8, 16, 16, len(SLOTS), generator=generator).cumsum(1) / 4
     loss = UpaoLoss(trust_window="6:12")  # a window beyond one step: the model's rollout is scored too
-    loss.trainer = SimpleNamespace(model=model, bare_model=model)
-    loss.one_frame, loss.space, loss.channel_slots = False, ModelSpace(), SLOTS
-    validation = UpaoValidation(loss, prior_candidate=True, vrmse_trajectories=2, rollout_vrmse_steps=30)
+    trainer = SimpleNamespace(model=model, bare_model=model)
+    setup = hand_setup(space=ModelSpace(), channel_slots=tuple(SLOTS))
+    validation = UpaoValidation(setup, trainer, loss.judge, ValidationSettings(True, 2, 30))
     history = into_slots(observed, SLOTS)
     name = next(n for n, o in CLASSICAL.items() if o == order)
     classical = classical_curves(history, slots_mask(SLOTS, history.device))[name]

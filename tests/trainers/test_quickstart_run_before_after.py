@@ -8,11 +8,11 @@ validation) with 4 trajectories of 32^2 and 51 frames, two epochs of two batches
 thread. Marked slow: the bytes are one x86 CPU's arithmetic.
 
 How the stored values were made: ``tests/fixtures/quickstart_run_before.json`` was written by this test with
-``UPDATE_QUICKSTART_RUN_FIXTURE=1`` on commit 5a93e0b (main before issue 63), by
+``UPDATE_QUICKSTART_RUN_FIXTURE=1`` on the package before issue 63's changes (commit 5a93e0b with issue 64's interval
+rule, e157130, applied: it changed ``valid_expected_vrmse``), from a checkout of it with its own install, by
 ``UPDATE_QUICKSTART_RUN_FIXTURE=1 OMP_NUM_THREADS=1 .venv/bin/pytest -m slow
-tests/trainers/test_quickstart_run_before_after.py`` from a checkout of that commit with its own install (the same
-file was written by the same test in this checkout before any of issue 63's changes). Regenerate it only on purpose
-(a change of the training or of a metric), never to make a refactoring pass."""
+tests/trainers/test_quickstart_run_before_after.py``. Regenerate it only on purpose (a change of the training or of
+a metric), never to make a refactoring pass."""
 
 from __future__ import annotations
 

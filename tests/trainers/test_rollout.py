@@ -38,8 +38,8 @@ def rollout_trainer(small_datasets, tmp_path, steps: int, **kwargs):
 
 def hand_objective(trainer, batch, prediction, inputs, bands):
     """The objective on hand-assembled physical 18-slot frames (raw batch: the model works in physical units)."""
-    loss = trainer.loss
-    scalars = named_scalars(batch.get("constant_scalars"), loss.scalar_names)
+    loss = trainer.loss.setup
+    scalars = named_scalars(batch.get("constant_scalars"), list(loss.scalar_names))
     bound = loss.objective.bind(batch_grid(batch), {k: v.float() for k, v in scalars.items()})
     return loss.objective(
         prediction,
@@ -53,13 +53,13 @@ def hand_objective(trainer, batch, prediction, inputs, bands):
 
 
 def batch_history(trainer, batch):
-    return into_slots(batch["input_fields"], trainer.loss.channel_slots)
+    return into_slots(batch["input_fields"], trainer.loss.setup.channel_slots)
 
 
 def bands_of(trainer, batch, steps: int):
     frames = batch["output_fields"][:, :steps]
     bands = band_values(frames.flatten(0, 1), 2).unflatten(0, frames.shape[:2])
-    return into_slots(bands, trainer.loss.channel_slots)
+    return into_slots(bands, trainer.loss.setup.channel_slots)
 
 
 def test_one_step_is_the_one_step_objective_bitwise(small_datasets, tmp_path):
@@ -68,7 +68,7 @@ def test_one_step_is_the_one_step_objective_bitwise(small_datasets, tmp_path):
     trainer = make_trainer(small_datasets, tmp_path)
     assert trainer.rollout.one_step
     batch = next(iter(trainer.datamodule.train_dataloader()))
-    slots = trainer.loss.channel_slots
+    slots = trainer.loss.setup.channel_slots
     history = batch_history(trainer, batch)
     with torch.no_grad():
         shifted = into_slots(trainer.model(history, sequence=True)[..., slots], slots)
@@ -82,7 +82,7 @@ def test_a_backbones_two_step_loss_is_the_hand_rollout_and_reads_no_interior_lab
     trainer = rollout_trainer(small_datasets, tmp_path, 2)
     batch = next(iter(trainer.datamodule.train_dataloader()))
     assert batch["output_fields"].shape[1] == 2
-    slots = trainer.loss.channel_slots
+    slots = trainer.loss.setup.channel_slots
     history = batch_history(trainer, batch)
     with torch.no_grad():
         ours = trainer.loss.upao_terms(batch).total
@@ -107,7 +107,7 @@ def test_a_backbones_two_step_loss_is_the_hand_rollout_and_reads_no_interior_lab
 def test_a_one_frame_models_rollout_loss_is_the_hand_rollout_with_step_weights(small_datasets, tmp_path):
     trainer = rollout_trainer(small_datasets, tmp_path, 3, model=small_fno(), rollout_step_weight=0.5)
     batch = next(iter(trainer.datamodule.train_dataloader()))
-    slots, formatter = trainer.loss.channel_slots, trainer.formatter_name
+    slots, formatter = trainer.loss.setup.channel_slots, trainer.formatter_name
     with torch.no_grad():
         ours = trainer.loss.upao_terms(batch).total
         window, frames = batch["input_fields"], []
@@ -129,7 +129,7 @@ def test_pushforward_stops_the_gradient_at_the_fed_back_frames(small_datasets, t
         batch = next(iter(trainer.datamodule.train_dataloader()))
         outputs: list[torch.Tensor] = []
         hook = trainer.bare_model.register_forward_hook(lambda module, args, output, kept=outputs: kept.append(output))
-        predicted, fed = trainer.loss.rolled_out(trainer.model, batch["input_fields"], None, train=True)
+        predicted, fed = trainer.loss.setup.rolled_out(trainer.model, batch["input_fields"], None, train=True)
         hook.remove()
         assert len(outputs) == 3 and fed.requires_grad == (not pushforward)
         (through_first,) = torch.autograd.grad(predicted[:, -1].sum(), outputs[0], retain_graph=True, allow_unused=True)
@@ -163,8 +163,8 @@ def test_noise_is_on_fed_back_frames_in_training_only(small_datasets, tmp_path):
     batch = next(iter(trainer.datamodule.train_dataloader()))
     history = batch["input_fields"]
     with torch.no_grad():
-        clean = [trainer.loss.rolled_out(trainer.model, history, None, train=False) for _ in range(2)]
-        noisy = trainer.loss.rolled_out(trainer.model, history, None, train=True)
+        clean = [trainer.loss.setup.rolled_out(trainer.model, history, None, train=False) for _ in range(2)]
+        noisy = trainer.loss.setup.rolled_out(trainer.model, history, None, train=True)
     assert torch.equal(clean[0][1], clean[1][1])  # validation: deterministic, no noise
     difference = noisy[1][:, 0] - clean[0][0][:, 7]  # the fed frame minus the step-1 prediction it came from
     standardized = difference / noise_scale(history, "change")  # per sample and channel
@@ -304,7 +304,7 @@ def test_validations_log_the_wells_rollout_windows_by_hand(small_datasets, tmp_p
     trainer = make_trainer(small_datasets, tmp_path, data_kwargs={"n_steps_input": 2}, vrmse_trajectories=2)
     logs = trainer.loss.validation.paper_vrmse(full=False)
     dataset = trainer.datamodule.rollout_val_dataset
-    predictor = BackboneModel("model", trainer.bare_model, trainer.loss.space)
+    predictor = BackboneModel("model", trainer.bare_model, trainer.loss.setup.space)
     curves = []
     for index in range(min(2, len(dataset))):
         sample = dataset[index]

@@ -19,10 +19,10 @@ class Judge:
     def unchecked(self, logs):
         return None
 
-    def prior_choice(self, logs):
+    def prior_choice(self):
         return "extrap2"
 
-    def prior_check(self, best_logs, logs):
+    def prior_check(self, best_logs):
         if self.prior_backtest is None or best_logs["valid_score_backtest"] <= self.prior_backtest:
             return None
         return f"backtest {best_logs['valid_score_backtest']} vs {self.prior_backtest}"

@@ -135,7 +135,7 @@ def test_next_frame_loss_and_slot_predictor_read_frame_t_plus_1_of_the_active_sl
     for persistence, expected in ((False, 0.0), (True, float((pattern[..., [0, 4]] ** 2).mean()))):
         model = _NextFrameOracle(pattern, persistence)
         loss = NextFrameSlotLoss()
-        loss.bind(SimpleNamespace(batch_frames=lambda b: torch.cat([b["input_fields"], b["output_fields"]], 1),
+        loss.attach(SimpleNamespace(batch_frames=lambda b: torch.cat([b["input_fields"], b["output_fields"]], 1),
                                   device=torch.device("cpu"), model=model))  # fmt: skip
         value, logs = loss(batch)
         torch.testing.assert_close(value.item(), expected, rtol=1e-5, atol=1e-6)

@@ -108,10 +108,10 @@ def test_unset_settings_take_the_datasets_defaults(small_datasets, tmp_path):
     original = datasets.DATASETS["burgers2d"]
     datasets.DATASETS["burgers2d"] = dataclasses.replace(original, defaults={"derivative": "spectral"})
     try:
-        chosen = make_trainer(small_datasets, tmp_path / "a").loss
+        chosen = make_trainer(small_datasets, tmp_path / "a").loss.setup
         assert chosen.settings["derivative"] == "spectral" and chosen.objective.derivative == "spectral"
         assert chosen.settings["time_scheme"] == "crank_nicolson"  # the global default
-        explicit = make_trainer(small_datasets, tmp_path / "b", derivative="fd").loss
+        explicit = make_trainer(small_datasets, tmp_path / "b", derivative="fd").loss.setup
         assert explicit.objective.derivative == "fd"
     finally:
         datasets.DATASETS["burgers2d"] = original
@@ -277,14 +277,14 @@ def test_auto_derivative_and_time_scheme_take_the_lowest_floor_of_the_training_f
     from well_upao.physics.floor import floor_rows
 
     trainer = make_trainer(small_datasets, tmp_path, dataset="tg2d", derivative="auto", time_scheme="auto")
-    chosen = (trainer.loss.settings["derivative"], trainer.loss.settings["time_scheme"])
+    chosen = (trainer.loss.setup.settings["derivative"], trainer.loss.setup.settings["time_scheme"])
     observed = WellSource(small_datasets, "tg2d").observed(1, max_trajectories=4, max_frames=12)
     best = min(floor_rows(observed, 1, pde_for_dataset("tg2d")), key=lambda row: row.mean)
     assert chosen == (best.derivative, best.scheme) and chosen[0] == "spectral"
-    assert trainer.loss.objective.derivative == chosen[0] and trainer.loss.objective.scheme == chosen[1]
+    assert trainer.loss.setup.objective.derivative == chosen[0] and trainer.loss.setup.objective.scheme == chosen[1]
     fixed = make_trainer(small_datasets, tmp_path / "fixed", dataset="tg2d", derivative="fd", time_scheme="auto")
-    assert fixed.loss.settings["derivative"] == "fd" and fixed.loss.settings["time_scheme"] != "auto"
-    assert all(key.startswith("fd/") for key in fixed.loss.physics.floors)
+    assert fixed.loss.setup.settings["derivative"] == "fd" and fixed.loss.setup.settings["time_scheme"] != "auto"
+    assert all(key.startswith("fd/") for key in fixed.loss.setup.physics.floors)
 
 
 def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path, monkeypatch):
@@ -311,7 +311,7 @@ def test_fitted_constants_come_from_the_training_frames(small_datasets, tmp_path
     generate_replica(request, progress=False)
     trainer = make_trainer(base, tmp_path / "run", dataset="gray_scott_reaction_diffusion",
                            data_kwargs={"n_steps_input": 4}, pde_constants="fitted", derivative="spectral")  # fmt: skip
-    fitted = trainer.loss.objective.constants
+    fitted = trainer.loss.setup.objective.constants
     assert set(fitted) == {"delta_A", "delta_B"} and fitted != {"delta_A": 2e-5, "delta_B": 1e-5}
     assert fitted["delta_A"] == pytest.approx(2e-5, rel=0.02) and fitted["delta_B"] == pytest.approx(1e-5, rel=0.02)
     with pytest.raises(ValueError, match="no constants to fit"):
@@ -326,7 +326,7 @@ def test_the_wells_one_frame_models_adapt_without_interior_labels(small_datasets
     model = FNO(dim_in=8 * 2, dim_out=2, n_spatial_dims=2, spatial_resolution=(16, 16), modes1=4, modes2=4,
                 hidden_channels=8)  # fmt: skip
     trainer = make_trainer(small_datasets, tmp_path, model=model)
-    assert trainer.loss.one_frame and trainer.formatter_name == "channels_first_default"
+    assert trainer.loss.setup.one_frame and trainer.formatter_name == "channels_first_default"
     batch = next(iter(trainer.datamodule.train_dataloader()))
     clean_terms, clean = gradients(trainer, batch)
     assert clean and all(torch.isfinite(g).all() for g in clean)
@@ -505,11 +505,11 @@ def test_at_a_stride_the_run_resolves_its_physics_and_steps_its_residual_at_the_
     trainer = make_trainer(tmp_path / "data", tmp_path / "run", dataset=advected_mode.NAME,
                            model_kwargs={"base": "extrap2"},
                            data_kwargs={"n_steps_input": 2, "min_dt_stride": 5, "max_dt_stride": 5})  # fmt: skip
-    loss = trainer.loss
+    loss = trainer.loss.setup
     assert loss.physics.discretisation == "spectral/crank_nicolson"
     expected = advected_mode.crank_nicolson_floor(5, 12)  # frames 1, 6, ..., 31
     assert loss.physics.floors["spectral/crank_nicolson"] == pytest.approx(expected, rel=1e-3)
     assert expected > 20 * advected_mode.crank_nicolson_floor(1, 12)
-    prepared = loss.prepared(next(iter(trainer.datamodule.train_dataloader())))
+    prepared = loss.prepared(next(iter(trainer.datamodule.train_dataloader())), trainer.model)
     assert ((prepared.dt.double() / (5 * advected_mode.DT) - 1).abs() < 2e-6).all(), prepared.dt
     assert torch.isfinite(loss.terms_of(prepared).total)

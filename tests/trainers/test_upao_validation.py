@@ -49,7 +49,7 @@ def test_the_starts_and_the_classical_parts_are_computed_once_and_equal_a_fresh_
     moved(trainer.model)
     kept = validation.run(batches, full=False)
     assert not calls  # the start was not run again
-    fresh = UpaoValidation(loss, *loss.validation_settings)
+    fresh = UpaoValidation(loss.setup, trainer, loss.judge, loss.validation_settings)
     fresh.start.model = start  # the same frozen start, nothing kept: every part computed again
     again = fresh.run(batches, full=False)
     assert calls  # (the fresh validation did run the start)
@@ -62,7 +62,7 @@ def test_the_starts_and_the_classical_parts_are_computed_once_and_equal_a_fresh_
     assert batch_fingerprint(other) != batch_fingerprint(batches[0])
     changed = validation.run([other], full=False)
     assert calls
-    expected = UpaoValidation(loss, *loss.validation_settings)
+    expected = UpaoValidation(loss.setup, trainer, loss.judge, loss.validation_settings)
     expected.start.model = start
     assert same_logs(changed, expected.run([other], full=False)) == []
     hook.remove()

@@ -53,6 +53,15 @@ def trainer_argument(name: str, args: tuple, kwargs: dict, default=None):
     return signature.bind_partial(None, *args, **known).arguments.get(name, default)
 
 
+def with_argument(name: str, value, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` of a call of the Well's ``Trainer(*args, **kwargs)`` with argument ``name`` set to ``value``,
+    where the call gave it (by position or by keyword) or not."""
+    position = list(inspect.signature(Trainer.__init__).parameters).index(name) - 1  # self
+    if position < len(args):
+        return (*args[:position], value, *args[position + 1 :]), kwargs
+    return args, {**kwargs, name: value}
+
+
 def sharded_param_norm(parameters) -> float:
     """``sqrt(sum_p ||p||^2)`` over all parameters; for ``DTensor`` shards the squares of the local shards are summed
     over the processes (FSDP2 shards every parameter of a model over the same processes)."""

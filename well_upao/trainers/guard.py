@@ -7,9 +7,11 @@ scorecards its validation logged (``valid_score_*``, ``well_upao.physics.scores`
 * the prior (``trainer.prior_candidate``), per horizon (``trainer.trust_window``: ``one_step``, ``6:12`` or
   ``13:30``): the classical predictor (persistence, linear or quadratic extrapolation of the window) whose backtest
   on the observed history is lowest for that window (``well_upao.evaluate.horizons``; ``valid_score_window_<name>``)
-  is the prior; the selected candidate is set aside for it when the candidate's own backtest for the window is worse
-  by more than the guard's backtest tolerance: ``candidate > (1 + guard_backtest_tolerance) * prior`` (the rule
-  fixed before it was measured). ``best.pt`` then predicts with that prior (``NATransformer.set_prior``);
+  is the prior, chosen once per validation ([`choose_prior`][well_upao.trainers.guard.choose_prior]) and handed to
+  the judge with its evidence ([`TrustEvidence`][well_upao.trainers.guard.TrustEvidence]); the selected candidate is
+  set aside for it when the candidate's own backtest for the window is worse by more than the guard's backtest
+  tolerance: ``candidate > (1 + guard_backtest_tolerance) * prior`` (the rule fixed before it was measured).
+  ``best.pt`` then predicts with that prior (``NATransformer.set_prior``);
 * the verdict of the first validation: the start against that prior, by the same rule.
 
 The guard's rules ([`guard_decision`][well_upao.trainers.guard.guard_decision]): why its ``floor`` rule compares the
@@ -90,18 +92,39 @@ def guard_unchecked(start: Scorecard | None, candidate: Scorecard) -> list[str]:
     return out
 
 
+def choose_prior(values: Mapping[str, float]) -> str | None:
+    """The prior rule's choice: the classical predictor whose evidence for the trust window (``values``, by
+    predictor) is lowest, ``None`` where none has finite evidence."""
+    classical = {name: value for name, value in values.items() if name in CLASSICAL and math.isfinite(value)}
+    return min(classical, key=classical.get) if classical else None
+
+
+@dataclass(frozen=True)
+class TrustEvidence:
+    """What a validation hands the judge: every predictor's evidence for the trust window (``values``, its
+    ``valid_score_window_<name>``), the prior it chose (``prior``,
+    [`choose_prior`][well_upao.trainers.guard.choose_prior]) and how far the evidence reaches (``reach``, its
+    ``valid_trust_reach``)."""
+
+    values: Mapping[str, float]
+    prior: str | None
+    reach: str | None = None
+
+
 @dataclass
 class Guard:
     """``enabled``: ``trainer.guard``; ``settings``: its thresholds; ``start_card``: the start's scorecard (its first
     validation, or a resumed run's checkpoint), the reference when a validation did not score the start;
     ``priors``: whether the prior rule applies (``trainer.prior_candidate``, and a model that can predict with a
-    prior); ``trust_window``: the horizons the prior is chosen for (``trainer.trust_window``)."""
+    prior); ``trust_window``: the horizons the prior is chosen for (``trainer.trust_window``); ``evidence``: the last
+    validation's evidence for that window and the prior it chose (``None`` before any validation)."""
 
     enabled: bool = True
     settings: GuardSettings = field(default_factory=GuardSettings)
     start_card: Scorecard | None = None
     priors: bool = False
     trust_window: str = "one_step"
+    evidence: TrustEvidence | None = None
 
     def __post_init__(self) -> None:
         if self.trust_window not in WINDOWS:
@@ -131,40 +154,39 @@ class Guard:
     def worse_than_prior(self, candidate: float, prior: float) -> bool:
         return candidate > (1 + self.settings.backtest_tolerance) * prior
 
-    def prior_choice(self, logs: Mapping[str, Any]) -> str | None:
-        """The classical predictor with the lowest evidence for the trust window in a validation's ``logs``
-        (``valid_score_window_<name>``), ``None`` without evidence."""
-        values = {name: logs.get(f"valid_score_window_{name}", math.nan) for name in CLASSICAL}
-        finite = {name: value for name, value in values.items() if math.isfinite(value)}
-        return min(finite, key=finite.get) if finite else None
+    def prior_choice(self) -> str | None:
+        """The prior the last validation chose (``None`` without evidence, or without priors)."""
+        return self.evidence.prior if self.evidence is not None and self.priors else None
 
-    def prior_check(self, best_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> str | None:
-        """Why the prior should be kept instead of the selected candidate (its validation ``best_logs``; the priors'
-        evidence from ``logs``, scored on the same batches), or ``None`` (also without priors)."""
-        compared = self.compared(best_logs, logs)
+    def prior_check(self, best_logs: Mapping[str, Any]) -> str | None:
+        """Why the prior should be kept instead of the selected candidate (its validation ``best_logs``; the prior and
+        its evidence from the last validation, scored on the same batches), or ``None`` (also without priors)."""
+        compared = self.compared(best_logs)
         if compared is None or not self.worse_than_prior(compared[1], compared[2]):
             return None
         choice, candidate, prior = compared
         return (
             f"the selected model's backtest for {self.trust_window} is worse than {choice}'s "
-            f"({candidate:.3g} vs {prior:.3g} of a step; {logs.get('valid_trust_reach', 'backtest')})"
+            f"({candidate:.3g} vs {prior:.3g} of a step; {self.evidence.reach})"
         )
 
     def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
-        """The first validation's comparison of the start with the prior, one line (``None`` without priors)."""
-        compared = self.compared(logs, logs)
+        """The first validation's comparison of the start (its ``logs``) with the prior, one line (``None`` without
+        priors)."""
+        compared = self.compared(logs)
         if compared is None:
             return None
         choice, start, prior = compared
-        reach = logs.get("valid_trust_reach", "backtest")
+        reach = self.evidence.reach
         if self.worse_than_prior(start, prior):
             return f"the start is worse than {choice} for {self.trust_window}: {start:.3g} vs {prior:.3g} ({reach})"
         return f"the start is not worse than {choice} for {self.trust_window}: {start:.3g} vs {prior:.3g} ({reach})"
 
-    def compared(self, model_logs: Mapping[str, Any], logs: Mapping[str, Any]) -> tuple[str, float, float] | None:
-        """``(prior, the model's evidence, the prior's)`` for the trust window, ``None`` without priors or evidence."""
-        choice = self.prior_choice(logs) if self.priors else None
+    def compared(self, model_logs: Mapping[str, Any]) -> tuple[str, float, float] | None:
+        """``(prior, the model's evidence, the prior's)`` for the trust window (the model's from its validation
+        ``model_logs``, the prior's from the last validation), ``None`` without priors or evidence."""
+        choice = self.prior_choice()
         model = model_logs.get("valid_score_window_model", math.nan)
         if choice is None or not math.isfinite(model):
             return None
-        return choice, float(model), float(logs[f"valid_score_window_{choice}"])
+        return choice, float(model), float(self.evidence.values[choice])

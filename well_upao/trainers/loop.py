@@ -178,7 +178,7 @@ class Trainer(RunFiles, WellTrainer):
         #: which candidate best.pt holds and why (``trainers/selection.py``), before the Well's trainer sets
         #: ``best_val_loss`` (a view of it)
         self.selection = Selection(patience=int(patience))
-        #: the ``train`` section of the checkpoint this run resumed from (read by the loss when it binds)
+        #: the ``train`` section of the checkpoint this run resumed from (read by the loss when it is attached)
         self.resumed_train: dict[str, Any] = {}
         self.progress = bool(progress)
         self.scheduler = None
@@ -207,7 +207,7 @@ class Trainer(RunFiles, WellTrainer):
             self.lr_scheduler = None
         self.validation = validation or well_validation
         self.loss = loss
-        loss.bind(self)
+        loss.attach(self)
         #: the run's label-free judge (the guard and the prior rule; ``None`` without one): the selection asks it
         self.judge: Guard | None = loss.judge
 

@@ -8,7 +8,7 @@ criterion value (lower is better) and its validation logs. ``Selection`` decides
   the start is still the best its reason is kept (``kept_start_reason``);
 * *early stopping*: ``patience`` validations in a row without improvement (``0``: never);
 * *the prior*: the judge's prior check (``Judge.prior_check``, the selected candidate's backtest for the trust
-  window against the best classical predictor's on the same batches) may prefer that prior
+  window against the prior the last validation chose, on the same batches) may prefer that prior
   (``Judge.prior_choice``); ``best.pt`` then predicts with it until a later candidate is selected.
 
 What to write is returned as a ``Decision``; the training loop saves the file. The state goes into every
@@ -33,9 +33,9 @@ class Judge(Protocol):
 
     def unchecked(self, logs: dict[str, Any]) -> str | None: ...
 
-    def prior_check(self, best_logs: dict[str, Any], logs: dict[str, Any]) -> str | None: ...
+    def prior_check(self, best_logs: dict[str, Any]) -> str | None: ...
 
-    def prior_choice(self, logs: dict[str, Any]) -> str | None: ...
+    def prior_choice(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Selection:
         prior (a prior kept earlier stays until a new candidate is selected)."""
         if improved:
             self.best_scores = {k: v for k, v in logs.items() if k.startswith("valid_score_")}
-        reason = judge.prior_check(self.best_scores, logs) if judge is not None and self.best_scores else None
+        reason = judge.prior_check(self.best_scores) if judge is not None and self.best_scores else None
         kept_before, self.kept_prior_reason = self.kept_prior_reason, reason
         if reason is None:
             if not improved:  # best.pt still holds what it held (the prior too: only a new candidate replaces it)
@@ -116,7 +116,7 @@ class Selection:
             return Decision(improved, guard_reason, "candidate" if improved else None, None)
         if kept_before is None or improved:
             logger.info(f"epoch {epoch}: best.pt keeps the prior: {reason}")
-            self.kept_prior_name = judge.prior_choice(logs)
+            self.kept_prior_name = judge.prior_choice()
             return Decision(improved, guard_reason, "prior", reason, prior=self.kept_prior_name)
         return Decision(improved, guard_reason, None, reason)
 

@@ -17,7 +17,7 @@ import torch
 
 
 class TrainingLoss:
-    """One objective of the loop, bound to its trainer (``bind``), which it may read (model, device, data)."""
+    """One objective of the loop, attached to its trainer (``attach``), which it may read (model, device, data)."""
 
     #: whether the loss needs a well-upao backbone (18 slots, ``forward_sequence``)
     needs_backbone = False
@@ -29,8 +29,8 @@ class TrainingLoss:
     #: whose selection needs none; the loop holds it
     judge = None
 
-    def bind(self, trainer: Any) -> None:
-        """Bind to ``trainer``, the loop (``well_upao.trainers.loop.Trainer``, which imports this module)."""
+    def attach(self, trainer: Any) -> None:
+        """Attach to ``trainer``, the loop (``well_upao.trainers.loop.Trainer``, which imports this module)."""
         self.trainer = trainer
         if self.needs_backbone:
             trainer.require_backbone()

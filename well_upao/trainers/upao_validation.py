@@ -55,8 +55,10 @@ from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.evaluate.windows import window_means
 from well_upao.harness.samples import into_slots, slots_mask
 from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
+from well_upao.trainers.guard import Guard, TrustEvidence, choose_prior
 from well_upao.trainers.start_model import START_WEIGHTS, StartModel
 from well_upao.trainers.training_loss import kept_prior
+from well_upao.trainers.upao_setup import PreparedBatch, UpaoSetup
 
 logger = logging.getLogger(__name__)
 
@@ -91,44 +93,49 @@ def batch_fingerprint(batch: Mapping[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-class UpaoValidation:
-    """The validation of the run the UPAO loss ``loss`` trains (its ``prepared`` batches, objective, rollout and
-    judge); ``prior_candidate``: score the model's prior; ``vrmse_trajectories`` and ``rollout_vrmse_steps``: the
-    labelled record's trajectories and rollout length."""
+@dataclass(frozen=True)
+class ValidationSettings:
+    """``trainer.prior_candidate``: score the classical priors and keep the best for the trust window when the
+    selected candidate backtests worse than it; ``vrmse_trajectories`` and ``rollout_vrmse_steps``: the labelled
+    record's trajectories and rollout length."""
 
-    def __init__(self, loss, prior_candidate: bool, vrmse_trajectories: int, rollout_vrmse_steps: int):
-        self.loss = loss
-        self.prior_candidate = bool(prior_candidate)
-        self.vrmse_trajectories, self.rollout_vrmse_steps = int(vrmse_trajectories), int(rollout_vrmse_steps)
-        self.start = StartModel(getattr(loss, "trainer", None))
+    prior_candidate: bool = True
+    vrmse_trajectories: int = 2
+    rollout_vrmse_steps: int = 30
+
+
+class UpaoValidation:
+    """The validation of a UPAO run: ``setup``, the UPAO loss attached to it (its batches, objective, rollout, units);
+    ``trainer``, the loop (its model, start and validation data); ``judge``, the run's guard, which the validation
+    hands the start's card and each validation's evidence for the trust window; ``settings``, what it scores."""
+
+    def __init__(self, setup: UpaoSetup, trainer, judge: Guard, settings: ValidationSettings):
+        self.setup, self.trainer, self.judge, self.settings = setup, trainer, judge, settings
+        self.start = StartModel(trainer)
         #: the last reason ``unavailable_scores`` logged (each new one is logged once)
         self._unavailable_said: str | None = None
         #: per validation batch index, what it yields whatever the trained weights (``fixed_parts``)
         self.fixed: dict[int, FixedParts] = {}
-
-    @property
-    def trainer(self):
-        return self.loss.trainer
 
     # ------------------------------------------------------------------ the label-free criterion and cards
     @torch.no_grad()
     def run(self, dataloader, full: bool) -> dict[str, float]:
         """Mean UPAO loss and its parts, the model's, the start's and the prior's cards (see the module
         docstring), keys without the ``valid_`` prefix."""
-        loss, trainer = self.loss, self.trainer
+        setup, trainer = self.setup, self.trainer
         trainer.model.eval()
         reference = self.start.reference()
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
         cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}, "classical_": {}}
         curves: dict[str, list[torch.Tensor]] = {}
         expected: dict[str, list[torch.Tensor]] = {}
-        first = trainer.global_step == 0 and loss.judge.start_card is None
+        first = trainer.global_step == 0 and self.judge.start_card is None
         count = 0
         for i, batch in enumerate(dataloader):
             if not full and i >= trainer.short_validation_length:
                 break
-            prepared = loss.prepared(batch, normalized=False)
-            terms = loss.terms_of(prepared)
+            prepared = setup.prepared(batch, trainer.model, normalized=False)
+            terms = setup.terms_of(prepared)
             for key, value in (("upao_loss", terms.total), ("L_BC", terms.boundary), ("L_PDE", terms.residual)):
                 totals[key] += value.item()
             fixed = self.fixed_parts(i, batch, prepared, reference, first)
@@ -136,7 +143,7 @@ class UpaoValidation:
             collect(cards[""], self.batch_scores(prepared, departure, self.rollout_backtest(batch)))
             if fixed.start_scores is not None:
                 collect(cards["start_"], fixed.start_scores)
-            shifted = prepared.prediction[:, :-1] if loss.rollout.one_step else None  # frames 1..T-1, one step each
+            shifted = prepared.prediction[:, :-1] if setup.rollout.one_step else None  # frames 1..T-1, one step each
             model_curve, model_expected = self.model_curves(batch, prepared.history, shifted)
             collect(curves, fixed.classical_curves | model_curve)
             collect(expected, fixed.classical_expected | model_expected)
@@ -144,7 +151,7 @@ class UpaoValidation:
             count += 1
         card = mean_card(cards[""])
         if first:
-            loss.judge.start_card = card
+            self.judge.start_card = card
         logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
         logs |= {
             f"score_{k}": float(torch.cat(v).mean()) for k, v in cards[""].items() if k.startswith("residual_ratio_")
@@ -157,22 +164,23 @@ class UpaoValidation:
     def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
         """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
         once per distinct reason), ``None`` when every score was computed."""
-        loss = self.loss
+        setup = self.setup
         known = {}
         if not has_reference:
             known["departure"] = (
                 "no starting model to compare with (a run resumed without "
                 f"checkpoints/{START_WEIGHTS}, or a sharded run resumed: its start's predictions are kept in memory)"
             )
-        if loss.one_frame:
+        rolled = setup.rollout
+        if setup.one_frame:
             known["backtest"] = "a one-frame model predicts no observed frame of the history"
-        elif not loss.rollout.one_step and loss.history < loss.rollout.steps + 2:
+        elif not rolled.one_step and setup.history < rolled.steps + 2:
             known["backtest"] = (
-                f"a {loss.rollout.steps}-step rollout ending on the last observed frame needs a history of "
-                f"{loss.rollout.steps + 2} frames, the run has {loss.history} (lower trainer.rollout_steps or raise "
+                f"a {rolled.steps}-step rollout ending on the last observed frame needs a history of "
+                f"{rolled.steps + 2} frames, the run has {setup.history} (lower trainer.rollout_steps or raise "
                 "data.n_steps_input)"
             )
-        elif loss.history < 2:
+        elif setup.history < 2:
             known["backtest"] = "a history of 1 frame has no earlier frame to predict the last one from"
         reasons = [
             f"{name}: {known.get(name, 'not finite on the validation batches')}"
@@ -186,7 +194,7 @@ class UpaoValidation:
         return text
 
     def fixed_parts(
-        self, index: int, batch: Mapping[str, torch.Tensor], prepared, reference, first: bool
+        self, index: int, batch: Mapping[str, torch.Tensor], prepared: PreparedBatch, reference, first: bool
     ) -> FixedParts:
         """What validation batch ``index`` yields whatever the trained weights
         ([`FixedParts`][well_upao.trainers.upao_validation.FixedParts]): computed at the first validation that sees the
@@ -198,15 +206,15 @@ class UpaoValidation:
         kept = self.fixed.get(index)
         if kept is not None and kept.fingerprint == fingerprint:
             return kept
-        loss = self.loss
-        start = None if reference is None else loss.prepared(batch, False, reference, bound=prepared.bound)
+        setup = self.setup
+        start = None if reference is None else setup.prepared(batch, reference, False, bound=prepared.bound)
         if start is None:
             start_prediction = self.start.kept_prediction(index, prepared.prediction, first)
             start_scores = None
         else:
             start_prediction = start.prediction
             start_scores = self.batch_scores(start, None, self.rollout_backtest(batch, reference))
-        mask = slots_mask(loss.channel_slots, prepared.history.device)
+        mask = slots_mask(setup.channel_slots, prepared.history.device)
         parts = FixedParts(
             fingerprint,
             None if start_prediction is None else self.departure_reference(start_prediction).cpu(),
@@ -222,10 +230,12 @@ class UpaoValidation:
     def departure_reference(self, start: torch.Tensor) -> torch.Tensor:
         """The frames of the starting model's shifted prediction ``start`` of a batch that the departure compares
         with: the next frame, or the last ``K`` of a ``K``-step rollout."""
-        rolled = self.loss.rollout
+        rolled = self.setup.rollout
         return start[:, -1] if rolled.one_step else start[:, -rolled.steps :]
 
-    def batch_scores(self, prepared, departure: torch.Tensor | None, backtest: torch.Tensor | None = None):
+    def batch_scores(
+        self, prepared: PreparedBatch, departure: torch.Tensor | None, backtest: torch.Tensor | None = None
+    ):
         """Per-sample scores of a validation batch (``BoundResidual.scorecard``): the prediction of the next frame
         against the observed window; the backbone's shifted prediction of the last observed frame (the backtest);
         ``departure``: the starting model's prediction of the same frames
@@ -233,12 +243,12 @@ class UpaoValidation:
         reference). Over a ``K``-step rollout (``trainer.rollout_steps``), the rollout's card with ``backtest`` the last
         frame of the rollout that ends on the last observed frame
         ([`rollout_backtest`][well_upao.trainers.upao_validation.UpaoValidation.rollout_backtest])."""
-        p, rolled = prepared, self.loss.rollout
+        p, rolled = prepared, self.setup.rollout
         bound = p.bound.in_double()
         if not rolled.one_step:
             steps = rolled.steps
             return bound.rollout_scorecard(p.history, p.prediction[:, -steps:], p.dt.double(), departure, backtest)
-        backtest = p.prediction[:, -2] if not self.loss.one_frame and p.prediction.shape[1] >= 2 else None
+        backtest = p.prediction[:, -2] if not self.setup.one_frame and p.prediction.shape[1] >= 2 else None
         return bound.scorecard(p.history, p.prediction[:, -1], p.dt.double(), departure, backtest)
 
     @torch.no_grad()
@@ -248,24 +258,24 @@ class UpaoValidation:
         window's first ``T - K`` frames, each prediction appended (the backbone is causal: a window shorter than its
         history is served as such). ``None`` for one step (the backtest is the shifted prediction), a one-frame
         model, or a history shorter than ``K + 2`` frames."""
-        loss = self.loss
-        steps = loss.rollout.steps
-        if loss.rollout.one_step or loss.one_frame or loss.history < steps + 2:
+        setup = self.setup
+        steps = setup.rollout.steps
+        if setup.rollout.one_step or setup.one_frame or setup.history < steps + 2:
             return None
         model = self.trainer.model if model is None else model
-        slots = loss.channel_slots
-        given = loss.space.to_model(batch["input_fields"].to(self.trainer.device))
-        window = into_slots(given[:, : loss.history - steps], slots)
+        slots = list(setup.channel_slots)
+        given = setup.space.to_model(batch["input_fields"].to(setup.device))
+        window = into_slots(given[:, : setup.history - steps], slots)
         for _ in range(steps):
             frame = model(window, sequence=True)[:, -1:][..., slots]
             window = torch.cat([window, into_slots(frame, slots)], 1)
-        return into_slots(loss.space.to_physical(frame[:, 0]), slots)
+        return into_slots(setup.space.to_physical(frame[:, 0]), slots)
 
     # ------------------------------------------------------------------ the evidence per horizon
     def can_keep_prior(self) -> bool:
         """Whether ``best.pt`` can predict with a prior: a backbone (``NATransformer.set_prior``) and
         ``trainer.prior_candidate``; a one-frame model of the Well's harness cannot (it is scored, not replaced)."""
-        return self.prior_candidate and hasattr(self.trainer.bare_model, "set_prior")
+        return self.settings.prior_candidate and hasattr(self.trainer.bare_model, "set_prior")
 
     @torch.no_grad()
     def model_backtest_curve(
@@ -285,20 +295,20 @@ class UpaoValidation:
     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """[`model_backtest_curve`][well_upao.trainers.upao_validation.UpaoValidation.model_backtest_curve] and the
         same curve in VRMSE units (``evaluate.expected``), from one set of predictions."""
-        loss = self.loss
-        mask = slots_mask(loss.channel_slots, history.device)
+        setup = self.setup
+        mask = slots_mask(setup.channel_slots, history.device)
         start = START
-        if loss.one_frame or history.shape[1] <= start:
+        if setup.one_frame or history.shape[1] <= start:
             return {}, {}
-        slots = loss.channel_slots
-        observed = into_slots(loss.space.to_model(batch["input_fields"].to(history.device)), slots)
+        slots = list(setup.channel_slots)
+        observed = into_slots(setup.space.to_model(batch["input_fields"].to(history.device)), slots)
         if shifted is None:
             predicted = self.trainer.model(observed[:, :-1], sequence=True)[..., slots]
-            shifted = into_slots(loss.space.to_physical(predicted), slots)
+            shifted = into_slots(setup.space.to_physical(predicted), slots)
         one_step_channels = backtest_curve(shifted[:, start - 1 :], history, start, mask, per_channel=True)
         one_step = one_step_channels.mean(-1)
         rho = step_over_spread(history, mask)
-        if loss.judge.trust_window == "one_step":
+        if self.judge.trust_window == "one_step":
             return {"model": one_step.mean(1, keepdim=True)}, {
                 "model": expected_curve(one_step_channels.mean(1, keepdim=True), rho)
             }
@@ -306,18 +316,18 @@ class UpaoValidation:
         for _ in range(history.shape[1] - start):
             frame = self.trainer.model(window, sequence=True)[:, -1:][..., slots]
             window = torch.cat([window, into_slots(frame, slots)], 1)
-        predicted = into_slots(loss.space.to_physical(window[:, start:][..., slots]), slots)
+        predicted = into_slots(setup.space.to_physical(window[:, start:][..., slots]), slots)
         rolled = backtest_curve(predicted, history, start, mask, per_channel=True)
         return {"model": with_one_step(rolled.mean(-1), one_step)}, {
             "model": expected_curve(with_one_step(rolled, one_step_channels), rho)
         }
 
     @torch.no_grad()
-    def classical_residuals(self, prepared) -> dict[str, torch.Tensor]:
+    def classical_residuals(self, prepared: PreparedBatch) -> dict[str, torch.Tensor]:
         """Per sample, each classical predictor's one-step residual ratio (its extrapolation of the next frame from
         the observed window, ``BoundResidual.scorecard``) and whether it moved at all (``moved_<name>``: a
         prediction equal to the last frame has no rate term, so the residual cannot rank it: persistence)."""
-        if self.loss.one_frame or not self.loss.rollout.one_step:
+        if self.setup.one_frame or not self.setup.rollout.one_step:
             return {}
         bound, history = prepared.bound.in_double(), prepared.history.double()
         frames = list(history.unbind(1))
@@ -333,17 +343,19 @@ class UpaoValidation:
     def horizon_logs(
         self, curves: Mapping[str, list[torch.Tensor]], expected: Mapping[str, list[torch.Tensor]] | None = None
     ) -> dict[str, Any]:
-        """The median curves, the trust window's evidence and pick, and the expected VRMSE without labels of the
-        model and of the prior for that window (``evaluate.expected``; keys without the ``valid_`` prefix)."""
+        """The median curves, the trust window's evidence and the prior it picks (handed to the judge,
+        ``TrustEvidence``), and the expected VRMSE without labels of the model and of the prior for that window
+        (``evaluate.expected``; keys without the ``valid_`` prefix)."""
         medians = median_curves(curves)
-        window = self.loss.judge.trust_window
+        window = self.judge.trust_window
         _, evidence = pick(medians, window)  # every curve read to the same horizons
-        classical = {n: e.value for n, e in evidence.items() if n in CLASSICAL and math.isfinite(e.value)}
-        prior = min(classical, key=classical.get) if classical else None
+        values = {name: e.value for name, e in evidence.items()}
+        prior = choose_prior(values)
         logs: dict[str, Any] = {"backtest_curves": medians, "trust_window": window, "trust_prior": prior}
-        logs |= {f"score_window_{name}": e.value for name, e in evidence.items()}
+        logs |= {f"score_window_{name}": value for name, value in values.items()}
         reach = evidence.get("model", evidence.get(prior)) if prior else None
         logs["trust_reach"] = reach.describe() if reach is not None else None
+        self.judge.evidence = TrustEvidence(values, prior, logs["trust_reach"])
         estimates = expected_per_window(expected or {}, window)
         logs["expected_vrmse"] = {n: e.as_dict() for n, e in estimates.items() if n in ("model", prior)} or None
         return logs
@@ -356,29 +368,29 @@ class UpaoValidation:
         with a ``prior`` (the picked classical predictor, for a model that can keep one) also the prior's,
         ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``: labels for the record (a study's oracle),
         never read by the selection, which scores the prior label-free."""
-        loss, trainer = self.loss, self.trainer
+        setup, trainer = self.setup, self.trainer
         trainer.model.eval()
         dataset = trainer.datamodule.rollout_val_dataset
-        count = len(dataset) if full else min(self.vrmse_trajectories, len(dataset))
-        if loss.one_frame:
-            predictor = HarnessModel("model", trainer.bare_model, trainer.formatter_name, loss.history, loss.space)
+        count = len(dataset) if full else min(self.settings.vrmse_trajectories, len(dataset))
+        if setup.one_frame:
+            predictor = HarnessModel("model", trainer.bare_model, setup.formatter, setup.history, setup.space)
         else:
-            predictor = BackboneModel("model", trainer.bare_model, loss.space)
+            predictor = BackboneModel("model", trainer.bare_model, setup.space)
         per_channel, prior_per_channel = [], []
         curves: dict[str, list[list[float]]] = {"model": [], "prior": []}
         for index in range(count):
             sample = dataset[index]
-            if loss.one_frame:  # a one-frame model reads the sample's constant fields after its frames
+            if setup.one_frame:  # a one-frame model reads the sample's constant fields after its frames
                 predictor.constant_fields = sample.get("constant_fields")
             trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
-            prediction = one_step_all(predictor, trajectory, loss.history, None)
-            per_channel.append(vrmse_paper(prediction, trajectory[loss.history :]))
+            prediction = one_step_all(predictor, trajectory, setup.history, None)
+            per_channel.append(vrmse_paper(prediction, trajectory[setup.history :]))
             curves["model"].append(self.rollout_curve(predictor, trajectory))
             if prior is not None and self.can_keep_prior():
                 with kept_prior(trainer.bare_model, CLASSICAL[prior]):
-                    predicted = one_step_all(predictor, trajectory, loss.history, None)
+                    predicted = one_step_all(predictor, trajectory, setup.history, None)
                     curves["prior"].append(self.rollout_curve(predictor, trajectory))
-                prior_per_channel.append(vrmse_paper(predicted, trajectory[loss.history :]))
+                prior_per_channel.append(vrmse_paper(predicted, trajectory[setup.history :]))
         values = torch.stack(per_channel).mean(0)
         names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
         logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
@@ -392,8 +404,8 @@ class UpaoValidation:
     def rollout_curve(self, predictor, trajectory: torch.Tensor) -> list[float]:
         """The Well's VRMSE (mean over channels) at each step of a rollout of up to ``trainer.rollout_vrmse_steps``
         from the trajectory's first window (as long as the trajectory holds); empty when it is 0."""
-        history = self.loss.history
-        steps = min(self.rollout_vrmse_steps, trajectory.shape[0] - history)
+        history = self.setup.history
+        steps = min(self.settings.rollout_vrmse_steps, trajectory.shape[0] - history)
         if steps < 1:
             return []
         predicted = rollout(predictor, trajectory, history, steps, None)[0]

@@ -18,7 +18,9 @@
   ``resolve`` where a module imports it from ``physics.discretisation``); reads through the loss in the UPAO
   validation and the judge (``loss.<name>`` or ``self.loss``: they take the frozen setup); keys of the prior's
   evidence built from a name in the judge and the selection (``f"valid_score_window_{name}"``: the prior is handed
-  on, not found again); what ``bind`` means (the distinct first parameters of functions named ``bind``).
+  on, not found again); what ``bind`` means (the distinct first parameters of functions named ``bind``); the
+  parameters of the loop's ``Trainer.__init__`` (``self`` aside, ``*args`` and ``**kwargs`` counted) and the mixins it
+  inherits from (bases besides the Well's trainer, ``WellTrainer``).
 
     python benchmarks/architecture_metrics.py [--json]
 
@@ -57,6 +59,8 @@ TARGETS = {
     "loss_reads_in_validation": 0,
     "prior_found_by_key": 0,
     "bind_meanings": 1,
+    "trainer_init_parameters": 12,
+    "trainer_mixins": 0,
 }
 #: the UPAO validation and the judge: they read the setup, never the loss
 SETUP_READERS = ("well_upao/trainers/upao_validation.py", "well_upao/trainers/guard.py")
@@ -231,6 +235,21 @@ def statements_after_score(tree: ast.Module) -> list[str]:
     return []
 
 
+def trainer_shape(tree: ast.Module) -> tuple[int, list[str]]:
+    """The parameters of ``Trainer.__init__`` in a module (``self`` aside) and the bases of ``Trainer`` besides
+    ``WellTrainer``."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Trainer":
+            bases = [ast.unparse(b) for b in node.bases if ast.unparse(b) != "WellTrainer"]
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    named = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs] if a.arg != "self"]
+                    return len(named) + (args.vararg is not None) + (args.kwarg is not None), bases
+            return 0, bases
+    return 0, []
+
+
 def bind_meanings(mods: list[Module]) -> dict[str, list[str]]:
     """The first parameter (after ``self``) of every function named ``bind``, with where: one name, one meaning."""
     out: dict[str, list[str]] = {}
@@ -289,6 +308,11 @@ def measure() -> Metrics:
         for function in top_functions + methods:  # outermost functions: their nested ones are counted inside
             for _ in range(nested_imports(function)):
                 metrics.add("imports_inside_functions", f"{module.relative}:{function.name}")
+        if module.relative == "well_upao/trainers/loop.py":
+            parameters, mixins = trainer_shape(module.tree)
+            metrics.values["trainer_init_parameters"] = parameters
+            for base in mixins:
+                metrics.add("trainer_mixins", f"{module.relative}:Trainer({base})")
         if module.relative in SETUP_READERS:
             for line in loss_reads(module.tree):
                 metrics.add("loss_reads_in_validation", f"{module.relative}:{line}")

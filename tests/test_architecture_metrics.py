@@ -77,3 +77,10 @@ def test_the_bind_count_sees_two_meanings():
     text += "class B:\n    def bind(self, grid, scalars):\n        pass\n"
     module = architecture_metrics.Module(architecture_metrics.PACKAGE / "m.py", ast.parse(text), 6, text)
     assert sorted(architecture_metrics.bind_meanings([module])) == ["grid", "trainer"]
+
+
+def test_the_trainer_count_sees_its_parameters_and_mixins():
+    tree = ast.parse(
+        "class Trainer(RunFiles, WellTrainer):\n    def __init__(self, *args, loss, a=1, **kwargs):\n        pass\n"
+    )
+    assert architecture_metrics.trainer_shape(tree) == (4, ["RunFiles"])

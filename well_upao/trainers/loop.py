@@ -2,9 +2,10 @@
 
 ``Trainer`` runs epochs of optimizer steps and validations, writes ``best.pt`` as the selection decides,
 stops early, and resumes from ``recent.pt``. Its concerns live beside it: which candidate ``best.pt`` holds and why
-(``selection``, asking the run's ``judge``, ``guard``), the per-step LR schedule and the budgets (``schedule``), its
-checkpoints and ``metrics.jsonl`` (``run_files``, ``records``), the LoRA -> NSLoRA switch (``switch``),
-the diagnosis of a non-finite loss (``diagnosis``) and ``trainer.init_from`` (``warm_start``).
+(``selection``, asking the run's ``judge``, ``guard``), its settings in typed groups (``settings``), the per-step LR
+schedule and the budgets (``schedule``), its files, an object it holds (``run_files``: checkpoints and
+``metrics.jsonl``; ``records``), the LoRA -> NSLoRA switch (``switch``), the diagnosis of a non-finite loss
+(``diagnosis``) and ``trainer.init_from`` (``warm_start``).
 
 What varies is pluggable:
 
@@ -19,8 +20,8 @@ What varies is pluggable:
 
 from __future__ import annotations
 
+import functools
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,17 +33,16 @@ from tqdm.auto import tqdm
 from well_upao.data.slot_inventory import N_SLOTS
 from well_upao.evaluate.horizons import CLASSICAL
 from well_upao.harness import metrics_file
-from well_upao.harness.well_trainer import WellTrainer
-from well_upao.models.checkpoint import (
-    unwrap,
-)
+from well_upao.harness.well_trainer import WellTrainer, trainer_argument
+from well_upao.models.checkpoint import build_payload, unwrap
 from well_upao.models.kinds import is_sequence_model
+from well_upao.trainers import records
 from well_upao.trainers.diagnosis import describe_non_finite
 from well_upao.trainers.guard import Guard
-from well_upao.trainers.rollout import RolloutSettings
-from well_upao.trainers.run_files import RunFiles
+from well_upao.trainers.run_files import RunFiles, device_facts
 from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_scheduler, step_scheduler
 from well_upao.trainers.selection import Decision, Selection
+from well_upao.trainers.settings import TrainerSettings
 from well_upao.trainers.sharding import ShardingOptions, prepare_in_process
 from well_upao.trainers.switch import AdapterSwitch, resolve_nslora_schedule
 from well_upao.trainers.training_loss import TrainingLoss, kept_prior
@@ -77,38 +77,17 @@ def well_validation(trainer: Trainer, split: str, full: bool, epoch: int) -> tup
     return trainer.validation_loop(loaders[split](), split, full, epoch)
 
 
-#: the learning-rate schedules of ``trainer.lr_schedule`` (``trainers/schedule.py``)
-LR_SCHEDULES = ("per_step", "per_epoch")
-
-
-class Trainer(RunFiles, WellTrainer):
+class Trainer(WellTrainer):
     """The Well's ``Trainer`` with a warm-up + cosine LR schedule per step (the paper's) or per epoch (the Well's),
     optional gradient clipping, our checkpoints, and a pluggable ``loss`` (a ``TrainingLoss``) and
     ``validation`` (default ``well_validation``).
 
-    Extra arguments (all from the trainer config): ``protocol`` (the name of the training protocol the config
-    follows, ``paper`` or ``well``: recorded with the settings that change numbers in checkpoints and on the first
-    line of ``metrics.jsonl``, ``protocol_facts``, so ``evaluate`` can name it), ``lr_schedule``
-    (``per_step``: linear warm-up over ``warmup_steps`` optimizer steps then cosine to ``lr_min``; ``per_epoch``:
-    the Well's, warm-up over ``warmup_epochs`` epochs from ``warmup_start_ratio * lr``, cosine to
-    ``min_lr_ratio * lr`` at the last epoch, stepped after each epoch), ``grad_clip`` (max gradient norm, ``0``
-    disables), ``warmup_steps``, ``lr_min`` (end of the per-step cosine), ``patience`` (early stopping after that many
-    validations without improvement of the selection criterion, ``0`` disables), ``max_minutes`` (wall-clock
-    budget: training stops at the first step past it, then validates and tests as usual; ``budget_clock``: what it
-    counts, ``all`` of the loop's time or only ``training``, the validations excluded), ``progress``,
-    ``max_steps`` (stop after that many optimizer steps), ``epoch_steps`` (end each epoch after that many
-    batches of the shuffled training set: more validations, hence selection and switch points, in a short run),
-    ``init_from`` (another run's checkpoint to start from, ``trainers/warm_start.py``), ``validate_start`` (the
-    untrained model is the first candidate of the selection, ``validate_untrained``), ``checkpoint_steps`` /
-    ``checkpoint_minutes`` (also save ``recent.pt`` inside epochs, every that many steps / minutes: rerunning
-    resumes mid-epoch), ``nslora_schedule`` (``warmup``: the paper's LoRA warm-up until the criterion stalls for
-    ``switch_patience`` validations, then NS; ``from_start``) for models with NSLoRA adapters;
-    ``adapter_schedule`` / ``adapter_switch_patience``: the model config's earlier names of those two
-    (``model.adapter.schedule`` / ``switch_patience``, which the trainer config carries over), used where they are
-    unset; ``rollout_steps`` / ``rollout_pushforward`` / ``rollout_noise`` / ``rollout_noise_scale`` /
-    ``rollout_step_weight``: the rollout each loss trains over (``trainers/rollout.py``; 1 step: one step ahead).
-    Every epoch's logs
-    are also appended to ``<artifact folder>/metrics.jsonl`` (``trainers/records.py``).
+    ``settings``: the loop's settings in typed groups (``trainers.settings.TrainerSettings``: the protocol's name,
+    the schedule and clipping, when training stops, checkpoints inside epochs, the NSLoRA schedule, where training
+    starts, the rollout each loss trains over); without it, the flat ``trainer.*`` keys of the Hydra config among
+    ``kwargs`` are sorted into them (``TrainerSettings.split``) and the rest go to the Well's ``Trainer``. The run's
+    files are an object the loop holds (``files``, ``trainers.run_files.RunFiles``). Every epoch's logs are also
+    appended to ``<artifact folder>/metrics.jsonl`` (``trainers/records.py``).
     """
 
     def __init__(
@@ -116,92 +95,51 @@ class Trainer(RunFiles, WellTrainer):
         *args,
         loss: TrainingLoss,
         validation: Validation | None = None,
-        protocol: str = "paper",
-        lr_schedule: str = "per_step",
-        warmup_epochs: int = 5,
-        warmup_start_ratio: float = 0.1,
-        min_lr_ratio: float = 0.1,
-        grad_clip: float = 1.0,
-        warmup_steps: int = 200,
-        lr_min: float = 1e-6,
-        patience: int = 0,
-        max_minutes: float | None = None,
-        budget_clock: str = "all",
-        max_steps: int | None = None,
-        schedule_steps: int | None = None,
-        start_step: int = 0,
-        rewarm_steps: int = 0,
-        epoch_steps: int | None = None,
-        checkpoint_steps: int | None = None,
-        checkpoint_minutes: float | None = None,
-        progress: bool = True,
-        nslora_schedule: str | None = None,
-        switch_patience: int | None = None,
-        adapter_schedule: str | None = None,
-        adapter_switch_patience: int | None = None,
-        init_from: str | None = None,
-        validate_start: bool = False,
-        rollout_steps: int = 1,
-        rollout_pushforward: bool = False,
-        rollout_noise: float = 0.0,
-        rollout_noise_scale: str = "change",
-        rollout_step_weight: float = 1.0,
+        settings: TrainerSettings | None = None,
         **kwargs,
     ):
-        if epoch_steps is not None and int(epoch_steps) < 1:
-            raise ValueError(f"trainer.epoch_steps must be a positive number of batches, got {epoch_steps}")
-        self.epoch_steps = None if epoch_steps is None else int(epoch_steps)
+        if settings is None:
+            settings, kwargs = TrainerSettings.split(kwargs)
+        #: every setting of the loop, in typed groups (``trainers/settings.py``)
+        self.settings: TrainerSettings = settings
         #: the steps each training loss rolls the model out over (``trainers/rollout.py``)
-        self.rollout = RolloutSettings.of(
-            rollout_steps, rollout_pushforward, rollout_noise, rollout_noise_scale, rollout_step_weight
+        self.rollout = settings.rollout
+        stopping = settings.stopping
+        self.cadence = CheckpointCadence.of(
+            settings.checkpoints.checkpoint_steps, settings.checkpoints.checkpoint_minutes
         )
-        self.cadence = CheckpointCadence.of(checkpoint_steps, checkpoint_minutes)
-        self.budget = Budget.of(max_minutes, max_steps, budget_clock)
+        self.budget = Budget.of(stopping.max_minutes, stopping.max_steps, stopping.budget_clock)
         #: where an interrupted epoch stopped (from recent.pt): epoch, batches done, the epoch's running sums
         self.resume_point: dict | None = None
         self.last_val_loss = float("inf")
-        if lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"trainer.lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
-        self.protocol = str(protocol)
-        self.lr_schedule = lr_schedule
-        self.warmup_epochs = int(warmup_epochs)
-        self.warmup_start_ratio = float(warmup_start_ratio)
-        self.min_lr_ratio = float(min_lr_ratio)
-        self.grad_clip = float(grad_clip)
-        self.warmup_steps = int(warmup_steps)
-        self.lr_min = float(lr_min)
-        #: a per-step schedule spread over several runs (``schedule.step_scheduler``): its total, where this run
-        #: starts in it and the re-warm of fresh optimizer moments (``None``, 0, 0: the run's own epochs)
-        self.schedule_steps = None if schedule_steps is None else int(schedule_steps)
-        self.start_step, self.rewarm_steps = int(start_step), int(rewarm_steps)
         self.started = time.time()
         #: which candidate best.pt holds and why (``trainers/selection.py``), before the Well's trainer sets
         #: ``best_val_loss`` (a view of it)
-        self.selection = Selection(patience=int(patience))
+        self.selection = Selection(patience=stopping.patience)
         #: the ``train`` section of the checkpoint this run resumed from (read by the loss when it is attached)
         self.resumed_train: dict[str, Any] = {}
-        self.progress = bool(progress)
         self.scheduler = None
         self._scheduler_state: dict | None = None
         self.global_step = 0
-        self.validate_start = bool(validate_start)
-        self.init_from = init_from
-        self._facts_written = False
+        #: the run's checkpoints and metrics.jsonl (the Well's constructor may resume from a checkpoint already)
+        self.files = RunFiles(
+            *(trainer_argument(name, args, kwargs) for name in ("checkpoint_folder", "artifact_folder"))
+        )
         resuming = bool(kwargs.get("checkpoint_path"))
         sharding = ShardingOptions.pop_from(kwargs)  # trainer.strategy / mixed_precision / activation_checkpointing
         super().__init__(*args, **kwargs)
         if not self.rollout.one_step:
             self.rollout.check_frames(self.datamodule.train_dataset.n_steps_output)
         prepare_in_process(self.model, sharding)
-        if init_from and not resuming:
+        if settings.start.init_from and not resuming:
             meta = self.dset_metadata
             history = self.datamodule.train_dataset.n_steps_input
-            initialize_from(self.bare_model, init_from, meta.n_fields, meta.n_constant_fields, history)
-        legacy = {"schedule": adapter_schedule, "switch_patience": adapter_switch_patience}
-        schedule, switch_patience = resolve_nslora_schedule(
-            nslora_schedule, switch_patience, {k: v for k, v in legacy.items() if v is not None}
+            initialize_from(self.bare_model, settings.start.init_from, meta.n_fields, meta.n_constant_fields, history)
+        adapters = settings.adapters
+        schedule, patience = resolve_nslora_schedule(
+            adapters.nslora_schedule, adapters.switch_patience, adapters.legacy
         )
-        self.switch = AdapterSwitch(self.bare_model, schedule, switch_patience)
+        self.switch = AdapterSwitch(self.bare_model, schedule, patience)
         if self.lr_scheduler is not None:
             logger.info("well-upao trainers schedule the LR per step; the harness's epoch scheduler is ignored")
             self.lr_scheduler = None
@@ -260,7 +198,9 @@ class Trainer(RunFiles, WellTrainer):
     def train_one_epoch(self, epoch: int, dataloader) -> tuple[float, dict[str, Any]]:
         """One epoch of optimizer steps (continuing an interrupted epoch from its resume point)."""
         self.model.train()
-        batches = len(dataloader) if self.epoch_steps is None else min(len(dataloader), self.epoch_steps)
+        epoch_steps = self.settings.stopping.epoch_steps
+        per_step = self.settings.schedule.lr_schedule == "per_step"
+        batches = len(dataloader) if epoch_steps is None else min(len(dataloader), epoch_steps)
         if self.scheduler is None and self.optimizer is not None:
             self.scheduler = self.build_scheduler(batches)
         epoch_lr = self.optimizer.param_groups[0]["lr"]
@@ -274,7 +214,11 @@ class Trainer(RunFiles, WellTrainer):
         steps = done
         start = time.time()
         bar = tqdm(
-            dataloader, desc=f"epoch {epoch}/{self.max_epoch}", total=batches, leave=False, disable=not self.progress
+            dataloader,
+            desc=f"epoch {epoch}/{self.max_epoch}",
+            total=batches,
+            leave=False,
+            disable=not self.settings.progress,
         )
         for batch in bar:
             if self.should_stop() or steps >= batches:
@@ -286,16 +230,7 @@ class Trainer(RunFiles, WellTrainer):
                 names = [n for names in self.dset_metadata.field_names.values() for n in names]
                 describe = getattr(self.datamodule.train_dataset, "describe_index", None)
                 raise FloatingPointError(describe_non_finite(batch, loss, epoch, self.global_step + 1, names, describe))
-            self.optimizer.zero_grad(set_to_none=True)
-            self.grad_scaler.scale(loss).backward()
-            if self.grad_clip > 0:
-                self.grad_scaler.unscale_(self.optimizer)
-                logs["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip))
-            self.grad_scaler.step(self.optimizer)
-            self.grad_scaler.update()
-            if self.scheduler is not None and self.lr_schedule == "per_step":
-                self.scheduler.step()
-            self.global_step += 1
+            self.optimizer_step(loss, logs)
             epoch_loss += loss.item()
             for key, value in logs.items():
                 totals[key] = totals.get(key, 0.0) + float(value)
@@ -311,33 +246,34 @@ class Trainer(RunFiles, WellTrainer):
         logs = {f"train_{k}": v / steps for k, v in totals.items()}
         logs["train_loss"] = epoch_loss
         logs["time_per_train_iter"] = (time.time() - start) / max(steps - done, 1)
-        logs["lr"] = self.optimizer.param_groups[0]["lr"] if self.lr_schedule == "per_step" else epoch_lr
-        if self.scheduler is not None and self.lr_schedule == "per_epoch":
+        logs["lr"] = self.optimizer.param_groups[0]["lr"] if per_step else epoch_lr
+        if self.scheduler is not None and not per_step:
             self.scheduler.step()  # the next epoch's rate (the Well steps its scheduler after each epoch)
         logger.info(f"epoch {epoch}: train loss {epoch_loss:.4e} lr {logs['lr']:.2e}")
         return epoch_loss, logs
 
+    def optimizer_step(self, loss: torch.Tensor, logs: dict[str, Any]) -> None:
+        """One optimizer step on ``loss``: gradient clipping (its norm into ``logs``), the per-step schedule."""
+        schedule = self.settings.schedule
+        self.optimizer.zero_grad(set_to_none=True)
+        self.grad_scaler.scale(loss).backward()
+        if schedule.grad_clip > 0:
+            self.grad_scaler.unscale_(self.optimizer)
+            logs["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), schedule.grad_clip))
+        self.grad_scaler.step(self.optimizer)
+        self.grad_scaler.update()
+        if self.scheduler is not None and schedule.lr_schedule == "per_step":
+            self.scheduler.step()
+        self.global_step += 1
+
     def build_scheduler(self, batches_per_epoch: int):
         """The LR schedule of ``trainer.lr_schedule`` over the run (restored from a resumed checkpoint's state)."""
-        if self.lr_schedule == "per_epoch":
-            return epoch_scheduler(
-                self.optimizer,
-                self.max_epoch,
-                self.warmup_epochs,
-                self.warmup_start_ratio,
-                self.min_lr_ratio,
-                self._scheduler_state,
-            )
-        total = self.schedule_steps or batches_per_epoch * self.max_epoch
-        return step_scheduler(
-            self.optimizer,
-            total,
-            self.warmup_steps,
-            self.lr_min,
-            self._scheduler_state,
-            self.start_step,
-            self.rewarm_steps,
-        )
+        s, state = self.settings.schedule, self._scheduler_state
+        if s.lr_schedule == "per_epoch":
+            ratios = (s.warmup_start_ratio, s.min_lr_ratio)
+            return epoch_scheduler(self.optimizer, self.max_epoch, s.warmup_epochs, *ratios, state)
+        total = s.schedule_steps or batches_per_epoch * self.max_epoch
+        return step_scheduler(self.optimizer, total, s.warmup_steps, s.lr_min, state, s.start_step, s.rewarm_steps)
 
     def after_validation(self, epoch: int, validation_loss: float, improved: bool) -> dict[str, Any]:
         """Hook run after each validation; returns values to log. Here: the paper's LoRA -> NSLoRA switch
@@ -351,7 +287,7 @@ class Trainer(RunFiles, WellTrainer):
         """Write ``best.pt`` as the selection decided: the model as it is, or predicting with the prior the judge chose
         (``NATransformer.set_prior``: the window's extrapolation, carried in the state dict); the checkpoint records
         the selection's state."""
-        best_path = os.path.join(self.checkpoint_folder, "best.pt")
+        best_path = self.files.path("best.pt")
         if decision.save == "candidate":
             self.save_model(epoch, validation_loss, best_path)
         elif decision.save == "prior":
@@ -373,7 +309,7 @@ class Trainer(RunFiles, WellTrainer):
         train_loader = self.datamodule.train_dataloader()
         val_loss = self.last_val_loss = self.starting_val_loss
         epoch = self.starting_epoch
-        if self.validate_start and self.global_step == 0 and self.best_val_loss is None:
+        if self.settings.start.validate_start and self.global_step == 0 and self.best_val_loss is None:
             with self.budget.excluded():
                 self.validate_untrained()
         for epoch in range(self.starting_epoch, self.max_epoch + 1):
@@ -394,10 +330,10 @@ class Trainer(RunFiles, WellTrainer):
             # the epoch's line first, then the checkpoint that counts the epoch as done: a run killed in between
             # redoes the epoch, whose line forget_unfinished_epochs then removes (never two lines for one epoch)
             self.record(logs | {"epoch": epoch, "step": self.global_step, "seconds": time.time() - self.started})
-            self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, "recent.pt"))
+            self.save_model(epoch, val_loss, self.files.path("recent.pt"))
             self.cadence.mark()
             if self.checkpoint_frequency >= 1 and epoch % self.checkpoint_frequency == 0:
-                self.save_model(epoch, val_loss, os.path.join(self.checkpoint_folder, f"checkpoint_{epoch}.pt"))
+                self.save_model(epoch, val_loss, self.files.path(f"checkpoint_{epoch}.pt"))
             if stop:
                 patience = self.selection.patience
                 logger.info(f"early stopping at epoch {epoch}: no improvement for {patience} validations")
@@ -446,6 +382,73 @@ class Trainer(RunFiles, WellTrainer):
             | self.selection.facts()
         )
         logger.info(f"epoch 0 (before training): validation criterion {val_loss:.4e}")
+
+    # ------------------------------------------------------------------ checkpoints and records
+    def checkpoint_payload(
+        self, epoch: int, validation_loss: float, model_state: dict[str, torch.Tensor] | None = None
+    ) -> dict[str, Any]:
+        """The run's checkpoint; ``model_state``: the model's whole state dict gathered from its shards (a sharded
+        run, whose optimizer state goes to its sharded checkpoint instead, ``trainers/sharded_checkpoint.py``)."""
+        return build_payload(
+            self.model,
+            state=model_state,
+            epoch=epoch,
+            optimizer=self.optimizer if model_state is None else None,
+            scheduler_state=self.scheduler.state_dict() if self.scheduler else None,
+            validation_loss=validation_loss,
+            best_validation_loss=self.best_val_loss,
+            extra_train={
+                "global_step": self.global_step,
+                "init_from": self.settings.start.init_from,
+                **self.selection.state(),
+                "resume": self.resume_point,
+                **self.protocol_facts(),
+                **self.loss.checkpoint_info(),
+                **self.datamodule.checkpoint_info(),
+            },
+            extra_model=records.model_description(
+                self.bare_model, self.datamodule, self.formatter_name, self.checkpoint_folder
+            ),
+        )
+
+    def protocol_facts(self) -> dict[str, Any]:
+        """``protocol`` and ``protocol_settings`` (``TrainerSettings.protocol_facts``, with the loss's)."""
+        loss_settings = self.loss.protocol_settings()
+        return self.settings.protocol_facts(self.datamodule, self.optimizer, self.max_epoch, loss_settings)
+
+    def save_model(self, epoch: int, validation_loss: float, output_path: str) -> None:
+        """Write a checkpoint of the run at ``output_path`` (``RunFiles.save``)."""
+        payload = functools.partial(self.checkpoint_payload, epoch, validation_loss)
+        self.files.save(self.model, self.optimizer, lambda state: payload(model_state=state), output_path)
+
+    def save_mid_epoch(self, epoch: int, batches: int, loss_sum: float, totals: dict[str, float]) -> None:
+        """``recent.pt`` with the epoch counted as not finished and where it stopped (``train.resume``)."""
+        self.resume_point = {"epoch": epoch, "batches": batches, "loss_sum": loss_sum, "totals": dict(totals)}
+        try:
+            self.save_model(epoch - 1, self.last_val_loss, self.files.path("recent.pt"))
+        finally:
+            self.resume_point = None
+        self.cadence.mark()
+
+    def load_checkpoint(self, checkpoint_path: str) -> None:
+        """Resume from ``recent.pt`` (``RunFiles.read``): weights, optimizer, LR schedule, step count, selection state
+        and an interrupted epoch's resume point."""
+        payload = self.files.read(checkpoint_path, self.model, self.bare_model, self.optimizer)
+        train = payload.get("train", {})
+        self.resumed_train = dict(train)
+        self._scheduler_state = train.get("scheduler")
+        self.global_step = int(train.get("global_step", 0))
+        self.selection.restore(train, payload.get("best_validation_loss"))
+        self.starting_val_loss = payload.get("validation_loss") or float("inf")
+        self.starting_epoch = int(payload.get("epoch", 0)) + 1
+        self.resume_point = train.get("resume")
+        if self.resume_point:
+            logger.info(f"continuing epoch {self.resume_point['epoch']} after {self.resume_point['batches']} batches")
+
+    def record(self, values: dict[str, Any]) -> None:
+        """One ``metrics.jsonl`` line (``RunFiles.record``); the first this process writes also carries the protocol
+        (``protocol_facts``), the loss's facts (``TrainingLoss.run_facts``) and the device."""
+        self.files.record(values, lambda: self.protocol_facts() | self.loss.run_facts() | device_facts(self.device))
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
         """The Well's validation of a loader; on the validation split also the loss's own (which, when it has a

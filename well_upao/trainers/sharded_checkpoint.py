@@ -107,19 +107,21 @@ def load_sharded_state(model: nn.Module, optimizer: torch.optim.Optimizer | None
             group.update({k: tuple(v) if isinstance(group.get(k), tuple) else v for k, v in saved.items()})
 
 
-def save(trainer, epoch: int, validation_loss: float, output_path: str | Path) -> None:
-    """The sharded run's checkpoint at ``output_path`` (see the module docstring); every process calls it."""
+def save(model: nn.Module, optimizer: torch.optim.Optimizer | None, payload, output_path: str | Path) -> None:
+    """The sharded run's checkpoint at ``output_path`` (see the module docstring); every process calls it.
+    ``payload(state)``: the consolidated file's content for the model's whole ``state``
+    (``well_upao.trainers.run_files.Payload``)."""
     output_path = Path(output_path)
-    state = whole_state(trainer.model)
+    state = whole_state(model)
     directory = None
     if output_path.name in RESUMABLE:
         directory = output_path.parent / f"{output_path.stem}.sharded-{shared_token()}"
-        save_sharded_state(trainer.model, trainer.optimizer, directory)
+        save_sharded_state(model, optimizer, directory)
     if is_main_process():
-        payload = trainer.checkpoint_payload(epoch, validation_loss, model_state=state)
+        content = payload(state)
         if directory is not None:
-            payload["train"][SHARDED_KEY] = directory.name
-        save_checkpoint(output_path, payload)
+            content["train"][SHARDED_KEY] = directory.name
+        save_checkpoint(output_path, content)
         if directory is not None:
             for old in output_path.parent.glob(f"{output_path.stem}.sharded-*"):
                 if old != directory:

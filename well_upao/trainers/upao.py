@@ -116,7 +116,7 @@ class UpaoLoss(TrainingLoss):
         resumed = getattr(trainer, "resumed_train", None) or {}
         if resumed.get("guard_start"):
             self.judge.start_card = Scorecard(**resumed["guard_start"])
-        if self.judge.enabled and not trainer.validate_start:
+        if self.judge.enabled and not trainer.settings.start.validate_start:
             logger.warning("trainer.guard needs trainer.validate_start=true (the start's scorecard): the guard is off")
             self.judge.enabled = False
         s, pde = setup.settings, physics.pde

@@ -75,7 +75,7 @@ class PreparedBatch:
     window: torch.Tensor | None  # the window s_k is computed on when it is not ``inputs``
     next_band: torch.Tensor
     dt: torch.Tensor
-    #: the objective's residual on the batch's grid with its parameters (built once per batch)
+    #: the run's residual on the batch's grid with its parameters (``Physics.bind``, built once per batch)
     bound: BoundResidual
 
 
@@ -187,7 +187,7 @@ class UpaoSetup:
         if bound is None:
             scalars = named_scalars(batch.get("constant_scalars"), list(self.scalar_names))
             scalars = {name: value.to(device, torch.float32) for name, value in scalars.items()}
-            bound = self.objective.bind(batch_grid(batch), scalars)
+            bound = self.physics.bind(batch_grid(batch), scalars, self.objective.band_width)
         dt = batch_dt(batch, self.time_axis).to(device, torch.float32)
         return PreparedBatch(prediction, inputs, history, window, next_band, dt, bound)
 

@@ -121,7 +121,8 @@ def training_folder(args, dataset: str, seed: int) -> Path:
 
 
 def train_and_evaluate(args, dataset: str, seed: int) -> Path | None:
-    """One UPAO run of :data:`TRAIN_OVERRIDES` on ``dataset`` with ``+seed=seed`` through the Well's harness, then
+    """One UPAO run of :data:`TRAIN_OVERRIDES` on ``dataset`` with ``+seed=seed data.shuffle_seed=seed`` (the seed
+    draws the adapters and the training order) through the Well's harness, then
     ``well-upao evaluate`` of its ``best.pt`` beside the classical rows (no solver: it is not a candidate), on the
     same rollout windows as the evaluations; the evaluation's JSON (skipped when it exists)."""
     folder = training_folder(args, dataset, seed)
@@ -136,7 +137,7 @@ def train_and_evaluate(args, dataset: str, seed: int) -> Path | None:
         if experiments.exists():
             shutil.rmtree(experiments)  # a run cut short: start it again
         overrides = [*TRAIN_OVERRIDES, f"data={dataset}", f"data.well_base_path={base}",
-                     f"experiment_dir={experiments}", f"+seed={seed}"]  # fmt: skip
+                     f"experiment_dir={experiments}", f"+seed={seed}", f"data.shuffle_seed={seed}"]  # fmt: skip
         result = subprocess.run(runs.harness_command(overrides), env=env, capture_output=True, text=True)
         print(f"train {dataset} seed {seed}: exit {result.returncode}", flush=True)
         if result.returncode != 0:

@@ -20,7 +20,8 @@
   evidence built from a name in the judge and the selection (``f"valid_score_window_{name}"``: the prior is handed
   on, not found again); what ``bind`` means (the distinct first parameters of functions named ``bind``); the
   parameters of the loop's ``Trainer.__init__`` (``self`` aside, ``*args`` and ``**kwargs`` counted) and the mixins it
-  inherits from (bases besides the Well's trainer, ``WellTrainer``).
+  inherits from (bases besides the Well's trainer, ``WellTrainer``); in benchmarks/, files over 500 lines and functions
+  over 60 lines.
 
     python benchmarks/architecture_metrics.py [--json]
 
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "well_upao"
+BENCHMARKS = Path(__file__).resolve().parent
 CHOOSERS = {"floor_rows", "choose_discretisation", "best_row", "fit_discretised", "dataset_defaults"}
 CLUMP = {"pde", "params", "ops", "scheme", "dims", "dt"}
 #: issue 52's "done when", as upper bounds
@@ -61,6 +63,8 @@ TARGETS = {
     "bind_meanings": 1,
     "trainer_init_parameters": 12,
     "trainer_mixins": 0,
+    "benchmark_files_over_500_lines": 0,
+    "benchmark_functions_over_60_lines": 5,
 }
 #: the UPAO validation and the judge: they read the setup, never the loss
 SETUP_READERS = ("well_upao/trainers/upao_validation.py", "well_upao/trainers/guard.py")
@@ -92,9 +96,10 @@ class Metrics:
         self.where.setdefault(name, []).append(place)
 
 
-def modules() -> list[Module]:
+def modules(folder: Path = PACKAGE) -> list[Module]:
+    """Every Python file under ``folder`` (the package, or benchmarks/), parsed."""
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(folder.rglob("*.py")):
         text = path.read_text()
         out.append(Module(path, ast.parse(text), len(text.splitlines()), text))
     return out
@@ -261,6 +266,73 @@ def bind_meanings(mods: list[Module]) -> dict[str, list[str]]:
     return out
 
 
+def count_calls(metrics: Metrics, module: Module) -> None:
+    """The counts read from a module's calls and names: choosers, rebuilds, decisions past ``physics_of``, the
+    guard's names in physics/."""
+    in_physics = module.relative.startswith("well_upao/physics/")
+    resolver = imports_resolver(module.tree)
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Call):
+            name = called_name(node)
+            place = f"{module.relative}:{node.lineno}"
+            if name in CHOOSERS and not in_physics:
+                metrics.add("chooser_calls_outside_physics", place)
+            if name == "Stencils" or (name == "resolve_parameters" and isinstance(node.func, ast.Attribute)):
+                metrics.add("physics_rebuilds", place)
+            deciding = name in REQUEST_BUILDERS or (name == "resolve" and isinstance(node.func, ast.Name))
+            if deciding and not in_physics and (name != "resolve" or resolver):
+                metrics.add("physics_decided_outside_physics", place)
+        if in_physics and isinstance(node, ast.FunctionDef | ast.ClassDef) and "guard" in node.name.lower():
+            metrics.add("guard_names_in_physics", f"{module.relative}:{node.name}")
+
+
+def count_functions(metrics: Metrics, module: Module, prefix: str = "") -> None:
+    """The counts read from a module's functions (``prefix``: the measures' prefix, ``benchmark_`` for
+    benchmarks/, where only the length is counted)."""
+    for function in functions(module.tree):
+        place = f"{module.relative}:{function.name}"
+        length = (function.end_lineno or function.lineno) - function.lineno + 1
+        if length > 60:
+            metrics.add(f"{prefix}functions_over_60_lines", f"{place} ({length})")
+        if prefix:
+            continue
+        if is_clumped(function):
+            metrics.add("clumped_functions", place)
+        if mutates_parameter(function, "Evaluation"):
+            metrics.add("evaluation_mutations", place)
+        if is_pde_lookup(function):
+            metrics.add("pde_lookups", place)
+    top_functions = [n for n in module.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    methods = [
+        m for c in module.tree.body if isinstance(c, ast.ClassDef) for m in c.body if isinstance(m, ast.FunctionDef)
+    ]
+    for function in top_functions + methods if not prefix else []:  # outermost: nested ones are counted inside
+        for _ in range(nested_imports(function)):
+            metrics.add("imports_inside_functions", f"{module.relative}:{function.name}")
+
+
+def count_places(metrics: Metrics, module: Module) -> None:
+    """The counts of particular files: upao.py's length, the trainer's shape, what the validation and the judge
+    read, the statements after ``score``."""
+    relative = module.relative
+    if relative == "well_upao/trainers/upao.py":
+        metrics.values["upao_py_lines"] = module.lines
+    if relative == "well_upao/trainers/loop.py":
+        parameters, mixins = trainer_shape(module.tree)
+        metrics.values["trainer_init_parameters"] = parameters
+        for base in mixins:
+            metrics.add("trainer_mixins", f"{relative}:Trainer({base})")
+    if relative in SETUP_READERS:
+        for line in loss_reads(module.tree):
+            metrics.add("loss_reads_in_validation", f"{relative}:{line}")
+    if relative in PRIOR_READERS:
+        for line in keys_built_from_a_name(module.tree, "valid_score_window_"):
+            metrics.add("prior_found_by_key", f"{relative}:{line}")
+    if relative == "well_upao/evaluate/pipeline.py":
+        for statement in statements_after_score(module.tree):
+            metrics.add("statements_after_score", statement)
+
+
 def measure() -> Metrics:
     metrics = Metrics(dict.fromkeys(TARGETS, 0))
     mods = modules()
@@ -270,58 +342,17 @@ def measure() -> Metrics:
             if isinstance(node, ast.ClassDef):
                 classes.setdefault(node.name, node)
     for module in mods:
-        in_physics = module.relative.startswith("well_upao/physics/")
         if module.lines > 500:
             metrics.add("files_over_500_lines", f"{module.relative} ({module.lines})")
-        if module.relative == "well_upao/trainers/upao.py":
-            metrics.values["upao_py_lines"] = module.lines
         for number in unformatted_lines(module.text):
             metrics.add("fmt_skips", f"{module.relative}:{number}")
-        resolver = imports_resolver(module.tree)
-        for node in ast.walk(module.tree):
-            if isinstance(node, ast.Call):
-                name = called_name(node)
-                place = f"{module.relative}:{node.lineno}"
-                if name in CHOOSERS and not in_physics:
-                    metrics.add("chooser_calls_outside_physics", place)
-                if name == "Stencils" or (name == "resolve_parameters" and isinstance(node.func, ast.Attribute)):
-                    metrics.add("physics_rebuilds", place)
-                deciding = name in REQUEST_BUILDERS or (name == "resolve" and isinstance(node.func, ast.Name))
-                if deciding and not in_physics and (name != "resolve" or resolver):
-                    metrics.add("physics_decided_outside_physics", place)
-            if in_physics and isinstance(node, ast.FunctionDef | ast.ClassDef) and "guard" in node.name.lower():
-                metrics.add("guard_names_in_physics", f"{module.relative}:{node.name}")
-        for function in functions(module.tree):
-            place = f"{module.relative}:{function.name}"
-            if is_clumped(function):
-                metrics.add("clumped_functions", place)
-            if mutates_parameter(function, "Evaluation"):
-                metrics.add("evaluation_mutations", place)
-            if is_pde_lookup(function):
-                metrics.add("pde_lookups", place)
-            length = (function.end_lineno or function.lineno) - function.lineno + 1
-            if length > 60:
-                metrics.add("functions_over_60_lines", f"{place} ({length})")
-        top_functions = [n for n in module.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-        methods = [m for c in module.tree.body if isinstance(c, ast.ClassDef) for m in c.body
-                   if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]  # fmt: skip
-        for function in top_functions + methods:  # outermost functions: their nested ones are counted inside
-            for _ in range(nested_imports(function)):
-                metrics.add("imports_inside_functions", f"{module.relative}:{function.name}")
-        if module.relative == "well_upao/trainers/loop.py":
-            parameters, mixins = trainer_shape(module.tree)
-            metrics.values["trainer_init_parameters"] = parameters
-            for base in mixins:
-                metrics.add("trainer_mixins", f"{module.relative}:Trainer({base})")
-        if module.relative in SETUP_READERS:
-            for line in loss_reads(module.tree):
-                metrics.add("loss_reads_in_validation", f"{module.relative}:{line}")
-        if module.relative in PRIOR_READERS:
-            for line in keys_built_from_a_name(module.tree, "valid_score_window_"):
-                metrics.add("prior_found_by_key", f"{module.relative}:{line}")
-        if module.relative == "well_upao/evaluate/pipeline.py":
-            for statement in statements_after_score(module.tree):
-                metrics.add("statements_after_score", statement)
+        count_calls(metrics, module)
+        count_functions(metrics, module)
+        count_places(metrics, module)
+    for module in modules(BENCHMARKS):
+        if module.lines > 500:
+            metrics.add("benchmark_files_over_500_lines", f"{module.relative} ({module.lines})")
+        count_functions(metrics, module, prefix="benchmark_")
     meanings = bind_meanings(mods)
     metrics.values["bind_meanings"] = len(meanings)
     metrics.where["bind_meanings"] = [f"{first}: {', '.join(places)}" for first, places in meanings.items()]

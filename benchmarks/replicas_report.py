@@ -28,12 +28,17 @@ import torch
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from replicas_active_matter import (  # benchmarks/ is on the path of a script run from it
+    active_matter_section,
+    active_matter_trajectory_lines,
+    simulated_active_matter,
+)
+from tables import table
 
 from well_upao.data.data_checks import check_trajectory
 from well_upao.data.source import ObservedFrames
 from well_upao.families.replicas import active_matter, gray_scott, rayleigh_benard, shear_flow
 from well_upao.families.replicas.families import REPLICAS
-from well_upao.physics import active_matter as relations
 from well_upao.physics.floor import relative_residuals
 from well_upao.physics.pdes import get_pde
 
@@ -100,85 +105,6 @@ def time_orders(quick: bool) -> dict[str, tuple[list[float], list[float], int]]:
 
     reference = velocity(steps[-1] / 16)
     out["active matter (SBDF2)"] = (steps, [float((velocity(h) - reference).abs().max()) for h in steps], 2)
-    return out
-
-
-def active_matter_growth(quick: bool) -> list[tuple[float, float, int, float, float, float, float]]:
-    """``(alpha, zeta, wavenumber index, shear measured, shear theory, splay measured, splay theory)``: a 1e-7
-    plane wave in Q about the isotropic state on 12^2 x 12 points, growth between t = 0.25 and 0.5 (step 5e-4)."""
-    cases = [(a, 0.0, 1) for a in ((-2.0, -0.5) if quick else (-3.0, -2.0, -1.5, -1.0, -0.75, -0.5, 0.0, 1.0))]
-    cases += (
-        [] if quick else [(a, 1.0, 1) for a in (-5.0, -3.0, -1.0, 1.0, 3.0, 5.0)] + [(-3.0, 5.0, 2), (-1.0, 17.0, 1)]
-    )
-    rows = []
-    for alpha, zeta, index in cases:
-        grid = active_matter.KineticGrid(12, 12)
-        x = grid.x()
-        xx, _, theta = torch.meshgrid(x, x, grid.theta(), indexing="ij")
-        k = 2 * math.pi * index / grid.length
-        psi0 = (1 + 1e-7 * torch.cos(k * xx) * (torch.sin(2 * theta) + torch.cos(2 * theta))) / (2 * math.pi)
-        run = active_matter.simulate_active_matter(
-            grid, active_matter.ActiveMatterParameters(alpha, zeta), psi0, np.array([0.0, 0.25, 0.5]), 5e-4
-        )
-        probe = torch.cos(k * x)[:, None]
-        d = run["D"]
-        rates = []
-        for component in (d[..., 0, 1], (d[..., 0, 0] - d[..., 1, 1]) / 2):
-            amplitudes = [float((component[i] * probe).sum()) for i in (1, 2)]
-            rates.append(math.log(amplitudes[1] / amplitudes[0]) / 0.25)
-        theory = active_matter.linear_growth_rates(k, alpha, zeta)
-        rows.append((alpha, zeta, index, rates[0], theory["shear"], rates[1], theory["splay"]))
-    return rows
-
-
-def active_matter_resolution(quick: bool) -> list[tuple[float, float, float, float, float, float]]:
-    """``(zeta, alpha, min psi / max psi, x tail, theta tail, seconds)`` of CPU-grid runs at t = 6 (the CPU default's
-    sets and one at zeta = 3): the tails are the spectral energy of psi in the last kept shell over that of the mean
-    (2/3 rule)."""
-    n = 16 if quick else 64
-    rows = []
-    for zeta, alpha in ((1.0, -3.0),) if quick else ((1.0, -1.0), (1.0, -3.0), (1.0, -5.0), (3.0, -3.0)):
-        grid = active_matter.KineticGrid(n, n)
-        started = time.perf_counter()
-        run = active_matter.simulate_active_matter(
-            grid, active_matter.ActiveMatterParameters(alpha, zeta), active_matter.initial_distribution(grid, 3),
-            np.array([0.0, 1.0 if quick else 6.0]), return_psi=True,
-        )  # fmt: skip
-        psi = run["psi"][-1]
-        energy = torch.fft.rfftn(psi, dim=(0, 1, 2)).abs() ** 2
-        index = torch.fft.fftfreq(n, 1 / n).abs()
-        last = math.ceil(n / 3) - 1  # highest index the 2/3 rule keeps
-        last_even = last - last % 2  # psi of rods (p and -p alike) has even theta modes only
-        x_tail = float(energy[index == last].sum() / energy[0, 0, 0])
-        theta_tail = float(energy[:, :, last_even].sum() / energy[0, 0, 0])
-        rows.append((zeta, alpha, float(psi.min() / psi.max()), x_tail, theta_tail, time.perf_counter() - started))
-    return rows
-
-
-def fourth_moment(psi: torch.Tensor, grid: active_matter.KineticGrid, c: torch.Tensor, d: torch.Tensor):
-    """``S`` of ``psi (..., n, n, n_theta)`` from its fourth theta mode."""
-    mode = torch.fft.rfft(psi, dim=-1)[..., 4] * grid.dtheta  # sum psi e^{-4 i theta} dtheta
-    return relations.fourth_moment_from_modes(c, d, mode.real, -mode.imag)
-
-
-def active_matter_floors(run: dict, grid: active_matter.KineticGrid, scalars: dict, frame: int) -> dict:
-    """Relations 5 and 6 of ``well_upao.physics.active_matter`` at a developed state: between three frames 0.01
-    apart restarted from ``frame`` of ``run`` (Crank-Nicolson), with the exact S and the two closures."""
-    parameters = active_matter.ActiveMatterParameters(scalars["alpha"], scalars["zeta"])
-    close = active_matter.simulate_active_matter(
-        grid, parameters, run["psi"][frame], np.arange(3) * 0.01, return_psi=True
-    )
-    frames = relations.ActiveMatterFrames(
-        close["concentration"], close["velocity"], close["D"], close["E"], (grid.dx, grid.dx)
-    )
-    exact = fourth_moment(close["psi"], grid, close["concentration"], close["D"])
-    out = {}
-    for closure in relations.CLOSURES:
-        s = exact if closure == "exact" else None
-        out[closure] = (
-            relations.orientation_residual(frames, 0.01, scalars["zeta"], closure, s),
-            relations.stokes_residual(frames, scalars["alpha"], scalars["zeta"], closure, s),
-        )
     return out
 
 
@@ -252,40 +178,33 @@ def replica_trajectory(name: str, quick: bool) -> tuple[dict, dict, float, dict,
     started = time.perf_counter()
     extra: dict = {}
     if name == "active_matter":  # the family's simulation, keeping psi for the fourth moment
-        n, _, n_theta = family.check_shape(shape)
-        grid = active_matter.KineticGrid(n, n_theta, scalars["L"])
-        run = active_matter.simulate_active_matter(
-            grid,
-            active_matter.ActiveMatterParameters(scalars["alpha"], scalars["zeta"]),
-            active_matter.initial_distribution(grid, int(initial["seed"])),
-            times,
-            return_psi=True,
-        )
-        fields = {spec.name: run[spec.name].numpy() for spec in family.fields}
-        seconds = time.perf_counter() - started
+        fields, seconds, extra = simulated_active_matter(family, scalars, shape, times, initial, started)
         shape = shape[:2]
-        totals = run["concentration"].sum((1, 2)) * grid.dx**2 / grid.length**2
-        frames = relations.ActiveMatterFrames(
-            *(torch.as_tensor(fields[k]).float().double() for k in ("concentration", "velocity", "D", "E")),
-            (grid.dx, grid.dx),
-        )
-        extra = {
-            "drift": float((totals - 1).abs().max()),
-            "kinematics": relations.kinematic_residuals(frames),
-            "floors": active_matter_floors(run, grid, scalars, n_steps // 2),
-        }
     else:
         fields = family.simulate(scalars, initial, shape, times)
         seconds = time.perf_counter() - started
+    extra["checks"] = data_checks(family, fields)
+    observed = observed_frames(name, fields, scalars, shape, times)
+    pde = get_pde(name)
+    floors = {d: relative_residuals(observed, pde, d) for d in ("spectral", "fd")}
+    return fields, scalars, seconds, floors, extra
+
+
+def data_checks(family, fields: dict) -> dict[str, dict[str, int]]:
+    """Per field, how many frames the checks of the Well's ``scripts/check_thewell_data.py`` flag, as stored."""
     checks = {}
     for spec in family.fields:
         value = np.asarray(fields[spec.name], dtype=np.float32)  # as stored
         found = check_trajectory(value.reshape(value.shape[0], -1, 2**spec.order))
         checks[spec.name] = {k: len(v) for k, v in found.items()}
-    extra["checks"] = checks
+    return checks
+
+
+def observed_frames(name: str, fields: dict, scalars: dict, shape, times) -> ObservedFrames:
+    """The trajectory's frames after the first (whose stored pressure is zero, as the Well's) in slots."""
     from well_upao.data.datasets import DATASET_SLOTS
 
-    slots = DATASET_SLOTS[name]
+    family, slots = REPLICAS[name], DATASET_SLOTS[name]
     slotted = {}
     for spec in family.fields:
         value = torch.as_tensor(fields[spec.name])[None, 1:]  # the first frame's pressure is zero, as the Well's
@@ -295,7 +214,7 @@ def replica_trajectory(name: str, quick: bool) -> tuple[dict, dict, float, dict,
             for i, axis in enumerate("xy"):
                 slotted[slots[f"{spec.name}_{axis}"]] = value[..., i]
     axes = family.axes(shape)
-    observed = ObservedFrames(
+    return ObservedFrames(
         name,
         slotted,
         {k: torch.tensor([v]) for k, v in scalars.items()},
@@ -303,107 +222,134 @@ def replica_trajectory(name: str, quick: bool) -> tuple[dict, dict, float, dict,
         tuple(t == "PERIODIC" for t in family.boundary_types),
         times[1:],
     )
-    pde = get_pde(name)
-    floors = {d: relative_residuals(observed, pde, d) for d in ("spectral", "fd")}
-    return fields, scalars, seconds, floors, extra
 
 
-def active_matter_section(quick: bool, figures: Path) -> list[str]:
-    """Growth rates against the linearised kinetic theory, and the CPU grid's resolution as zeta grows."""
-    rows = active_matter_growth(quick)
-    worst = max(max(abs(r[3] - r[4]), abs(r[5] - r[6])) / max(1.0, abs(r[4]), abs(r[6])) for r in rows)
-    lines = [
-        "",
-        "## Active matter: the kinetic solver against linear theory",
-        "",
-        "A plane wave `e^{i k x}` of amplitude 1e-7 in the orientation tensor about the isotropic state grows at",
-        "`lambda_shear = zeta - 4 d_R - d_T k^2 - (alpha - zeta beta / 2) / (4 + beta / 2)` (its Q_xy part) and",
-        "`lambda_splay = zeta - 4 d_R - d_T k^2` (its Q_xx - Q_yy part), derived in",
-        "`well_upao/families/replicas/active_matter.py` (d_T = d_R = 0.05, beta = 0.8). Measured on 12^2 x 12 points,",
-        "step 5e-4, between t = 0.25 and t = 0.5; k = 2 pi m / 10.",
-        "",
-        "| alpha | zeta | m | shear, measured | shear, theory | splay, measured | splay, theory |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for alpha, zeta, index, shear, shear_theory, splay, splay_theory in rows:
-        lines.append(
-            f"| {alpha:g} | {zeta:g} | {index} | {shear:.6f} | {shear_theory:.6f} | {splay:.6f} | {splay_theory:.6f} |"
-        )
-    k = 2 * math.pi / 10
-    critical = -(4 * 0.05 + 0.05 * k * k) * 4.4
+def solver_section(quick: bool, figures: Path) -> list[str]:
+    """The solvers against finer steps (the convergence figure), the Rayleigh-Benard onset and the residual at
+    increasing vertical resolution."""
+    orders = time_orders(quick)
+    rows = []
+    figure, axis = plt.subplots(figsize=(5.5, 4))
+    for name, (steps, errors, order) in orders.items():
+        observed = math.log(errors[-2] / errors[-1]) / math.log(steps[-2] / steps[-1])
+        rows.append([name, ", ".join(f"{h:.3g}" for h in steps), ", ".join(f"{e:.2e}" for e in errors)])
+        rows[-1] += [f"{observed:.2f}", order]
+        axis.loglog(steps, errors, "o-", label=f"{name}: {observed:.2f}")
+        axis.loglog(steps, [errors[-1] * (h / steps[-1]) ** order for h in steps], "k:", linewidth=0.8)
+    axis.set_xlabel("time step")
+    axis.set_ylabel("max error vs reference")
+    save_figure(figure, axis, figures / "time_convergence.png", legend=True, which="both")
+    columns = ["solver", "steps", "max error vs 16x finer step", "observed order (last pair)", "scheme order"]
+    lines = ["## Solver validation", "", *table(columns, rows)]
+    ratios, rates = onset_growth(quick)
+    figure, axis = plt.subplots(figsize=(5.5, 3.5))
+    axis.plot(ratios, rates, "o-")
+    axis.axhline(0, color="k", linewidth=0.8)
+    axis.axvline(1, color="k", linestyle=":", linewidth=0.8)
+    axis.set_xlabel("Ra / 1707.76")
+    axis.set_ylabel("growth rate of the k = 3.117 roll")
+    save_figure(figure, axis, figures / "onset.png")
+    pairs = zip(ratios, ratios[1:], rates, rates[1:], strict=False)
+    crossing = next((r0 - g0 * (r1 - r0) / (g1 - g0) for r0, r1, g0, g1 in pairs if g0 < 0 <= g1), float("nan"))
     lines += [
         "",
-        f"Largest difference: {worst:.1e} (relative to the rate where it exceeds 1). Without alignment (zeta = 0)",
-        f"the shear mode changes sign at alpha = -(4 d_R + d_T k^2)(4 + beta / 2) = {critical:.3f}: the rows at",
-        "zeta = 0 straddle it.",
+        "![time convergence](figures/replicas/time_convergence.png)",
         "",
-        "![growth rates](figures/replicas/active_matter_growth.png)",
+        f"Rayleigh-Bénard onset between rigid walls (Pr = 1, k = 3.117): the growth rate changes sign at "
+        f"Ra = {crossing * 1707.76:.1f} ({100 * (crossing - 1):+.2f}% from linear theory's 1707.76).",
+        "",
+        *table(["Ra / Ra_c", *(f"{r:g}" for r in ratios)], [["growth rate", *(f"{g:.2e}" for g in rates)]]),
+        "",
+        "![onset](figures/replicas/onset.png)",
+        "",
     ]
-    figure, axis = plt.subplots(figsize=(5.5, 3.8))
-    for zeta, marker in ((0.0, "o"), (1.0, "s")):
-        chosen = sorted((r for r in rows if r[1] == zeta and r[2] == 1), key=lambda r: r[0])
-        if not chosen:
-            continue
-        alphas = np.linspace(chosen[0][0], chosen[-1][0], 50)
-        theory = [active_matter.linear_growth_rates(k, a, zeta)["shear"] for a in alphas]
-        axis.plot(alphas, theory, "-", linewidth=0.9, label=f"theory, zeta = {zeta:g}")
-        axis.plot([r[0] for r in chosen], [r[3] for r in chosen], marker, fillstyle="none",
-                  label=f"solver, zeta = {zeta:g}")  # fmt: skip
-    axis.axhline(0, color="k", linewidth=0.8)
-    axis.set_xlabel("alpha")
-    axis.set_ylabel("growth rate of the shear mode (k = 2 pi / 10)")
-    axis.legend(fontsize=7)
-    axis.grid(True, alpha=0.3)
+    floors = resolution_floors(quick)
+    names = sorted(next(iter(floors.values())))
+    rows = [[n_z, *(f"{values[k]:.2e}" for k in names)] for n_z, values in floors.items()]
+    return [*lines, resolution_sentence(floors), "", *table(["stored z points", *names], rows)]
+
+
+def save_figure(figure, axis, path: Path, legend: bool = False, which: str = "major", dpi: int = 110) -> None:
+    """A report figure: grid (and legend), tight layout, saved to ``path`` and closed."""
+    if legend:
+        axis.legend(fontsize=7)
+    axis.grid(True, which=which, alpha=0.3)
     figure.tight_layout()
-    figure.savefig(figures / "active_matter_growth.png", dpi=110)
+    figure.savefig(path, dpi=dpi)
     plt.close(figure)
 
-    resolution = active_matter_resolution(quick)
-    lines += [
-        "",
-        "How well the CPU grid resolves the distribution: alignment sharpens psi in theta as zeta grows. Runs from",
-        "one replica initial condition on the CPU grid to t = 6; the tails are the spectral energy of psi",
-        "in the last shell the 2/3 rule keeps (the last even mode along theta: the others vanish for rods), over that",
-        "of its mean, along x and along theta; a negative psi is Gibbs",
-        "oscillation of an unresolved distribution. The CPU default keeps zeta = 1; larger zeta need finer grids",
-        "(`--resolution N N N_theta`, up to the Well's 256 with `--full`).",
-        "",
-        "| zeta | alpha | grid | min psi / max psi | x tail | theta tail | s |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    n = 16 if quick else 64
-    for zeta, alpha, ratio, x_tail, theta_tail, seconds in resolution:
-        lines.append(
-            f"| {zeta:g} | {alpha:g} | {n}^2 x {n} | {ratio:.3f} | {x_tail:.1e} | {theta_tail:.1e} | {seconds:.0f} |"
-        )
-    return lines
+
+def field_pictures(name: str, fields: dict, frame: int, figures: Path) -> None:
+    """Every stored field of a replica's trajectory at ``frame`` (vectors and tensors by component), one figure."""
+    family, first = REPLICAS[name], next(iter(fields.values()))
+    pictures = []
+    for spec in family.fields:
+        value = np.asarray(fields[spec.name][frame])
+        if spec.order == 0:
+            pictures.append((spec.name, value))
+        elif spec.order == 1:
+            pictures += [(f"{spec.name}_{axis}", value[..., i]) for i, axis in enumerate("xy")]
+        else:  # symmetric tensors: xx, xy, yy
+            components = ((0, 0, "x", "x"), (0, 1, "x", "y"), (1, 1, "y", "y"))
+            pictures += [(f"{spec.name}_{a}{b}", value[..., i, j]) for i, j, a, b in components]
+    columns = min(len(pictures), 5)
+    rows = math.ceil(len(pictures) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 3.2 * rows), squeeze=False)
+    for ax in axes.flat[len(pictures) :]:
+        ax.axis("off")
+    for ax, (label, value) in zip(axes.flat, pictures, strict=False):
+        ax.imshow(value.T, origin="lower", cmap="RdBu_r", aspect="auto")
+        ax.set_title(label, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    figure.suptitle(f"{name}, t = {frame if frame >= 0 else first.shape[0] - 1} frames", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(figures / f"{name}.png", dpi=90)
+    plt.close(figure)
 
 
-def active_matter_trajectory_lines(extra: dict) -> list[str]:
-    """Conservation, the kinematic relations and the closure floors of the active-matter trajectory above."""
-    kinematics = extra["kinematics"]
-    lines = [
-        "Active matter, the trajectory above: the total concentration (float64, before storage) stays at L^2 to a",
-        f"relative {extra['drift']:.1e}; on the stored float32 fields E = sym grad u holds to "
-        f"{kinematics['strain']:.1e}, tr D = c to {kinematics['trace']:.1e}, div u = 0 to "
-        f"{kinematics['incompressibility']:.1e} (relative, spectral derivatives). The orientation equation and the",
-        "Stokes balance need the fourth moment S, which the files do not store (`well_upao.physics.active_matter`);",
-        "their relative residuals at the middle of the trajectory, between three frames 0.01 apart (Crank-Nicolson),",
-        "with the simulation's own S and with the two closures:",
+def replica_row(name: str, fields: dict, scalars: dict, seconds: float, floor: dict, extra: dict) -> list:
+    """A replica's row: its parameters, grid and frames, seconds, the data checks' counts and the residuals."""
+    family, first = REPLICAS[name], next(iter(fields.values()))
+    grid_text = "x".join(map(str, first.shape[1:3])) + f" x {first.shape[0]}"
+    if name == "active_matter":
+        grid_text = grid_text.replace(" x ", f"x{family.check_shape(first.shape[1:3])[2]} x ", 1)
+    cells = [", ".join(f"{k} {v:.1e}" for k, v in floor[d].items()) for d in ("spectral", "fd")]
+    counts = {k: sum(c[k] for c in extra["checks"].values()) for k in ("constant", "nan", "close", "outliers")}
+    checks = f"{counts['constant']}, {counts['nan']} / {counts['close']}, {counts['outliers']}"
+    return [name, family.file_stem(scalars).removeprefix(name + "_"), grid_text, f"{seconds:.1f}", checks, *cells]
+
+
+def replicas_section(quick: bool, figures: Path) -> list[str]:
+    """One trajectory of each replica at its CPU size: the table, the active-matter relations and the pictures."""
+    rows, pictures_md, extras = [], [], {}
+    for name in SHOWN:
+        fields, scalars, seconds, floor, extra = replica_trajectory(name, quick)
+        extras[name] = extra
+        rows.append(replica_row(name, fields, scalars, seconds, floor, extra))
+        frames = next(iter(fields.values())).shape[0]
+        field_pictures(name, fields, SHOWN[name][1] if SHOWN[name][1] < frames else -1, figures)
+        pictures_md += [f"![{name}](figures/replicas/{name}.png)", ""]
+    columns = ["dataset", "parameters", "grid x frames", "s / trajectory"]
+    columns += ["data checks: constant, NaN / close, outlier", "residual, spectral", "residual, finite differences"]
+    return [
         "",
-        "| S | orientation equation | Stokes balance (curl form) |",
-        "|---|---|---|",
-    ]
-    for closure, (orientation, stokes) in extra["floors"].items():
-        label = {"exact": "exact (from psi)", "linear": "linear closure", "bingham": "Bingham closure"}[closure]
-        lines.append(f"| {label} | {orientation:.2e} | {stokes:.2e} |")
-    lines += [
+        "## The replicas at their CPU sizes",
         "",
-        "With the exact S the orientation equation's residual is the grid's: the solver evolves its 2/3-filtered",
-        "products, the relation is the unfiltered one (tests/physics/test_active_matter_relations.py shows the",
-        "filtered one holding to 2e-4 on 16^2 points); the Stokes balance holds to the solver's tolerance.",
+        "One trajectory of each, from `well-upao generate-replica` defaults (initial condition from seed 7); the",
+        "residual is our registry's entry between the Well's frames (Crank-Nicolson), over every frame pair after the",
+        "first (whose stored pressure is zero, as in the Well's files). Data checks: frames that the checks of The",
+        "Well's `scripts/check_thewell_data.py` (`well_upao.data.data_checks`) flag in the float32 fields, summed over",
+        "fields (constant and NaN frames are the script's issues; frames close to the previous one and outlier frames",
+        "it prints as notes; our near-constant frames, allclose to their first value, are not counted here: `well-upao",
+        "validate` lists them).",
+        "",
+        *table(columns, rows),
+        "",
+        *active_matter_trajectory_lines(extras["active_matter"]),
+        "",
+        *pictures_md,
     ]
-    return lines
 
 
 def main() -> None:
@@ -419,128 +365,10 @@ def main() -> None:
         "",
         f"Command: `python benchmarks/replicas_report.py{' --quick' if args.quick else ''}` (one torch thread).",
         "",
-        "## Solver validation",
-        "",
-        "| solver | steps | max error vs 16x finer step | observed order (last pair) | scheme order |",
-        "|---|---|---|---|---|",
+        *solver_section(args.quick, figures),
+        *active_matter_section(args.quick, figures),
+        *replicas_section(args.quick, figures),
     ]
-    orders = time_orders(args.quick)
-    figure, axis = plt.subplots(figsize=(5.5, 4))
-    for name, (steps, errors, order) in orders.items():
-        observed = math.log(errors[-2] / errors[-1]) / math.log(steps[-2] / steps[-1])
-        lines.append(
-            f"| {name} | {', '.join(f'{h:.3g}' for h in steps)} | {', '.join(f'{e:.2e}' for e in errors)} "
-            f"| {observed:.2f} | {order} |"
-        )
-        axis.loglog(steps, errors, "o-", label=f"{name}: {observed:.2f}")
-        axis.loglog(steps, [errors[-1] * (h / steps[-1]) ** order for h in steps], "k:", linewidth=0.8)
-    axis.set_xlabel("time step")
-    axis.set_ylabel("max error vs reference")
-    axis.legend(fontsize=7)
-    axis.grid(True, which="both", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(figures / "time_convergence.png", dpi=110)
-    plt.close(figure)
-
-    ratios, rates = onset_growth(args.quick)
-    figure, axis = plt.subplots(figsize=(5.5, 3.5))
-    axis.plot(ratios, rates, "o-")
-    axis.axhline(0, color="k", linewidth=0.8)
-    axis.axvline(1, color="k", linestyle=":", linewidth=0.8)
-    axis.set_xlabel("Ra / 1707.76")
-    axis.set_ylabel("growth rate of the k = 3.117 roll")
-    axis.grid(True, alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(figures / "onset.png", dpi=110)
-    plt.close(figure)
-    crossing = next(
-        (r0 - g0 * (r1 - r0) / (g1 - g0) for r0, r1, g0, g1 in zip(ratios, ratios[1:], rates, rates[1:], strict=False)
-         if g0 < 0 <= g1),
-        float("nan"),
-    )  # fmt: skip
-    lines += [
-        "",
-        "![time convergence](figures/replicas/time_convergence.png)",
-        "",
-        f"Rayleigh-Bénard onset between rigid walls (Pr = 1, k = 3.117): the growth rate changes sign at "
-        f"Ra = {crossing * 1707.76:.1f} ({100 * (crossing - 1):+.2f}% from linear theory's 1707.76).",
-        "",
-        "| Ra / Ra_c | " + " | ".join(f"{r:g}" for r in ratios) + " |",
-        "|---|" + "---|" * len(ratios),
-        "| growth rate | " + " | ".join(f"{g:.2e}" for g in rates) + " |",
-        "",
-        "![onset](figures/replicas/onset.png)",
-        "",
-    ]
-    floors = resolution_floors(args.quick)
-    lines += [resolution_sentence(floors), ""]
-    names = sorted(next(iter(floors.values())))
-    lines.append("| stored z points | " + " | ".join(names) + " |")
-    lines.append("|---|" + "---|" * len(names))
-    for n_z, values in floors.items():
-        lines.append(f"| {n_z} | " + " | ".join(f"{values[k]:.2e}" for k in names) + " |")
-
-    lines += active_matter_section(args.quick, figures)
-    lines += [
-        "",
-        "## The replicas at their CPU sizes",
-        "",
-        "One trajectory of each, from `well-upao generate-replica` defaults (initial condition from seed 7); the",
-        "residual is our registry's entry between the Well's frames (Crank-Nicolson), over every frame pair after the",
-        "first (whose stored pressure is zero, as in the Well's files). Data checks: frames that the checks of The",
-        "Well's `scripts/check_thewell_data.py` (`well_upao.data.data_checks`) flag in the float32 fields, summed over",
-        "fields (constant and NaN frames are the script's issues; frames close to the previous one and outlier frames",
-        "it prints as notes; our near-constant frames, allclose to their first value, are not counted here: `well-upao",
-        "validate` lists them).",
-        "",
-        "| dataset | parameters | grid x frames | s / trajectory | data checks: constant, NaN / close, outlier "
-        "| residual, spectral | residual, finite differences |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    pictures_md = []
-    extras = {}
-    for name in SHOWN:
-        fields, scalars, seconds, floor, extra = replica_trajectory(name, args.quick)
-        extras[name] = extra
-        family = REPLICAS[name]
-        first = next(iter(fields.values()))
-        grid_text = "x".join(map(str, first.shape[1:3])) + f" x {first.shape[0]}"
-        if name == "active_matter":
-            grid_text = grid_text.replace(" x ", f"x{family.check_shape(first.shape[1:3])[2]} x ", 1)
-        cells = [", ".join(f"{k} {v:.1e}" for k, v in floor[d].items()) for d in ("spectral", "fd")]
-        counts = {k: sum(c[k] for c in extra["checks"].values()) for k in ("constant", "nan", "close", "outliers")}
-        checks = f"{counts['constant']}, {counts['nan']} / {counts['close']}, {counts['outliers']}"
-        lines.append(
-            f"| {name} | {family.file_stem(scalars).removeprefix(name + '_')} | {grid_text} | {seconds:.1f} "
-            f"| {checks} | {cells[0]} | {cells[1]} |"
-        )
-        frame = SHOWN[name][1] if SHOWN[name][1] < first.shape[0] else -1
-        pictures = []
-        for spec in family.fields:
-            value = np.asarray(fields[spec.name][frame])
-            if spec.order == 0:
-                pictures.append((spec.name, value))
-            elif spec.order == 1:
-                pictures += [(f"{spec.name}_{axis}", value[..., i]) for i, axis in enumerate("xy")]
-            else:  # symmetric tensors: xx, xy, yy
-                pictures += [(f"{spec.name}_{a}{b}", value[..., i, j]) for i, j, a, b in
-                             ((0, 0, "x", "x"), (0, 1, "x", "y"), (1, 1, "y", "y"))]  # fmt: skip
-        columns = min(len(pictures), 5)
-        rows = math.ceil(len(pictures) / columns)
-        figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 3.2 * rows), squeeze=False)
-        for ax in axes.flat[len(pictures) :]:
-            ax.axis("off")
-        for ax, (label, value) in zip(axes.flat, pictures, strict=False):
-            ax.imshow(value.T, origin="lower", cmap="RdBu_r", aspect="auto")
-            ax.set_title(label, fontsize=9)
-            ax.set_xticks([])
-            ax.set_yticks([])
-        figure.suptitle(f"{name}, t = {frame if frame >= 0 else first.shape[0] - 1} frames", fontsize=9)
-        figure.tight_layout()
-        figure.savefig(figures / f"{name}.png", dpi=90)
-        plt.close(figure)
-        pictures_md += [f"![{name}](figures/replicas/{name}.png)", ""]
-    lines += ["", *active_matter_trajectory_lines(extras["active_matter"]), "", *pictures_md]
     (args.out / "replicas.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out / 'replicas.md'}")
 

@@ -46,6 +46,29 @@ def make_datasets(work: Path) -> list[str]:
     return names
 
 
+def floor_line(source: WellSource, stride: int, columns: list[tuple[str, str]]) -> tuple[str, tuple | None]:
+    """A dataset's table line at ``stride`` (the lowest floor in bold; the error where the frames give none) and, for
+    Gray-Scott, ``(stride, best row, fitted diffusivities)``."""
+    name = source.name
+    try:
+        observed = source.observed(stride, max_trajectories=4, max_frames=12)
+        rows = floor_rows(observed, stride, pde_for_dataset(name))
+    except ValueError as error:
+        return f"| {name} | {stride} | {error} |" + " |" * (len(columns) - 1), None
+    best = best_row(rows, stride)
+    by_key = {(r.derivative, r.scheme): r for r in rows}
+    cells = []
+    for key in columns:
+        row = by_key.get(key)
+        text = "" if row is None else f"{row.mean:.2e}"
+        cells.append(f"**{text}**" if row is best else text)
+    fit = None
+    if name == "gray_scott_reaction_diffusion":
+        constants = ["delta_A", "delta_B"]
+        fit = (stride, best, fit_constants(observed, pde_for_dataset(name), constants, best.derivative, best.scheme))
+    return f"| {name} | {stride} | " + " | ".join(cells) + " |", fit
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("reports"))
@@ -74,24 +97,9 @@ def main() -> None:
     for name in names:
         source = WellSource(args.work, name)
         for stride in STRIDES:
-            try:
-                observed = source.observed(stride, max_trajectories=4, max_frames=12)
-                rows = floor_rows(observed, stride, pde_for_dataset(name))
-            except ValueError as error:
-                lines.append(f"| {name} | {stride} | {error} |" + " |" * (len(columns) - 1))
-                continue
-            best = best_row(rows, stride)
-            by_key = {(r.derivative, r.scheme): r for r in rows}
-            cells = []
-            for key in columns:
-                row = by_key.get(key)
-                text = "" if row is None else f"{row.mean:.2e}"
-                cells.append(f"**{text}**" if row is best else text)
-            lines.append(f"| {name} | {stride} | " + " | ".join(cells) + " |")
-            if name == "gray_scott_reaction_diffusion":
-                constants = ["delta_A", "delta_B"]
-                fitted = fit_constants(observed, pde_for_dataset(name), constants, best.derivative, best.scheme)
-                fits.append((stride, best, fitted))
+            line, fit = floor_line(source, stride, columns)
+            lines.append(line)
+            fits += [fit] if fit is not None else []
     lines += [
         "",
         "Gray-Scott's diffusivities fitted to the replica's frames (`residual-floor --fit delta_A delta_B`, with the",

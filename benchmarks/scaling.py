@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import math
 import os
 import platform
 import subprocess
@@ -33,15 +32,20 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
+from scaling_plan import (  # the plan's functions, as other studies import them from here
+    PLAN_BATCH,
+    PLAN_RANKS,
+    PLAN_RESOLUTION,
+    RESERVE,
+    STATE_BYTES,
+    GiB,
+    gathered_bytes,
+    largest_batch,
+    paper_plan,
+    sample_plan,
+)
 
-GiB = 2**30
-PLAN_RESOLUTION, PLAN_BATCH, PLAN_RANKS = 256, 24, 8
-#: bytes per parameter kept by training in fp32 with AdamW: weight, gradient, exp_avg, exp_avg_sq
-STATE_BYTES = {"parameters": 4, "gradients": 4, "AdamW state": 8}
-#: share of a GPU's memory left for the CUDA context, the allocator's fragmentation and the backward's transient
-#: buffers (gradients of activations, workspaces), which the saved-tensor count does not see
-RESERVE = 0.10
+__all__ = ["PLAN_BATCH", "PLAN_RANKS", "RESERVE", "GiB", "gathered_bytes", "largest_batch", "main", "sample_plan"]
 
 
 # --------------------------------------------------------------------------------------------- 1-2: processes
@@ -153,212 +157,6 @@ def process_tables(records: list[dict]) -> tuple[list[str], list[str]]:
 
 
 # --------------------------------------------------------------------------------------------- 3: the plan
-def saved_activations(model: nn.Module, frames: torch.Tensor) -> dict[str, float]:
-    """Bytes of the tensors autograd saves for the backward in one forward of ``model`` (parameters excluded; each
-    storage once), attributed to each NA layer's attention (``blocks.i.attention``) or the rest of the layer
-    (``blocks.i``: norms, SwiGLU), or to the rest of the model (``rest``: encoder, decoder, final norm, base)."""
-    parameters = {p.untyped_storage()._cdata for p in model.parameters()}
-    storages: dict[int, tuple[str, int]] = {}
-    where = ["rest"]
-
-    def enter(name):
-        return lambda *_: where.append(name)
-
-    def leave(*_):
-        where.pop()
-
-    for index, block in enumerate(model.blocks):
-        block.register_forward_pre_hook(enter(f"blocks.{index}"))
-        block.register_forward_hook(leave)
-        for variant in block.attention.values():
-            variant.register_forward_pre_hook(enter(f"blocks.{index}.attention"))
-            variant.register_forward_hook(leave)
-
-    def pack(tensor):
-        storage = tensor.untyped_storage()
-        if storage._cdata not in parameters and storage._cdata not in storages:
-            storages[storage._cdata] = (where[-1], storage.nbytes())
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        model(frames, None, sequence=True)
-    totals: dict[str, float] = {}
-    for name, size in storages.values():
-        totals[name] = totals.get(name, 0) + size
-    return totals
-
-
-def step_flops(model: nn.Module, frames: torch.Tensor) -> int:
-    """FLOPs of one forward + backward (``FlopCounterMode``; a recomputed layer counts again)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with FlopCounterMode(display=False) as counter:
-        model(frames, None, sequence=True).square().mean().backward()
-    return counter.get_total_flops()
-
-
-def unit_parameters(model: nn.Module) -> list[int]:
-    """Parameters gathered together when one NA layer runs under FSDP2: the layer's own unit (norms, SwiGLU) plus
-    its largest attention variant (one variant runs per batch)."""
-    sizes = []
-    for block in model.blocks:
-        attention = max(sum(p.numel() for p in a.parameters()) for a in block.attention.values())
-        own = sum(p.numel() for name, p in block.named_parameters() if not name.startswith("attention."))
-        sizes.append(own + attention)
-    return sizes
-
-
-def gathered_bytes(model: nn.Module) -> int:
-    """Bytes FSDP2 holds gathered while one NA layer runs: the current and the prefetched unit, weights + gradients,
-    fp32."""
-    return 2 * max(unit_parameters(model)) * 4 * 2
-
-
-def largest_batch(capacity_gib: float, activations: float, parameters: int, gathered: float) -> int:
-    """Largest per-GPU batch of ``activations`` bytes per sample on a ``capacity_gib`` GPU under FSDP2 at
-    :data:`PLAN_RANKS` ranks: the fp32 weights, gradients and AdamW state sharded, the gathered units whole,
-    :data:`RESERVE` of the GPU kept free."""
-    state = parameters * sum(STATE_BYTES.values()) / PLAN_RANKS + gathered
-    return max(0, math.floor(((1 - RESERVE) * capacity_gib * GiB - state) / activations))
-
-
-def sample_plan(
-    preset: str = "paper", resolution: int = PLAN_RESOLUTION, n_frames: int = 8, dims: tuple[int, ...] = (1, 2, 3)
-) -> dict:
-    """One sample of ``n_frames`` 2D frames at ``resolution``^2 through ``NATransformer(preset, dims)`` on the meta
-    device (no memory, no data), in fp32: ``parameters``; bytes of activations saved for the backward ``without``
-    checkpointing, ``with_checkpointing`` (the rest + every layer's input + one layer recomputed) and
-    ``without_fused`` (a fused attention kernel's estimate instead of the masked SDPA's tiles); ``flops`` and
-    ``flops_checkpointed`` of one forward + backward; ``saved`` by part, ``layers``, ``attention`` (per layer),
-    ``fused`` (one layer's estimate) and ``model`` (the meta model, for FSDP's units)."""
-    from well_upao.models.na_transformer import NATransformer, count_parameters
-    from well_upao.trainers.sharding import checkpoint_layers
-
-    with torch.device("meta"):
-        model = NATransformer(preset=preset, dims=dims)
-        checkpointed = NATransformer(preset=preset, dims=dims)
-    checkpoint_layers(checkpointed)
-    frames = torch.zeros(1, n_frames, resolution, resolution, 18, device="meta")
-    saved = saved_activations(model, frames)
-    count = len(model.blocks)
-    attention = [saved[f"blocks.{i}.attention"] for i in range(count)]
-    layers = [saved[f"blocks.{i}"] + attention[i] for i in range(count)]
-    hidden, heads, patch = model.hidden, model.config["heads"], model.patch
-    n_tokens = n_frames * (resolution // patch) ** 2
-    tokens = n_tokens * hidden * 4  # one layer's input: T x tokens x H, fp32
-    # a fused kernel (NATTEN on CUDA) keeps the two linears' inputs, the qkv output, the attention output and the
-    # softmax statistics (one per token and head) instead of the masked SDPA's tiles
-    fused = 2 * tokens + 3 * tokens + tokens + n_tokens * heads * 4
-    without = sum(saved.values())
-    return dict(
-        parameters=count_parameters(model),
-        without=without,
-        without_fused=without - sum(attention) + count * fused,
-        with_checkpointing=saved.get("rest", 0) + count * tokens + max(layers),
-        flops=step_flops(model, frames),
-        flops_checkpointed=step_flops(checkpointed, frames),
-        saved=saved,
-        layers=layers,
-        attention=attention,
-        fused=fused,
-        model=model,
-    )
-
-
-def paper_plan() -> tuple[list[str], dict]:
-    from well_upao.models.na_transformer import NATransformer, count_parameters
-
-    with torch.device("meta"):
-        two_d = NATransformer(preset="paper", dims=(2,))
-    plan = sample_plan()
-    model, saved, layers, attention, fused = (plan[k] for k in ("model", "saved", "layers", "attention", "fused"))
-    parameters, parameters_2d = plan["parameters"], count_parameters(two_d)
-    count = len(model.blocks)
-    without, without_fused, with_checkpointing = plan["without"], plan["without_fused"], plan["with_checkpointing"]
-    flops, flops_checkpointed = plan["flops"], plan["flops_checkpointed"]
-    gathered = gathered_bytes(model)
-    sharded = {k: parameters * b / PLAN_RANKS for k, b in STATE_BYTES.items()}
-
-    def per_gpu(activations: float, ranks: int) -> float:
-        return parameters * sum(STATE_BYTES.values()) / ranks + gathered + PLAN_BATCH * activations
-
-    def fewest(capacity: float, activations: float) -> str:
-        room = (1 - RESERVE) * capacity * GiB - gathered - PLAN_BATCH * activations
-        if room <= 0:
-            return f"none (the batch's activations alone exceed {(1 - RESERVE) * capacity:.0f} GiB)"
-        return str(max(1, math.ceil(parameters * sum(STATE_BYTES.values()) / room)))
-
-    def largest(capacity: float, activations: float) -> int:
-        return largest_batch(capacity, activations, parameters, gathered)
-
-    lines = [
-        f"Model: `model.preset=paper` with its default dims 1/2/3: {parameters / 1e6:.1f}M parameters "
-        f"({parameters_2d / 1e6:.1f}M with the 2D variants only). Input: one sample of 8 frames of "
-        f"{PLAN_RESOLUTION}^2 x 18 slots (patch 16: a 8 x 16 x 16 token grid, {8 * (PLAN_RESOLUTION // 16) ** 2} "
-        "tokens), fp32.",
-        "",
-        "| per sample (meta device) | value |",
-        "|---|---|",
-        f"| activations saved for the backward, NA layers | {sum(layers) / GiB:.3f} GiB ({count} layers, "
-        f"{max(layers) / 2**20:.0f} MiB each, of which attention {max(attention) / 2**20:.0f} MiB) |",
-        "| activations saved for the backward, the rest (encoder, decoder, base) | "
-        f"{saved.get('rest', 0) / GiB:.3f} GiB |",
-        f"| total without activation checkpointing | {without / GiB:.3f} GiB |",
-        f"| total without checkpointing, a fused attention kernel's {fused / 2**20:.0f} MiB per layer instead "
-        f"(estimate) | {without_fused / GiB:.3f} GiB |",
-        f"| total with per-layer checkpointing (the rest + every layer's input + one layer recomputed) | "
-        f"{with_checkpointing / GiB:.3f} GiB |",
-        f"| FLOPs, forward + backward | {flops / 1e12:.2f} TFLOP |",
-        f"| FLOPs, forward + backward with checkpointing (layers recomputed) | {flops_checkpointed / 1e12:.2f} TFLOP |",
-        "",
-        f"Memory per GPU, FSDP2 at {PLAN_RANKS} ranks, per-GPU batch {PLAN_BATCH} "
-        f"(global batch {PLAN_RANKS * PLAN_BATCH}), fp32:",
-        "",
-        "| part | without checkpointing GiB | with checkpointing GiB |",
-        "|---|---|---|",
-    ]
-    for name, value in sharded.items():
-        lines.append(f"| {name} (1/{PLAN_RANKS} each) | {value / GiB:.2f} | {value / GiB:.2f} |")
-    lines += [
-        f"| gathered units (current + prefetched NA layer, weights + gradients) | {gathered / GiB:.2f} | "
-        f"{gathered / GiB:.2f} |",
-        f"| activations, {PLAN_BATCH} samples | {PLAN_BATCH * without / GiB:.2f} | "
-        f"{PLAN_BATCH * with_checkpointing / GiB:.2f} |",
-        f"| **total** | **{per_gpu(without, PLAN_RANKS) / GiB:.2f}** | "
-        f"**{per_gpu(with_checkpointing, PLAN_RANKS) / GiB:.2f}** |",
-        "",
-        f"FLOPs per step: {PLAN_BATCH * flops / 1e12:.0f} TFLOP per GPU, {PLAN_RANKS * PLAN_BATCH * flops / 1e15:.2f} "
-        f"PFLOP over the {PLAN_RANKS} GPUs ({PLAN_RANKS * PLAN_BATCH * flops_checkpointed / 1e15:.2f} PFLOP with "
-        "checkpointing).",
-        "",
-        f"Fewest GPUs holding a per-GPU batch of {PLAN_BATCH} (FSDP2 shards the fp32 weights, gradients and AdamW "
-        f"state over them; {RESERVE:.0%} of each GPU kept free):",
-        "",
-        "| GPU memory | without checkpointing | with checkpointing |",
-        "|---|---|---|",
-    ]
-    for capacity in (48, 80):
-        lines.append(f"| {capacity} GiB | {fewest(capacity, without)} | {fewest(capacity, with_checkpointing)} |")
-    ddp = parameters * (sum(STATE_BYTES.values()) + 4)
-    lines += [
-        "",
-        f"Largest per-GPU batch at {PLAN_RANKS} ranks: "
-        + "; ".join(
-            f"{capacity} GiB: {largest(capacity, without)} without checkpointing, "
-            f"{largest(capacity, with_checkpointing)} with it ({largest(capacity, without_fused)} without it and a "
-            "fused attention kernel)"
-            for capacity in (48, 80)
-        )
-        + ".",
-        "",
-        f"For comparison, DDP holds the whole training state on every GPU: {ddp / GiB:.2f} GiB (16 bytes per "
-        "parameter plus its gradient buckets, 4 more) before activations.",
-    ]
-    numbers = dict(parameters=parameters, without=without, with_checkpointing=with_checkpointing, flops=flops)
-    numbers |= dict(without_fused=without_fused)
-    return lines, numbers
-
-
 # --------------------------------------------------------------------------------------------- 4: merged
 def merged_inference(repeats: int = 30) -> list[str]:
     """The evaluation's predictor of a tiny NSLoRA model (shipped base-extrap2 backbone, wave2d's slots, 64^2,
@@ -425,7 +223,8 @@ def cpu_name() -> str:
     return platform.machine()
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The study's command line (``--worker``: one process of the first two sections, run by the study itself)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--resolution", type=int, default=64)
@@ -434,18 +233,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the report here (else print it)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        return worker(args.worker, args.preset, args.resolution, args.batch, args.steps, args.result)
+    return parser
 
-    interpreter = os.path.relpath(sys.executable) if not os.path.relpath(sys.executable).startswith("..") else "python"
-    command = " ".join([interpreter, "benchmarks/scaling.py", *sys.argv[1:]])
-    with tempfile.TemporaryDirectory() as directory:
-        records = run_workers(args, Path(directory))
-    memory, throughput = process_tables(records)
+
+def report_lines(args, command: str, memory: list[str], throughput: list[str]) -> list[str]:
+    """The report: the command, the processes' memory and throughput, the paper preset's plan, merged adapters."""
     plan, _ = paper_plan()
     cpu = cpu_name()
-    report = [
+    return [
         "# Scaling: DDP vs FSDP2 over processes, a plan for the paper preset, merged adapters",
         "",
         f"Command (installed package, {datetime.date.today()}, {os.cpu_count()} CPU cores ({cpu}), torch "
@@ -490,6 +285,18 @@ def main() -> None:
         *merged_inference(),
         "",
     ]
+
+
+def main() -> None:
+    args = build_parser().parse_args()
+    if args.worker:
+        return worker(args.worker, args.preset, args.resolution, args.batch, args.steps, args.result)
+    interpreter = os.path.relpath(sys.executable) if not os.path.relpath(sys.executable).startswith("..") else "python"
+    command = " ".join([interpreter, "benchmarks/scaling.py", *sys.argv[1:]])
+    with tempfile.TemporaryDirectory() as directory:
+        records = run_workers(args, Path(directory))
+    memory, throughput = process_tables(records)
+    report = report_lines(args, command, memory, throughput)
     text = "\n".join(report)
     print(text)
     if args.out:

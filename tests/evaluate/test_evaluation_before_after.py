@@ -4,26 +4,26 @@ and the cost- and accuracy-matched solver rows (chosen by measured time) aside.
 
 The runs, at CPU-test size on an advdiff2d dataset (16^2, periodic, 8 trajectories of 16 frames; its UPAO
 discretisation is ``auto``, so the trainer's and the evaluation's choices from the residual floor are both
-exercised): UPAO + NSLoRA, supervised LoRA and the Well's FNO protocol (``experiment=fno_well``), each one epoch
-of the Well's training command in this process; the evaluation adds the classical rows, the solver and the
-matched-solver ladder for the UPAO row.
+exercised): UPAO + NSLoRA, supervised LoRA and the Well's FNO protocol (``experiment=fno_well``), each one epoch of
+the Well's training command in this process; the evaluation adds the classical rows, the solver and the matched-
+solver ladder for the UPAO row.
 
 How the stored values were made: ``tests/fixtures/evaluation_before.json`` was written by this test with
 ``UPDATE_EVALUATION_FIXTURE=1`` on commit 16eb44a (main before issue 38 part 2, the unrefactored evaluation), by
-``UPDATE_EVALUATION_FIXTURE=1 .venv/bin/pytest -m slow tests/evaluate/test_evaluation_before_after.py``. Regenerate it
-only on purpose (a change of the training or of a metric), never to make a refactoring pass. Regenerated once since,
-when the solver baseline began to de-alias its right-hand side (the 3/2 rule, ``well_upao.evaluate.solver``): the
-solver row and the ladder's rows changed (at most 3.6% relative, on VRMSEs of 5e-8: on this linear PDE the rule only
-removes the Nyquist mode's tendency); every other number of the JSON was equal to 1e-6 relative before it was
+``UPDATE_EVALUATION_FIXTURE=1 .venv/bin/pytest -m slow tests/evaluate/test_evaluation_before_after.py``. Regenerate
+it only on purpose (a change of the training or of a metric), never to make a refactoring pass. Regenerated once
+since, when the solver baseline began to de-alias its right-hand side (the 3/2 rule, ``well_upao.evaluate.solver``):
+the solver row and the ladder's rows changed (at most 3.6% relative, on VRMSEs of 5e-8: on this linear PDE the rule
+only removes the Nyquist mode's tendency); every other number of the JSON was equal to 1e-6 relative before it was
 rewritten. Regenerated again for issue 53 (any base keeps the best classical prior): the JSON gained ``trust`` (the
 per-window pick) and the UPAO row (base ``last``, which had no prior before) now keeps extrap2, so its scores are
 extrap2's (one-step paper VRMSE 0.85 -> 0.000615) and its selection names the prior; every other number was equal to
 1e-6 relative. And once more when the evidence came from the windows the rows predict from instead of the first
 window alone: only ``trust``'s evidence values moved (at most 0.8%), every pick stayed. And once more for issue 63
 (before the evaluation was built once): the JSON had gained ``expected`` (issue 59) without the file, so it was
-written again on the package before issue 63's changes, commit 5a93e0b with issue 64's interval rule (e157130, which
-changed the expected intervals and added their ``rule`` and ``spread``) applied; every number of the file it
-replaced was equal to 1e-6 relative but those intervals."""
+written again on the package before issue 63's changes, commit 5a93e0b with issue 64's interval rules (e157130 and
+cc9b9ba, which changed the expected intervals and added their ``rule`` and ``spread``) applied; every number of the
+file it replaced was equal to 1e-6 relative but those intervals."""
 
 from __future__ import annotations
 

@@ -1,16 +1,16 @@
 """The quickstart's UPAO run (``model=na_nslora trainer=upao`` with the quickstart's own overrides, its seed and
-stride) gives the numbers it gave before issue 63 moved the run's physics, the UPAO setup and the trainer's
-settings around: every number of every ``metrics.jsonl`` line to 1e-6 relative (the timings aside) and the same
-bytes of every tensor of ``best.pt``'s state dict.
+stride) gives the numbers it gave before issue 63 moved the run's physics, the UPAO setup and the trainer's settings
+around: every number of every ``metrics.jsonl`` line to 1e-6 relative (the timings aside) and the same bytes of
+every tensor of ``best.pt``'s state dict.
 
 The run, at a toy size: the quickstart's wave2d data (its seed 42, stride 5, a quarter of the trajectories for
 validation) with 4 trajectories of 32^2 and 51 frames, two epochs of two batches each, in this process on one
 thread. Marked slow: the bytes are one x86 CPU's arithmetic.
 
 How the stored values were made: ``tests/fixtures/quickstart_run_before.json`` was written by this test with
-``UPDATE_QUICKSTART_RUN_FIXTURE=1`` on the package before issue 63's changes (commit 5a93e0b with issue 64's interval
-rule, e157130, applied: it changed ``valid_expected_vrmse``), from a checkout of it with its own install, by
-``UPDATE_QUICKSTART_RUN_FIXTURE=1 OMP_NUM_THREADS=1 .venv/bin/pytest -m slow
+``UPDATE_QUICKSTART_RUN_FIXTURE=1`` on the package before issue 63's changes (commit 5a93e0b with issue 64's
+interval rules, e157130 and cc9b9ba, applied: they changed ``valid_expected_vrmse``), from a checkout of it with its
+own install, by ``UPDATE_QUICKSTART_RUN_FIXTURE=1 OMP_NUM_THREADS=1 .venv/bin/pytest -m slow
 tests/trainers/test_quickstart_run_before_after.py``. Regenerate it only on purpose (a change of the training or of
 a metric), never to make a refactoring pass."""
 

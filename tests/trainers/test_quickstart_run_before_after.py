@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from pathlib import Path
 
 import harness_command as harness  # tests/ is on sys.path (conftest)
 import pytest
 import torch
+from evaluate.test_evaluation_before_after import differences  # numbers to 1e-6 relative, NaN equals NaN
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.harness.metrics_file import read_metrics
@@ -34,7 +34,6 @@ from well_upao.quickstart import QuickstartConfig, harness_command
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "quickstart_run_before.json"
 #: measured, not computed
 TIMING = {"seconds", "time_per_train_iter"}
-RELATIVE = 1e-6
 
 
 @pytest.fixture()
@@ -52,25 +51,6 @@ def numbers(value):
     if isinstance(value, list):
         return [numbers(v) for v in value]
     return value
-
-
-def differences(before, after, where: str = "") -> list[str]:
-    """Where two JSON values differ (numbers beyond ``RELATIVE``; NaN equals NaN)."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        if set(before) != set(after):
-            return [f"{where}: keys {sorted(set(before) ^ set(after))}"]
-        return [d for k in before for d in differences(before[k], after[k], f"{where}/{k}")]
-    if isinstance(before, list) and isinstance(after, list):
-        if len(before) != len(after):
-            return [f"{where}: {len(before)} items before, {len(after)} after"]
-        pairs = enumerate(zip(before, after, strict=True))
-        return [d for i, (b, a) in pairs for d in differences(b, a, f"{where}[{i}]")]
-    if isinstance(before, int | float) and isinstance(after, int | float) and not isinstance(before, bool):
-        if (math.isnan(before) and math.isnan(after)) or math.isclose(before, after, rel_tol=RELATIVE, abs_tol=1e-12):
-            return []
-    elif before == after:
-        return []
-    return [f"{where}: {before!r} before, {after!r} after"]
 
 
 def state_digests(path: Path) -> dict[str, str]:

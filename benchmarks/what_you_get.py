@@ -8,9 +8,9 @@ and date). This script reads those records only and writes:
   setting, UPAO + NSLoRA without labels, the best extrapolation of the history (the lowest of persistence, extrap1
   and extrap2, named), supervised LoRA and the solver, each as one-step / 6:12 VRMSE (the Well's definition), means
   over the seeds; and one generated sentence per setting;
-* the full table on ``docs/what-you-get.md`` (between :data:`FULL` markers): every row per setting, both VRMSE
-  definitions, the ratios the goals of issue 61 read, what ``best.pt`` kept, the evidence's picks, the costs, and
-  when and at which commit each setting's records were made.
+* the full table in ``reports/what_you_get.md`` (between :data:`FULL` markers; ``docs/what-you-get.md`` includes
+  it): every row per setting, both VRMSE definitions, the ratios the goals of issue 61 read, what ``best.pt`` kept,
+  the evidence's picks, the costs, and when and at which commit each setting's records were made.
 
     python benchmarks/what_you_get.py            # rewrites both blocks
     python benchmarks/what_you_get.py --check    # exit 1 if a block is not what the records give now
@@ -154,7 +154,7 @@ def compact_block(settings: list[Setting], files: list[str]) -> str:
         "Each cell: the Well's VRMSE one step ahead / over the Well's window 6:12 of a rollout (— where the "
         "trajectories hold no such window), from true histories on the validation split, the mean over the seeds; "
         "*best extrapolation*: the lowest of persistence, extrap1 and extrap2 one step ahead. Every row made by "
-        "today's commands at the commit the full table (`docs/what-you-get.md`) names for it.",
+        "today's commands at the commit the full table (`reports/what_you_get.md`) names for it.",
         "",
         "| setting | seeds x trajectories | UPAO + NSLoRA (no labels) | best extrapolation | supervised LoRA "
         "| solver |",
@@ -288,11 +288,12 @@ def missing_records(readme_text: str, folder: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
-    parser.add_argument("--page", type=Path, default=ROOT / "docs" / "what-you-get.md")
+    parser.add_argument("--page", type=Path, default=None, help="the full table's report (reports/what_you_get.md)")
     parser.add_argument("--records", type=Path, default=None, help="the records' folder (reports/what_you_get)")
     parser.add_argument("--check", action="store_true", help="exit 1 if a block is not what the records give")
     args = parser.parse_args(argv)
     folder = args.records or records_folder()
+    args.page = args.page or ROOT / "reports" / "what_you_get.md"
     missing = missing_records(args.readme.read_text(), folder)
     if args.check and missing:
         print(f"{args.readme}: the table names records that are missing: {', '.join(missing)}", file=sys.stderr)

@@ -277,8 +277,10 @@ def raw_roles(html_text: str) -> list[str]:
 
 def unlinked_reports(markdown: str) -> list[str]:
     """Mentions of a report by its path that are not links: in the page's prose and tables, and as a code span that
-    holds only the path (not inside fenced blocks, comments, or a code span that is a command)."""
+    holds only the path (not inside fenced blocks, comments, a code span that is a command, or a ``--8<--`` include
+    of a report's block)."""
     text = re.sub(r"<!--.*?-->", "", markdown, flags=re.S)
+    text = re.sub(r'^--8<-- "[^"]*"\s*$', "", text, flags=re.M)  # an include of a report's block, not a mention
     text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.S | re.M)
     text = re.sub(r"!?\[[^\]]*\]\([^)]*\)", "", text)
     text = re.sub(r"`([^`]*)`", lambda m: m.group(0) if re.fullmatch(REPORT_MENTION, m.group(1)) else "", text)

@@ -20,7 +20,7 @@ RECORDS = ROOT / "reports" / "what_you_get"
 
 
 def test_the_readme_and_the_full_page_are_what_the_records_give_now():
-    readme, page = (ROOT / "README.md").read_text(), (ROOT / "docs" / "what-you-get.md").read_text()
+    readme, page = (ROOT / "README.md").read_text(), (ROOT / "reports" / "what_you_get.md").read_text()
     compact, full = what_you_get.render()
     assert what_you_get.block_of(readme, readings.WHAT_YOU_GET) == compact
     assert what_you_get.block_of(page, what_you_get.FULL) == full
@@ -68,8 +68,7 @@ def copy(tmp_path, monkeypatch) -> Path:
     rows = dict(ROWS) | {what_you_get.UPAO: (0.04, None), "extrap2": (0.03, None)}
     (records / "adv1d-seed1.json").write_text(json.dumps(record("adv1d", 1, rows, kept="prior (extrap2)")))
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
-    (tmp_path / "docs").mkdir()
-    shutil.copy(ROOT / "docs" / "what-you-get.md", tmp_path / "docs" / "what-you-get.md")
+    shutil.copy(ROOT / "reports" / "what_you_get.md", tmp_path / "reports" / "what_you_get.md")
     monkeypatch.setattr(what_you_get, "ROOT", tmp_path)
     assert what_you_get.main([]) == 0
     return tmp_path
@@ -86,7 +85,7 @@ def test_the_cells_are_means_over_the_seeds_and_the_goals_count_settings(copy):
     assert "| wave2d (test) | 2 x 3 | 0.02 / 0.5 | extrap2: 0.025 / 0.45 | 0.01 / 0.4 | 1e-07 / 2e-07 |" in readme
     assert "one step UPAO is 0.8x the best extrapolation (extrap2, below)" in readme
     assert "best.pt kept: prior (extrap2) x 1." in readme
-    page = (copy / "docs" / "what-you-get.md").read_text()
+    page = (copy / "reports" / "what_you_get.md").read_text()
     assert "at most 1.1x the best extrapolation one step ahead and over 6:12 (where reached): 0 of 2 settings" in page
     assert "below extrap2 one step ahead or over 6:12: 1 of 2 settings (wave2d)" in page
     assert "made 2026-11-28 at abc" in page

@@ -180,6 +180,22 @@ class PhysicsRequest:
     fallback: bool = False
     no_pde: str | None = None
 
+    @classmethod
+    def for_training(
+        cls,
+        pde: str | None,
+        derivative: str | None,
+        scheme: str | None,
+        constants: Mapping[str, float] | str | None = None,
+    ) -> PhysicsRequest:
+        """A UPAO run's request on its training frames (``TRAINING_SAMPLE``): ``constants`` fixed coefficients, or
+        ``fitted`` (every constant of the PDE fitted, ``trainer.pde_constants=fitted``)."""
+        if isinstance(constants, str) and constants != "fitted":
+            raise ValueError(f"pde_constants must be a mapping or 'fitted', got {constants!r}")
+        fitted = constants == "fitted"
+        fixed = {} if fitted else dict(constants or {})
+        return cls(pde, derivative, scheme, fixed, FIT_ALL if fitted else (), sample=TRAINING_SAMPLE)
+
 
 def physics_of(source: WellSource, request: PhysicsRequest, stride: int = 1) -> Physics:
     """The physics of ``source`` at time ``stride`` under ``request``: the PDE (``pde_for_dataset``), the settings

@@ -23,12 +23,13 @@ import torch
 
 from well_upao.harness.well_trainer import trainer_argument, with_argument
 from well_upao.models.kinds import is_sequence_model
+from well_upao.physics.discretisation import PhysicsRequest, physics_of
 from well_upao.physics.objective import UpaoTerms
 from well_upao.physics.scores import Scorecard
 from well_upao.trainers.guard import Guard, GuardSettings
 from well_upao.trainers.loop import Trainer
 from well_upao.trainers.training_loss import TrainingLoss
-from well_upao.trainers.upao_setup import UpaoRequest, UpaoSetup
+from well_upao.trainers.upao_setup import ObjectiveRequest, UpaoSetup
 from well_upao.trainers.upao_validation import UpaoValidation, ValidationSettings
 
 logger = logging.getLogger(__name__)
@@ -82,10 +83,9 @@ class UpaoLoss(TrainingLoss):
         prior_candidate: bool = True,
         trust_window: str = "one_step",
     ):
-        #: what the user asked of the objective and its physics (decided when the loss is attached to its run)
-        self.request = UpaoRequest(
-            pde, lambda_bc, normalization, time_scheme, derivative, float(floor_rel), pde_constants or {}
-        )
+        #: what the user asked of the run's physics and of the objective (decided when the loss is attached)
+        self.physics_request = PhysicsRequest.for_training(pde, derivative, time_scheme, pde_constants)
+        self.request = ObjectiveRequest(lambda_bc, normalization, float(floor_rel))
         self.paper_protocol = bool(paper_protocol)
         if int(rollout_vrmse_steps) < 0:
             raise ValueError(f"trainer.rollout_vrmse_steps must be >= 0, got {rollout_vrmse_steps}")
@@ -101,13 +101,14 @@ class UpaoLoss(TrainingLoss):
         )
 
     def attach(self, trainer: Trainer) -> None:
-        """Attach to the run ``trainer`` trains: its frozen setup (``UpaoSetup.of``), its validation, and what the
-        judge needs of the run (whether the model can keep a prior, a resumed run's start card, the start's
-        validation)."""
+        """Attach to the run ``trainer`` trains: its physics (``physics_of`` on its training frames at its stride), its
+        frozen setup (``UpaoSetup.of``), its validation, and what the judge needs of the run (whether the model can
+        keep a prior, a resumed run's start card, the start's validation)."""
         super().attach(trainer)
+        stride = int(trainer.datamodule.settings["min_dt_stride"])
+        physics = physics_of(trainer.datamodule.source, self.physics_request, stride)
         #: the UPAO loss on this run: physics, objective, slots, history, rollout, units, time axis
-        self.setup = setup = UpaoSetup.of(trainer, self.request)
-        physics = setup.physics
+        self.setup = setup = UpaoSetup.of(trainer, physics, self.request)
         if physics.floors:
             table = ", ".join(f"{key} {value:.2e}" for key, value in physics.floors.items())
             logger.info(f"UPAO on the training frames: {physics.reason}; floors {table}")

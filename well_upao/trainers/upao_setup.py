@@ -1,9 +1,10 @@
 """The UPAO loss attached to a run: one frozen setup that the objective, the validation and the judge read.
 
-[`UpaoSetup.of`][well_upao.trainers.upao_setup.UpaoSetup.of] decides, once, from the run (its data, model and
-trainer) and what the user asked (``UpaoRequest``): the physics of the training frames
-(``well_upao.physics.discretisation.physics_of``), the objective on it, the model's slots and whether it predicts one
-frame, the history, the rollout, the units the model works in and the training files' time axis. The setup then
+[`UpaoSetup.of`][well_upao.trainers.upao_setup.UpaoSetup.of] holds, decided once from the run (its data, model and
+trainer), the physics of the training frames (``well_upao.physics.discretisation.physics_of``, which the loss asks
+when it is attached) and what the user asked of the objective (``ObjectiveRequest``): the objective on that physics,
+the model's slots and whether it predicts one frame, the history, the rollout, the units the model works in and the
+training files' time axis. The setup then
 turns a batch into what the objective reads ([`prepared`][well_upao.trainers.upao_setup.UpaoSetup.prepared]: the
 model's predictions, the history, the *bands* only of the frames after it, the batch's bound residual) and into the
 objective's terms ([`terms_of`][well_upao.trainers.upao_setup.UpaoSetup.terms_of]); nothing in it changes after.
@@ -22,13 +23,7 @@ from well_upao.harness.normalization import ModelSpace, trainer_model_space
 from well_upao.harness.samples import batch_dt, batch_grid, into_slots, named_scalars, one_frame_prediction, slots_mask
 from well_upao.models.kinds import is_sequence_model
 from well_upao.physics.bound import BoundResidual
-from well_upao.physics.discretisation import (
-    FIT_ALL,
-    TRAINING_SAMPLE,
-    Physics,
-    PhysicsRequest,
-    physics_of,
-)
+from well_upao.physics.discretisation import Physics
 from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
 from well_upao.trainers.rollout import RolloutSettings, roll_out, weighted_steps
 
@@ -37,32 +32,13 @@ OBJECTIVE_DEFAULTS: dict[str, Any] = dict(lambda_bc=1e4, normalization="norm")
 
 
 @dataclass(frozen=True)
-class UpaoRequest:
-    """What the user asked of the UPAO objective (``trainer.*``; ``None``: the dataset's default, its registry entry,
-    else ``OBJECTIVE_DEFAULTS`` and the physics' defaults): ``pde`` (registry name; the dataset's), ``lambda_bc``,
-    ``normalization``, ``time_scheme``, ``derivative``, ``floor_rel``, ``pde_constants`` (fixed coefficients, or
-    ``fitted``)."""
+class ObjectiveRequest:
+    """What the user asked of the UPAO objective beside its physics (``trainer.*``; ``None``: the dataset's default,
+    its registry entry, else ``OBJECTIVE_DEFAULTS``): ``lambda_bc``, ``normalization``, ``floor_rel``."""
 
-    pde: str | None = None
     lambda_bc: float | None = None
     normalization: str | None = None
-    time_scheme: str | None = None
-    derivative: str | None = None
     floor_rel: float = 1e-4
-    pde_constants: Mapping[str, float] | str = ()
-
-    def __post_init__(self) -> None:
-        constants = self.pde_constants
-        if isinstance(constants, str) and constants != "fitted":
-            raise ValueError(f"pde_constants must be a mapping or 'fitted', got {constants!r}")
-        object.__setattr__(self, "pde_constants", constants if constants == "fitted" else dict(constants or {}))
-
-    def physics(self) -> PhysicsRequest:
-        """The physics part of the request, on the training frames (``TRAINING_SAMPLE``)."""
-        fitted = self.pde_constants == "fitted"
-        constants = {} if fitted else self.pde_constants
-        fit = FIT_ALL if fitted else ()
-        return PhysicsRequest(self.pde, self.derivative, self.time_scheme, constants, fit, sample=TRAINING_SAMPLE)
 
 
 @dataclass
@@ -107,14 +83,13 @@ class UpaoSetup:
     normalization: str
 
     @classmethod
-    def of(cls, trainer, request: UpaoRequest) -> UpaoSetup:
-        """The setup of ``request`` on the run ``trainer`` trains (``well_upao.trainers.loop.Trainer``): its
-        physics on the training frames at the run's stride, its objective (the slots the PDE needs checked)."""
+    def of(cls, trainer, physics: Physics, request: ObjectiveRequest) -> UpaoSetup:
+        """The setup on the run ``trainer`` trains (``well_upao.trainers.loop.Trainer``) of its ``physics`` (on its
+        training frames, ``physics_of``) and the objective ``request`` asks for (the slots the PDE needs checked)."""
         source = trainer.datamodule.source
         defaults = {key: source.defaults.get(key, value) for key, value in OBJECTIVE_DEFAULTS.items()}
         lambda_bc = request.lambda_bc if request.lambda_bc is not None else defaults["lambda_bc"]
         normalization = request.normalization if request.normalization is not None else defaults["normalization"]
-        physics = physics_of(source, request.physics(), int(trainer.datamodule.settings["min_dt_stride"]))
         objective = UpaoObjective.of(
             physics, lambda_bc=float(lambda_bc), normalization=normalization, floor_rel=float(request.floor_rel)
         )

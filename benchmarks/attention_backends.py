@@ -179,6 +179,7 @@ def run(device: str, dtypes: list[str], presets: list[str], batch: int, repeats:
     rows = []
     for preset in presets:
         for dtype in dtypes:
+            torch._dynamo.reset()  # each grid and dtype compiles afresh: no earlier graph counts towards the limit
             for backend in backends:
                 row = measure(preset, backend, dtype, device, batch, repeats, memory=False)
                 if "skipped" not in row:
@@ -202,8 +203,13 @@ def markdown(rows: list[dict], command: str, machine: str, date: str) -> str:
         "# Neighborhood-attention backends against dense attention",
         "",
         f"> Made {date} on {machine} by `{command}` "
-        "(benchmarks/attention_backends.py: what each column is). The GPU rows are not yet measured: they come "
-        "from the same script on the next lent device (`benchmarks/foundation_call.py profile` runs it).",
+        "(benchmarks/attention_backends.py: what each column is)."
+        + (
+            ""
+            if any(r["device"].startswith("cuda") for r in rows)
+            else " The GPU rows are not yet measured: they come from the same script on the next lent device "
+            "(`benchmarks/foundation_call.py profile` runs it)."
+        ),
         "",
         "Milliseconds are the median of repeated calls after a warm-up (the compile excluded, shown apart as the "
         "*first call*); memory: CUDA, the peak above the inputs; CPU, the bytes saved for the backward. The ratios "

@@ -5,8 +5,9 @@ report's tables read a few of them. This script copies, for each ``evaluation_*.
 what the trust and calibration studies read: the evaluation's settings (dataset, split, stride, history, trajectories,
 rollout steps), every row's one-step VRMSE (both definitions), the Well's rollout windows and the last rollout step,
 the label-free pick per window with its evidence (``trust``) and the expected errors (``expected``), plus the
-command line and commit of the study that made it, into ``OUT/<folder name>.json`` (written to a temporary name and
-renamed).
+study's command line (``made_by``) and the commit this script ran at (``compacted_at``; the evaluations were made by
+the package the study ran with), into ``OUT/<folder name>.json`` (written to a temporary name and renamed). A folder
+holds one evaluation: one with several is refused.
 
     python benchmarks/compact_evaluations.py RUNS/ee/evaluations/* --out reports/evaluations/expected_error \
         --made-by "python benchmarks/expected_error_study.py --out RUNS/ee --report reports/expected_error.md"
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> None:
         found = sorted(folder.glob("evaluation_*.json"))
         if not found:
             continue
+        if len(found) > 1:
+            raise SystemExit(f"{folder} holds {len(found)} evaluations; give folders of one each")
         record = compact(json.loads(found[0].read_text()))
         record |= {"made_by": portable_paths(args.made_by), "compacted_at": commit.stdout.strip()}
         path = args.out / f"{folder.name}.json"

@@ -119,8 +119,10 @@ def number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
 
-def pair(setting: Setting, row: str) -> str:
-    """``one-step / 6:12`` of a row (``—`` where the trajectories hold no 6:12 window)."""
+def pair(setting: Setting, row: str | None) -> str:
+    """``one-step / 6:12`` of a row (``—`` where the trajectories hold no 6:12 window or the row is missing)."""
+    if row is None:
+        return "— / —"
     return f"{number(setting.mean(row, 'one_step_well'))} / {number(setting.mean(row, '6:12'))}"
 
 
@@ -163,7 +165,7 @@ def compact_block(settings: list[Setting], files: list[str]) -> str:
     for s in settings:
         best = s.best_extrapolation("one_step_well")
         lines.append(
-            f"| {s.label} | {len(s.seeds)} x {s.trajectories} | {pair(s, UPAO)} | {best}: {pair(s, best)} "
+            f"| {s.label} | {len(s.seeds)} x {s.trajectories} | {pair(s, UPAO)} | {best or '—'}: {pair(s, best)} "
             f"| {pair(s, SUPERVISED)} | {pair(s, 'solver')} |"
         )
     lines.append("")
@@ -191,8 +193,10 @@ def goals(settings: list[Setting]) -> list[str]:
     ]
     complete = [s.key for s in settings if len(s.seeds) >= 3 and s.trajectories >= 3]
     above = [s.key for s in held if s.key not in within]
+    fewer = [f"{s.key} ({len(s.seeds)})" for s in settings if len(s.seeds) < 3]
     return [
-        f"- settings made at 3 seeds x at least 3 validation trajectories: {len(complete)} of 12",
+        f"- settings made at 3 seeds x at least 3 validation trajectories: {len(complete)} of 12"
+        + (f"; on fewer seeds so far: {', '.join(fewer)}" if fewer else ""),
         f"- UPAO at most {GUARD_FACTOR}x the best extrapolation one step ahead and over 6:12 (where reached): "
         f"{len(within)} of {len(held)} settings" + (f" ({', '.join(above)} above)" if above else ""),
         f"- UPAO + NSLoRA below extrap2 one step ahead or over 6:12: {len(below)} of {len(held)} settings "
@@ -280,6 +284,8 @@ def render(folder: Path | None = None) -> tuple[str, str]:
 
 def missing_records(readme_text: str, folder: Path) -> list[str]:
     """The record files the README's block names that are not in ``folder``."""
+    if WHAT_YOU_GET[0] not in readme_text or WHAT_YOU_GET[1] not in readme_text:
+        raise SystemExit(f"README.md has no block between {WHAT_YOU_GET[0]} and {WHAT_YOU_GET[1]}")
     line = next((x for x in block_of(readme_text, WHAT_YOU_GET).splitlines() if x.startswith("<!-- records:")), "")
     named = line.removeprefix("<!-- records:").removesuffix("-->").split()
     return [name for name in named if not (folder / name).is_file()]

@@ -162,3 +162,15 @@ def test_evaluate_prints_and_writes_the_expected_error_beside_the_true_one(tmp_p
     assert "How far off, without labels" in report.table
     assert "- one_step, persistence: expected " in report.table and ", true " in report.table
     assert any(p.name.startswith("expected_advdiff2d") for p in report.figures)
+
+
+def test_a_window_that_expects_no_error_leaves_the_spread_alone():
+    """A window whose field did not move (every channel's last step zero: it expects no error) is left out of the
+    windows' spread: the interval is the other windows' (here 0.1 and 0.2, a log spread of log 2 / sqrt 2), not one
+    stretched towards zero by ``log 0``; and a channel at rest contributes zero, not a NaN."""
+    curves = torch.tensor([[0.0], [0.1], [0.2]], dtype=torch.float64)
+    estimate = expected_vrmse(curves, "one_step", RULE_2)
+    assert estimate.spread == pytest.approx(math.log(2.0) / math.sqrt(2.0), rel=1e-12)
+    assert estimate.value == pytest.approx(0.1) and estimate.low > 0.05
+    at_rest = expected_curve(torch.tensor([[[float("inf"), 2.0]]]), torch.tensor([[0.0, 0.5]]))
+    assert at_rest.tolist() == [[0.5]]  # (0 + 2 x 0.5) / 2

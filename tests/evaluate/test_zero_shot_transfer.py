@@ -80,3 +80,21 @@ def test_evaluate_keeps_the_best_subset_and_refuses_fewer_source_channels(small_
     bg = fno_checkpoint(tmp_path / "bg.pt", "burgers2d", 2)
     assert main(["evaluate", "--data", "tg2d", "--zero-shot-from", f"from burgers2d={bg}", *common]) == 2
     assert "no zero-shot transfer" in capsys.readouterr().err
+
+
+def test_the_expected_errors_follow_the_kept_assignment(small_datasets, tmp_path):
+    """A transferred model that can start from the backtests' 3 frames (trained on a history of 3, evaluated at 4)
+    has expected errors; they are the kept assignment's, under its label, and the dropped assignments have none:
+    every row of ``expected`` is a row of the table."""
+    tg = fno_checkpoint(tmp_path / "tg.pt", "tg2d", 3, history=3)
+    out = tmp_path / "out"
+    common = ["--base-path", str(small_datasets), "--history", "4", "--rollout-steps", "2", "--no-solver", "--quiet"]
+    assert (
+        main(["evaluate", "--data", "burgers2d", "--zero-shot-from", f"from tg2d={tg}", *common, "--out", str(out)])
+        == 0
+    )
+    data = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())
+    names = {s["name"] for s in data["scores"]}
+    assert "from tg2d" in data["expected"]["one_step"]
+    for window, estimates in data["expected"].items():
+        assert set(estimates) <= names, (window, set(estimates) - names)

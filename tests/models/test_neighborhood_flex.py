@@ -196,3 +196,15 @@ def test_the_model_predicts_the_same_through_either_backend():
             warnings.simplefilter("ignore")
             flex = model.forward_sequence(frames)
     torch.testing.assert_close(flex, tiles, atol=1e-5, rtol=1e-5)
+
+
+def test_a_flex_model_trains_on_the_cpu_through_the_tiles():
+    """A model configured with ``flex`` (trained on a GPU, say) that needs a backward on the CPU runs the tiles there:
+    the same attention, and a gradient."""
+    torch.manual_seed(0)
+    model = NATransformer(preset="tiny", channel_slots=[0], dims=(2,), attention_backend="flex")
+    frames = torch.zeros(1, 8, 32, 32, 18)
+    frames[..., 0] = torch.randn(1, 8, 32, 32, generator=torch.Generator().manual_seed(4))
+    model.forward_sequence(frames).square().mean().backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad and p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)

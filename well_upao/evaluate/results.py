@@ -89,7 +89,7 @@ class Evaluation:
     #: extrapolation rows and the models, and the ratio between them
     trust: dict = field(default_factory=dict)
     #: per window, each row's expected VRMSE (the Well's) without labels and its nominal 80% interval
-    #: (``evaluate.expected.Expected`` as a dict: value, low, high, continued_share, reach, windows)
+    #: (``evaluate.expected.Expected`` as a dict: value, low, high, continued_share, reach, windows, spread, rule)
     expected: dict = field(default_factory=dict)
 
     def to_json(self) -> str:

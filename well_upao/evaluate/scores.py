@@ -158,12 +158,17 @@ def evaluation_of(
         for p in predictors
     ]
     trust = trust_per_window(rows, *(median_curves(sums.curves[kind]) for kind in ("one_step", "rollout")))
-    rows, figures = kept_assignments(rows, figures, plan.transfer_labels)
+    rows, renames, dropped = kept_assignments(rows, plan.transfer_labels)
+    figures = figures.renamed(renames, dropped)
     solver_ladder = [row_scores(p, sums.rows[p.name], data, counts) for p in ladder]
     if solver_ladder:
         rows += match_solvers(solver_ladder, next(s for s in rows if s.name == plan.match_solver)).rows()
     expected = {
-        window: {name: e.as_dict() for name, e in expected_per_window(sums.expected[kind], window).items()}
+        window: {
+            renames.get(name, name): e.as_dict()
+            for name, e in expected_per_window(sums.expected[kind], window).items()
+            if name not in dropped
+        }
         for window in WINDOWS
         for kind in ["one_step" if window == "one_step" else "rollout"]
     }
@@ -306,22 +311,22 @@ def trajectories_to_score(plan: EvaluationPlan, rows: Sequence[Predictor]) -> in
     return count
 
 
-def kept_assignments(
-    rows: Sequence[Scores], figures: FigureFrames, labels: Sequence[str]
-) -> tuple[list[Scores], FigureFrames]:
+def kept_assignments(rows: Sequence[Scores], labels: Sequence[str]) -> tuple[list[Scores], dict[str, str], list[str]]:
     """For each transferred model's ``label``, of the rows ``<label> [source channels ...]`` only the one with the
     lowest mean paper VRMSE, named ``label`` (how many assignments were tried in its ``notes``): the paper reports
-    the best ``C_tgt``-subset for zero-shot transfer. The figures keep that row's frames alone, under ``label``."""
-    kept = list(rows)
+    the best ``C_tgt``-subset for zero-shot transfer. Returns the rows, the renames (``{kept row's name: label}``)
+    and the names of the rows dropped, for what else is keyed by row (the figures, the expected errors)."""
+    kept, renames, dropped = list(rows), {}, []
     for label in labels:
         candidates = [s for s in kept if s.name.startswith(f"{label} [source channels ")]
         if not candidates:
             continue
         best = min(candidates, key=lambda s: s.mean_paper)
-        figures = figures.renamed({best.name: label}, [c.name for c in candidates if c is not best])
+        renames[best.name] = label
+        dropped += [c.name for c in candidates if c is not best]
         chosen = replace(best, name=label, notes=best.notes | {"assignments tried": len(candidates)})
         kept = [chosen if s is best else s for s in kept if s is best or s not in candidates]
-    return kept, figures
+    return kept, renames, dropped
 
 
 def bind_rows(

@@ -115,6 +115,14 @@ class NeighborhoodAttention(nn.Module):
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.proj = nn.Linear(hidden, hidden)
 
+    def backend_for(self, query: torch.Tensor) -> str:
+        """The backend this call runs: the layer's, except ``flex`` where it would need a backward on the CPU
+        (FlexAttention has none there), which runs ``tiles`` (the same attention): a model trained with ``flex`` on a
+        GPU resumes or adapts on the CPU."""
+        if self.backend == "flex" and not query.is_cuda and query.requires_grad and torch.is_grad_enabled():
+            return "tiles"
+        return self.backend
+
     def forward(self, x: torch.Tensor, kernel: Sequence[int] | None = None) -> torch.Tensor:
         """``x``: ``(B, T, *space, H)`` -> same shape. ``kernel`` overrides the window (e.g. re-oriented)."""
         grid = x.shape[1:-1]
@@ -130,7 +138,7 @@ class NeighborhoodAttention(nn.Module):
             q, k, v = (t.squeeze(squeeze) if squeeze else t for t in (q, k, v))
             kernel = [min(kernel[a], grid[a]) for a in kept]
             causal = [a == 0 for a in kept]
-            out = neighborhood_attention(q, k, v, kernel, 1, causal, backend=self.backend)
+            out = neighborhood_attention(q, k, v, kernel, 1, causal, backend=self.backend_for(q))
             for axis in squeeze:
                 out = out.unsqueeze(axis)
         return self.proj(rearrange(out, "b ... h d -> b ... (h d)"))

@@ -119,7 +119,7 @@ def flex_plan(
 @functools.cache
 def compiled_flex_attention() -> Attend:
     """``torch.compile(flex_attention)``, made once per process: the fused kernels (forward and backward on CUDA)."""
-    return torch.compile(flex_attention, dynamic=False)
+    return torch.compile(flex_attention)  # dynamic shapes after the first size change: few recompiles
 
 
 def default_attend(query: torch.Tensor) -> Attend:

@@ -8,8 +8,9 @@ VRMSE). VRMSE under both definitions is still computed on the validation split a
 
 ``lambda_bc``, ``normalization``, ``time_scheme`` and ``derivative`` left ``null`` take the dataset's defaults
 (its registry entry, ``well_upao.data.datasets``), else ``OBJECTIVE_DEFAULTS`` and the physics' defaults
-(``well_upao.trainers.upao_setup``). Attaching the loss to its run builds one frozen setup
-([`UpaoSetup`][well_upao.trainers.upao_setup.UpaoSetup]) that the objective, the validation and the judge read.
+(``well_upao.physics.discretisation``: ``DEFAULT_DERIVATIVE``, ``DEFAULT_SCHEME``). Attaching the loss to its run
+builds one frozen setup ([`UpaoSetup`][well_upao.trainers.upao_setup.UpaoSetup]) that the objective, the validation
+and the judge read.
 """
 
 from __future__ import annotations

@@ -334,6 +334,12 @@ def training_table(rows: list[dict]) -> list[str]:
         f"extrapolation row on every dataset): within on {len(within)} of {len(held)} runs"
     )
     goal += f"; above: {', '.join(missed)}." if missed else "."
+    outcomes = {(r["dataset"], r["keeps"], fmt(r["value"])) for r in held}
+    if len(outcomes) < len(held):  # seeds that ended alike are one outcome, not several pieces of evidence
+        goal += (
+            f" Those {len(held)} runs are {len(outcomes)} outcomes: runs of a dataset whose best.pt predicts with the "
+            "same row at the same VRMSE count once."
+        )
     return [*lines, "", goal, ""]
 
 

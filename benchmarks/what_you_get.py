@@ -133,6 +133,11 @@ def ratio(setting: Setting, measure: str) -> float | None:
     return None if upao is None or not reference else upao / reference
 
 
+def plural(count: int, noun: str) -> str:
+    """``1 seed``, ``3 seeds``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def sentence(setting: Setting) -> str:
     """What a setting's row shows, no more: UPAO against the best extrapolation one step ahead and over 6:12, against
     extrap2, and what best.pt kept."""
@@ -141,7 +146,7 @@ def sentence(setting: Setting) -> str:
         best, value = setting.best_extrapolation(measure), ratio(setting, measure)
         if value is None:
             continue
-        side = "below" if value < 1 else "above"
+        side = "equal" if abs(value - 1) < 5e-4 else "below" if value < 1 else "above"
         parts.append(f"{label} UPAO is {value:.3g}x the best extrapolation ({best}, {side})")
     text = "; ".join(parts) if parts else "no UPAO row"
     return f"{text}; best.pt kept: {setting.kept()}."
@@ -169,8 +174,8 @@ def compact_block(settings: list[Setting], files: list[str]) -> str:
             f"| {pair(s, SUPERVISED)} | {pair(s, 'solver')} |"
         )
     lines.append("")
-    lines += [f"- **{s.label}** ({len(s.seeds)} seeds x {s.trajectories} trajectories): {sentence(s)}"
-              for s in settings]  # fmt: skip
+    for s in settings:
+        lines.append(f"- **{s.label}** ({plural(len(s.seeds), 'seed')} x {s.trajectories} trajectories): {sentence(s)}")
     lines.append(WHAT_YOU_GET[1])
     return "\n".join(lines)
 

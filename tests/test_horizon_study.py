@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -121,3 +122,55 @@ def test_the_training_runs_are_scored_against_the_best_extrapolation_row(tmp_pat
     table = horizon_study.training_table(rows)
     assert table[2] == "| gs | 0 | extrap1 (backtest to step 5 of 12) | extrap1 | 1.1 | persistence (1) | 1.1 |"
     assert table[-2].endswith("within on 1 of 2 runs; above: rb seed 0 (1.5).")
+
+
+def test_seeds_that_ended_alike_are_counted_as_one_outcome(tmp_path):
+    """Two seeds of a dataset whose best.pt kept the same prior at the same VRMSE are one outcome, said so; a third
+    run elsewhere is another (3 runs, 2 outcomes); runs that differ are not merged (no sentence)."""
+    alike = {"persistence": 1.0, "extrap1": 1.1, "extrap2": 3.0, "upao": 1.1}
+    for seed in (0, 1):
+        write_run(tmp_path, "gs", seed, "extrap1", alike)
+    write_run(tmp_path, "rb", 0, None, {"persistence": 2.0, "extrap1": 1.2, "extrap2": 1.0, "upao": 1.5})
+    args = argparse.Namespace(out=tmp_path, train_datasets=["gs", "rb"], train_seeds=[0, 1])
+    goal = horizon_study.training_table(horizon_study.training_records(args))[-2]
+    assert goal.endswith("Those 3 runs are 2 outcomes: runs of a dataset whose best.pt predicts with the same row at "
+                         "the same VRMSE count once.")  # fmt: skip
+    shutil.rmtree(tmp_path / "training" / "gs-seed1")
+    write_run(tmp_path, "gs", 1, "extrap1", alike | {"upao": 1.15})
+    goal = horizon_study.training_table(horizon_study.training_records(args))[-2]
+    assert "outcomes" not in goal
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def committed_table_rows() -> list[tuple[int, list[str]]]:
+    """The label-free pick tables of reports/trust.md's horizon section: ``(history, cells)`` per row."""
+    text = (ROOT / "reports" / "trust.md").read_text()
+    section = text[text.index("<!-- horizon study:") : text.index("<!-- end of the horizon study -->")]
+    rows, history = [], None
+    for line in section.splitlines():
+        if line.startswith("History "):
+            history = int(line.split()[1])
+        elif history and line.startswith("| ") and not line.startswith(("| dataset", "|---")):
+            rows.append((history, [cell.strip() for cell in line.strip("|").split("|")]))
+        elif line.startswith("Goal"):
+            history = None
+    return rows
+
+
+def test_the_committed_compact_evaluations_give_every_row_of_the_horizon_tables():
+    """Each row of the horizon tables (pick, true best, their VRMSE, cost; not the solver's reported error, which the
+    expected-error study does not compute) is read back from its evaluation, committed compact in
+    reports/evaluations/expected_error/ (the same ``evaluate`` of the same data, re-made by the expected-error study;
+    no seed enters it): a table that drifted from its evidence fails."""
+    rows = committed_table_rows()
+    assert len(rows) == 42  # 7 datasets x 2 histories x 3 windows
+    for history, (dataset, window, pick, best, pick_value, cost, _solver) in rows:
+        record = json.loads((ROOT / f"reports/evaluations/expected_error/{dataset}-h{history}.json").read_text())
+        assert record["history"] == history
+        trust = record["trust"][window]
+        fmt = horizon_study.fmt
+        held = f"{trust['best']} ({fmt(trust['best_value'])})" if trust.get("best") else "not held"
+        expected = [f"{trust['pick']} ({trust['reach']})", held, fmt(trust.get("pick_value")), fmt(trust.get("ratio"))]
+        assert [pick, best, pick_value, cost] == expected, (dataset, history, window)

@@ -18,7 +18,8 @@ over the later epochs. Goal (issue 53): at most 0.25 with the horizon scoring.
 horizon scoring, for the before/after pair; both are measured in one invocation on the same machine:
 
     git worktree add /tmp/before dc029ea
-    python benchmarks/validation_cost.py --out /tmp/validation_cost --source before=/tmp/before --source after=.
+    python benchmarks/validation_cost.py --out /tmp/validation_cost --source before=/tmp/before --source after=. \
+        --jobs 2
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from readings import portable_paths, write_keeping_reading  # benchmarks/ is on the path of a script run from it
+from jobs import run_all  # benchmarks/ is on the path of a script run from it
+from readings import portable_paths, write_keeping_reading
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.harness import runs
@@ -166,6 +168,8 @@ def main(argv: list[str] | None = None) -> None:
                         "interpreter's package); default: installed")  # fmt: skip
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the wave2d setting (default 3)")
     parser.add_argument("--report", type=Path, help="write the table and the command here (markdown)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (2: a before/after pair side by side, "
+                        "under the same load)")  # fmt: skip
     parser.add_argument("--analyse-only", action="store_true", help="read --out's validation_cost.json, run nothing")
     parser.add_argument("--partial", action="store_true", help="tabulate a run stopped before its end as it stands "
                         "(its completed epochs; 'stopped' in the table) instead of running it again")  # fmt: skip
@@ -177,11 +181,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.analyse_only:
         results = json.loads(record.read_text())
     else:
-        results = [
-            run_setting(setting, label, source, args.out, args.epochs, args.partial)
-            for setting in (args.setting or SETTINGS)
-            for label, source in sources
-        ]
+        for setting in args.setting or SETTINGS:
+            ensure_data(setting, args.out)  # once, before runs that share it start
+        cases = [(setting, label, source) for setting in (args.setting or SETTINGS) for label, source in sources]
+        results = run_all(
+            [lambda c=c: run_setting(c[0], c[1], c[2], args.out, args.epochs, args.partial) for c in cases], args.jobs
+        )
         record.write_text(json.dumps(results, indent=1))
     command = "python benchmarks/validation_cost.py " + " ".join(sys.argv[1:] if argv is None else argv)
     text = f"Command: `{command}` (`--analyse-only`: the table of the runs it names)\n\n" + table(results)

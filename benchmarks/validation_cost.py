@@ -139,18 +139,65 @@ def ratio(value: float) -> str:
 
 
 def table(results: list[dict]) -> str:
+    """One row per run (``repeat``: which invocation of the study made it, where ``--combine`` joined several)."""
     rows = [
-        "| setting | code | epochs | training s | validation and checkpoints s | ratio, epoch 1 (with the start's "
-        "validation) | ratio, median of later epochs |",
-        "|---|---|---|---|---|---|---|",
+        "| setting | code | repeat | epochs | training s | validation and checkpoints s | ratio, epoch 1 (with the "
+        "start's validation) | ratio, median of later epochs |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         epochs = f"{r['epochs']} (stopped)" if r.get("stopped") else f"{r['epochs']}"
         rows.append(
-            f"| {r['setting']} | {r['code']} | {epochs} | {r['train_s']:.1f} | {r['other_s']:.1f} "
-            f"| {ratio(r['first_ratio'])} | {ratio(r['median_later_ratio'])} |"
+            f"| {r['setting']} | {r['code']} | {r.get('repeat', 1)} | {epochs} | {r['train_s']:.1f} "
+            f"| {r['other_s']:.1f} | {ratio(r['first_ratio'])} | {ratio(r['median_later_ratio'])} |"
         )
     return "\n".join(rows)
+
+
+def spread_table(results: list[dict]) -> str:
+    """Per setting and code, over its repeats: the median and the range of the later epochs' ratio."""
+    rows = [
+        "| setting | code | repeats | ratio, median of later epochs: median over repeats | lowest | highest |",
+        "|---|---|---|---|---|---|",
+    ]
+    keys = dict.fromkeys((r["setting"], r["code"]) for r in results)
+    for setting, code in keys:
+        values = [r["median_later_ratio"] for r in results if (r["setting"], r["code"]) == (setting, code)]
+        values = [v for v in values if not math.isnan(v)]
+        if values:
+            rows.append(
+                f"| {setting} | {code} | {len(values)} | {ratio(statistics.median(values))} | {ratio(min(values))} "
+                f"| {ratio(max(values))} |"
+            )
+    return "\n".join(rows)
+
+
+def kept_name(result: dict) -> str:
+    """The file a run's metrics.jsonl is kept under (``--keep``)."""
+    return f"{result['setting']}-{result['code']}-{result.get('repeat', 1)}.metrics.jsonl"
+
+
+def combine(outs: list[Path], keep: Path | None) -> list[dict]:
+    """The runs of several invocations (each ``OUT/validation_cost.json``), numbered by ``repeat`` in the order
+    given; with ``keep``, each run's metrics.jsonl copied there (the evidence a report's table is checked against)
+    and the result's ``run`` pointing at the copy."""
+    results = []
+    for repeat, out in enumerate(outs, start=1):
+        record = out / "validation_cost.json"
+        if not record.is_file():
+            raise SystemExit(f"{record} does not exist: run the study with --out {out} first")
+        for result in json.loads(record.read_text()):
+            result = result | {"repeat": repeat}
+            if keep is not None:
+                keep.mkdir(parents=True, exist_ok=True)
+                metrics = Path(result["run"]) / "artifacts" / "metrics.jsonl"
+                target = keep / kept_name(result)
+                tmp = target.with_suffix(".tmp")
+                tmp.write_text(metrics.read_text())
+                tmp.replace(target)
+                result["run"] = str(target)
+            results.append(result)
+    return results
 
 
 def parse_source(text: str) -> tuple[str, Path | None]:
@@ -168,6 +215,9 @@ def main(argv: list[str] | None = None) -> None:
                         "interpreter's package); default: installed")  # fmt: skip
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the wave2d setting (default 3)")
     parser.add_argument("--report", type=Path, help="write the table and the command here (markdown)")
+    parser.add_argument("--combine", type=Path, nargs="+", help="run nothing: tabulate the runs of these earlier "
+                        "--out folders together, one repeat each")  # fmt: skip
+    parser.add_argument("--keep", type=Path, help="with --combine: copy each run's metrics.jsonl here")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (2: a before/after pair side by side, "
                         "under the same load)")  # fmt: skip
     parser.add_argument("--analyse-only", action="store_true", help="read --out's validation_cost.json, run nothing")
@@ -178,7 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     sources = args.source or [("installed", None)]
     record = args.out / "validation_cost.json"
-    if args.analyse_only:
+    if args.combine:
+        results = combine([out.resolve() for out in args.combine], args.keep)
+    elif args.analyse_only:
         results = json.loads(record.read_text())
     else:
         for setting in args.setting or SETTINGS:
@@ -190,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
         record.write_text(json.dumps(results, indent=1))
     command = "python benchmarks/validation_cost.py " + " ".join(sys.argv[1:] if argv is None else argv)
     text = f"Command: `{command}` (`--analyse-only`: the table of the runs it names)\n\n" + table(results)
+    if any(r.get("repeat", 1) > 1 for r in results):
+        text += "\n\nOver the repeats:\n\n" + spread_table(results)
     print(text)
     if args.report is not None:
         write_report(args.report, text, results)
@@ -197,13 +251,15 @@ def main(argv: list[str] | None = None) -> None:
 
 def write_report(report: Path, text: str, results: list[dict]) -> None:
     """The report: what was measured, the table, each run's folder; a hand-written reading after it is kept."""
-    runs = "\n".join(f"- {r['setting']} / {r['code']}: `{portable_paths(r['run'])}`" for r in results)
+    runs = "\n".join(
+        f"- {r['setting']} / {r['code']} / {r.get('repeat', 1)}: `{portable_paths(r['run'])}`" for r in results
+    )
     body = (
         "# What validation costs next to training (issue 53, item 4)\n\n"
         + "\n\n".join((__doc__ or "").split("\n\n")[1:3]).strip()
         + "\n\nTraining seconds are `time_per_train_iter` times the epoch's steps; the rest of the epoch's wall "
         "seconds (validation, best.pt/recent.pt, the line) is the second column. Goal: a ratio of at most 0.25 "
-        "with the horizon scoring.\n\n" + text + "\n\nRuns (their metrics.jsonl in `artifacts/`):\n" + runs + "\n"
+        "with the horizon scoring.\n\n" + text + "\n\nRuns (their metrics.jsonl):\n" + runs + "\n"
     )
     write_keeping_reading(report, body.splitlines())  # the hand-written reading (## Reading on) is kept
 

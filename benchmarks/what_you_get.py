@@ -12,7 +12,7 @@ and date). This script reads those records only and writes:
   it): every row per setting, both VRMSE definitions, the ratios the goals of issue 61 read, what ``best.pt`` kept,
   the evidence's picks, the costs, and when and at which commit each setting's records were made.
 
-    python benchmarks/what_you_get.py            # rewrites both blocks
+    python benchmarks/what_you_get.py            # rewrites both blocks and reports/figures/what_you_get.png
     python benchmarks/what_you_get.py --check    # exit 1 if a block is not what the records give now
 
 ``tests/test_what_you_get.py`` runs the check, so a record added, changed or removed without regenerating fails.
@@ -269,6 +269,68 @@ def full_block(settings: list[Setting]) -> str:
     return "\n".join(lines)
 
 
+def seed_value(record: dict, row: str, measure: str) -> float | None:
+    """One seed's ``measure`` of ``row`` (``None`` where it lacks it)."""
+    cells = record["rows"].get(row)
+    if cells is None:
+        return None
+    return cells["windows"].get(measure) if measure in ("6:12", "13:30") else cells.get(measure)
+
+
+def seed_ratios(setting: Setting, row: str, measure: str) -> list[float]:
+    """Each seed's ``row`` over the best extrapolation row (lowest over the seeds' means) in the same seed: the seeds
+    have their own data, so a seed is compared with its own extrapolation, not with the mean."""
+    best = setting.best_extrapolation(measure)
+    if best is None:
+        return []
+    pairs = [(seed_value(r, row, measure), seed_value(r, best, measure)) for r in setting.records]
+    return [value / reference for value, reference in pairs if value is not None and reference]
+
+
+def figure(settings: list[Setting], path: Path) -> None:
+    """Per setting and window (one step, 6:12), UPAO + NSLoRA's and supervised LoRA's VRMSE over the best
+    extrapolation's (the row lowest in that window over the seeds' means, of persistence, extrap1, extrap2), each seed
+    over that row in the same seed (its own data): each seed a dot, the mean of the seeds' ratios a bar; 1 (the
+    extrapolation) and the guard's 1.1 drawn. Written to a temporary name and renamed."""
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    windows = (("one_step_well", "one step"), ("6:12", "6:12"))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 0.45 * len(settings) + 1.8), sharey=True)
+    for ax, (measure, title) in zip(axes, windows, strict=True):
+        for row, colour, offset in ((UPAO, "tab:blue", -0.18), (SUPERVISED, "tab:orange", 0.18)):
+            for index, setting in enumerate(settings):
+                ratios = seed_ratios(setting, row, measure)
+                if not ratios:
+                    continue
+                y = index + offset
+                label = row if index == 0 else None
+                mean = statistics.fmean(ratios)  # the bar runs from 1 (the extrapolation) to the mean
+                ax.barh(y, mean - 1.0, left=1.0, height=0.34, color=colour, alpha=0.45, label=label)
+                ax.plot(ratios, [y] * len(ratios), "o", color=colour, markersize=4)
+        ax.axvline(1.0, color="black", linewidth=1)
+        ax.axvline(GUARD_FACTOR, color="black", linewidth=1, linestyle=":")
+        ax.set_xscale("log")
+        ax.set_title(title)
+        ax.set_xlabel("VRMSE / best extrapolation's (below 1: better)")
+    fig.suptitle(
+        "Each seed's VRMSE over the best extrapolation's on the same data (dots; bars: their mean; dotted: the "
+        f"guard's {GUARD_FACTOR})"
+    )
+    axes[0].set_yticks(range(len(settings)), [f"{s.label} ({plural(len(s.seeds), 'seed')})" for s in settings])
+    axes[0].invert_yaxis()
+    axes[0].legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp.png")
+    fig.savefig(temporary, dpi=110)
+    plt.close(fig)
+    os.replace(temporary, path)
+
+
 def block_of(text: str, markers: tuple[str, str]) -> str:
     start, end = text.index(markers[0]), text.index(markers[1]) + len(markers[1])
     return text[start:end]
@@ -302,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", type=Path, default=None, help="the full table's report (reports/what_you_get.md)")
     parser.add_argument("--records", type=Path, default=None, help="the records' folder (reports/what_you_get)")
     parser.add_argument("--check", action="store_true", help="exit 1 if a block is not what the records give")
+    parser.add_argument("--figure", type=Path, default=ROOT / "reports" / "figures" / "what_you_get.png",
+                        help="the ratios' figure (written unless --check)")  # fmt: skip
     args = parser.parse_args(argv)
     folder = args.records or records_folder()
     args.page = args.page or ROOT / "reports" / "what_you_get.md"
@@ -324,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
         temporary.write_text(text.replace(block_of(text, markers), block))
         os.replace(temporary, path)
         print(f"wrote the 'What you get' block of {path}")
+    if args.figure is not None:
+        figure(settings_of(load_records(folder)), args.figure)
+        print(f"wrote {args.figure}")
     return 0
 
 

@@ -108,3 +108,15 @@ def test_a_record_changed_or_removed_without_regenerating_fails_the_check(copy, 
     (records / "adv1d-seed1.json").unlink()
     assert what_you_get.main(["--check"]) == 1
     assert "missing: adv1d-seed1.json" in capsys.readouterr().err
+
+
+def test_the_figure_compares_each_seed_with_its_own_extrapolation(copy):
+    """Seed 3's data extrapolate twice as badly (extrap2 0.05) and UPAO is 0.04 there: its ratio is 0.8, as in seeds
+    1 and 2 (0.02 / 0.025), not 0.04 over the seeds' mean extrap2; the figure is written (a PNG)."""
+    records = copy / "reports" / "what_you_get"
+    rows = dict(ROWS) | {what_you_get.UPAO: (0.04, 1.0), "extrap2": (0.05, 0.9)}
+    (records / "wave2d-seed3.json").write_text(json.dumps(record("wave2d", 3, rows)))
+    wave = what_you_get.settings_of(what_you_get.load_records(records))[0]
+    assert what_you_get.seed_ratios(wave, what_you_get.UPAO, "one_step_well") == pytest.approx([0.8, 0.8, 0.8])
+    assert what_you_get.main([]) == 0
+    assert (copy / "reports" / "figures" / "what_you_get.png").read_bytes()[:4] == b"\x89PNG"

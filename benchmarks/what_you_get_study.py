@@ -17,7 +17,9 @@ every row's one-step VRMSE (both definitions), the Well's rollout windows and th
 pick per window (evaluate's ``trust``), what the UPAO run's ``best.pt`` kept (the network, the start or a prior),
 the commands, the optimizer steps and the CPU and wall seconds of each part, the git commit and the date it was
 made at. ``benchmarks/what_you_get.py`` makes the README's table from those records only. The study is resumable:
-a case whose record exists is not run again (``--force SETTING`` reruns one).
+a case whose record exists is not run again (``--force SETTING`` reruns its cases from their training on), and a
+training run is reused only when an earlier invocation finished it (``<role>.done.json``, with the commit it was
+trained at): one cut short is trained again from the beginning.
 
     python benchmarks/what_you_get_study.py --out outputs/what_you_get --jobs 2 --threads 1
 
@@ -32,6 +34,7 @@ import datetime
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -201,13 +204,17 @@ def run_harness_case(args, setting: Setting, seed: int) -> dict:
     trained, commands, costs = {}, {"data": data_command}, {}
     for role, (model, trainer) in {"upao": ("na_nslora", "upao"), "supervised": ("na_lora", "shifted")}.items():
         name = f"{setting.dataset}-{model}-{trainer}-*"
-        run = runs.latest_run(experiments, name)
         command = training_command(args, setting, seed, base, experiments, model, trainer)
-        if run is None or not (run / runs.CHECKPOINTS / runs.BEST).is_file():
-            finished = logged(args, command, folder / f"{role}.log", WELL_BASE_PATH=str(base))
-            costs[role] = cost(finished)
-            run = runs.latest_run(experiments, name)
-        trained[role], commands[role] = run, command
+        marker = folder / f"{role}.done.json"
+        if marker.is_file():  # finished by an earlier invocation: reused, with the commit it was trained at
+            costs[role] = json.loads(marker.read_text())
+        else:  # never started, or cut short (its best.pt may hold the start only): trained from the beginning
+            for stale in runs.run_folders(experiments, name):
+                shutil.rmtree(stale)
+            costs[role] = cost(logged(args, command, folder / f"{role}.log", WELL_BASE_PATH=str(base)))
+            costs[role]["trained_at"] = made_at()["commit"]
+            write_record(marker, costs[role])
+        trained[role], commands[role] = runs.latest_run(experiments, name), command
     evaluation = folder / "evaluation"
     command = [*WELL_UPAO, "evaluate", f"{UPAO_ROW}={trained['upao']}", f"{SUPERVISED_ROW}={trained['supervised']}",
                "--data", setting.dataset, "--base-path", str(base), "--stride", str(setting.stride),
@@ -295,6 +302,8 @@ def run_case(args, setting: Setting, seed: int) -> None:
     path = record_path(args, setting, seed)
     if path.is_file() and setting.key not in args.force:
         return
+    if setting.key in args.force and case_folder(args, setting, seed).exists():
+        shutil.rmtree(case_folder(args, setting, seed))  # rerun means retrain, not re-evaluate
     if args.deadline and time.time() > args.deadline:
         print(f"{setting.key} seed {seed}: deadline reached, not started", flush=True)
         return

@@ -1,0 +1,78 @@
+"""``benchmarks/what_you_get_study.py`` reuses a training run only when an earlier invocation finished it: a run cut
+short (its folder there, no ``<role>.done.json``) is removed and trained again, a finished one is not trained twice,
+and ``--force`` retrains a case from the beginning. The harness is replaced by a stand-in that writes what it would."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import what_you_get_study as study  # benchmarks/ is a folder of scripts, not a package
+from jobs import Finished
+
+
+@pytest.fixture
+def harness(tmp_path, monkeypatch) -> list[str]:
+    """The commands the case ran ("train upao", "train supervised", "evaluate"), each writing what the real one
+    would: a run folder with a metrics.jsonl, an evaluation JSON."""
+    ran: list[str] = []
+
+    def logged(args, command, log, **env):
+        if "the_well.benchmark.train" in command:
+            model = next(c.split("=", 1)[1] for c in command if c.startswith("model="))
+            trainer = next(c.split("=", 1)[1] for c in command if c.startswith("trainer="))
+            experiments = Path(next(c.split("=", 1)[1] for c in command if c.startswith("experiment_dir=")))
+            run = experiments / f"burgers1d-{model}-{trainer}-NATransformer-0.001" / "0"
+            (run / "artifacts").mkdir(parents=True)
+            lines = [{"epoch": 1, "step": 2, "valid": 1.0, "best_epoch": 1}]
+            (run / "artifacts" / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+            ran.append(f"train {'upao' if trainer == 'upao' else 'supervised'}")
+        else:
+            out = Path(command[command.index("--out") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "evaluation_burgers1d_valid_stride1.json").write_text(json.dumps({"scores": []}))
+            ran.append("evaluate")
+        return Finished(0, 1.0, 1.0)
+
+    monkeypatch.setattr(study, "logged", logged)
+    monkeypatch.setattr(study, "data_for", lambda args, setting, seed: (tmp_path / "data", ["generate"]))
+    return ran
+
+
+def arguments(tmp_path: Path, force: list[str] | None = None) -> argparse.Namespace:
+    return argparse.Namespace(out=tmp_path / "out", epochs=1, epoch_steps=2, threads=1, force=force or [])
+
+
+def test_a_run_cut_short_is_trained_again_and_a_finished_one_is_reused(tmp_path, harness):
+    args, setting = arguments(tmp_path), study.BY_KEY["burgers1d"]
+    folder = study.case_folder(args, setting, 1)
+    stale = folder / "experiments" / "burgers1d-na_nslora-upao-NATransformer-0.001" / "0"
+    (stale / "checkpoints").mkdir(parents=True)
+    (stale / "checkpoints" / "best.pt").write_bytes(b"the start only")  # an interrupted run: no done marker
+    study.run_harness_case(args, setting, 1)
+    assert harness == ["train upao", "train supervised", "evaluate"]
+    assert not (stale / "checkpoints" / "best.pt").exists()  # the stale run was removed, not reused
+    assert json.loads((folder / "upao.done.json").read_text())["trained_at"]
+    harness.clear()
+    (folder / "supervised.done.json").unlink()  # the supervised run now looks cut short; the UPAO run is finished
+    study.run_harness_case(args, setting, 1)
+    assert harness == ["train supervised", "evaluate"]
+
+
+def test_force_removes_the_case_and_retrains_it(tmp_path, harness, monkeypatch):
+    args, setting = arguments(tmp_path), study.BY_KEY["burgers1d"]
+    args.records, args.deadline = tmp_path / "records", None
+    monkeypatch.setattr(study, "compact", lambda setting, seed, made, case: {"seed": seed})
+    study.run_case(args, setting, 1)
+    harness.clear()
+    study.run_case(args, setting, 1)
+    assert harness == []  # its record exists: skipped
+    args.force = ["burgers1d"]
+    study.run_case(args, setting, 1)
+    assert harness == ["train upao", "train supervised", "evaluate"]

@@ -83,10 +83,14 @@ def test_a_planted_wrong_number_on_a_documentation_page_fails():
 
 
 def test_a_planted_wrong_number_in_the_readme_fails():
+    """The reading's first "(UPAO against extrap2's X" with X's last digit moved by one: a number of no table."""
     text = README.read_text()
-    planted = text.replace("(0.1789 vs 0.2318;", "(0.1789 vs 0.2418;", 1)  # quickstart.md holds 0.2318
-    assert planted != text
-    assert [f.number for f in readings.check_readme_text(README, planted, root=ROOT)] == ["0.2418"]
+    found = re.search(r"\(\d[\d.e-]* against extrap2's (\d[\d.e-]*\d)", text)
+    assert found, "the README's reading compares UPAO with extrap2"
+    number = found.group(1)
+    wrong = number[:-1] + str((int(number[-1]) + 1) % 10)
+    planted = text[: found.start(1)] + wrong + text[found.end(1) :]
+    assert [f.number for f in readings.check_readme_text(README, planted, root=ROOT)] == [wrong]
 
 
 def test_readme_paragraphs_naming_no_report_are_not_checked(tmp_path):

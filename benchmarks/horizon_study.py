@@ -334,7 +334,7 @@ def training_table(rows: list[dict]) -> list[str]:
         f"extrapolation row on every dataset): within on {len(within)} of {len(held)} runs"
     )
     goal += f"; above: {', '.join(missed)}." if missed else "."
-    outcomes = {(r["dataset"], r["keeps"], fmt(r["value"])) for r in held}
+    outcomes = {(r["dataset"], r["keeps"], r["value"]) for r in held}  # exact: alike, not merely close
     if len(outcomes) < len(held):  # seeds that ended alike are one outcome, not several pieces of evidence
         goal += (
             f" Those {len(held)} runs are {len(outcomes)} outcomes: runs of a dataset whose best.pt predicts with the "

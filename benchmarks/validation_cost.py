@@ -19,7 +19,7 @@ horizon scoring, for the before/after pair; both are measured in one invocation 
 
     git worktree add /tmp/before dc029ea
     python benchmarks/validation_cost.py --out /tmp/validation_cost --source before=/tmp/before --source after=. \
-        --jobs 2
+        --jobs 2 --threads 1
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobs import run_all  # benchmarks/ is on the path of a script run from it
+from jobs import run_all, thread_env  # benchmarks/ is on the path of a script run from it
 from readings import portable_paths, write_keeping_reading
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
@@ -102,13 +102,21 @@ def finished(lines: list[dict]) -> bool:
     return bool(lines) and any(key.startswith(("rollout_test_", "test_")) for key in lines[-1])
 
 
-def run_setting(setting: str, label: str, source: Path | None, out: Path, epochs: int, partial: bool = False) -> dict:
+def run_setting(
+    setting: str,
+    label: str,
+    source: Path | None,
+    out: Path,
+    epochs: int,
+    partial: bool = False,
+    threads: int | None = None,
+) -> dict:
     """One harness run of ``setting`` on the code at ``source`` (``None``: the installed package); its summary.
     ``partial``: a run stopped before its end whose epochs are kept is tabulated as it stands (``stopped``), not run
     again."""
     base = ensure_data(setting, out)
     experiments = out / "runs" / f"{setting}-{label}"
-    env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
+    env = thread_env(dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled"), threads)
     if source is not None:  # `python -m` puts its working folder first on the path: run it from the checkout
         env["PYTHONPATH"] = str(source.resolve())
     command = setting_command(setting, base, experiments, epochs)
@@ -218,12 +226,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--combine", type=Path, nargs="+", help="run nothing: tabulate the runs of these earlier "
                         "--out folders together, one repeat each")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="with --combine: copy each run's metrics.jsonl here")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: torch's)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (2: a before/after pair side by side, "
                         "under the same load)")  # fmt: skip
     parser.add_argument("--analyse-only", action="store_true", help="read --out's validation_cost.json, run nothing")
     parser.add_argument("--partial", action="store_true", help="tabulate a run stopped before its end as it stands "
                         "(its completed epochs; 'stopped' in the table) instead of running it again")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.keep is not None and not args.combine:
+        parser.error("--keep keeps the runs of --combine: give both")
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     sources = args.source or [("installed", None)]
@@ -237,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
             ensure_data(setting, args.out)  # once, before runs that share it start
         cases = [(setting, label, source) for setting in (args.setting or SETTINGS) for label, source in sources]
         results = run_all(
-            [lambda c=c: run_setting(c[0], c[1], c[2], args.out, args.epochs, args.partial) for c in cases], args.jobs
+            [lambda c=c: run_setting(*c, args.out, args.epochs, args.partial, args.threads) for c in cases], args.jobs
         )
         record.write_text(json.dumps(results, indent=1))
     command = "python benchmarks/validation_cost.py " + " ".join(sys.argv[1:] if argv is None else argv)

@@ -104,7 +104,13 @@ class Setting:
     def made(self) -> str:
         dates = sorted({r["made"]["date"] for r in self.records})
         commits = sorted({r["made"]["commit"] + ("+dirty" if r["made"]["dirty"] else "") for r in self.records})
-        return f"{'/'.join(dates)} at {'/'.join(commits)}"
+        made = {r["made"]["commit"] for r in self.records}
+        trained = sorted(
+            {run["trained_at"] for r in self.records for run in r["runs"].values() if "trained_at" in run} - made
+        )  # a run reused from an earlier invocation at another commit
+        return f"{'/'.join(dates)} at {'/'.join(commits)}" + (
+            f" (runs trained at {'/'.join(trained)})" if trained else ""
+        )
 
 
 def settings_of(records: Iterable[dict]) -> list[Setting]:

@@ -18,8 +18,8 @@ pick per window (evaluate's ``trust``), what the UPAO run's ``best.pt`` kept (th
 the commands, the optimizer steps and the CPU and wall seconds of each part, the git commit and the date it was
 made at. ``benchmarks/what_you_get.py`` makes the README's table from those records only. The study is resumable:
 a case whose record exists is not run again (``--force SETTING`` reruns its cases from their training on), and a
-training run is reused only when an earlier invocation finished it (``<role>.done.json``, with the commit it was
-trained at): one cut short is trained again from the beginning.
+training run is reused only when an earlier invocation finished it with the same command (``<role>.done.json``, with
+the command and the commit it was trained at): one cut short, or made by another command, is trained again.
 
     python benchmarks/what_you_get_study.py --out outputs/what_you_get --jobs 2 --threads 1
 
@@ -206,13 +206,14 @@ def run_harness_case(args, setting: Setting, seed: int) -> dict:
         name = f"{setting.dataset}-{model}-{trainer}-*"
         command = training_command(args, setting, seed, base, experiments, model, trainer)
         marker = folder / f"{role}.done.json"
-        if marker.is_file():  # finished by an earlier invocation: reused, with the commit it was trained at
-            costs[role] = json.loads(marker.read_text())
-        else:  # never started, or cut short (its best.pt may hold the start only): trained from the beginning
+        finished = json.loads(marker.read_text()) if marker.is_file() else {}
+        if finished.get("command") == shlex.join(command) and runs.latest_run(experiments, name) is not None:
+            costs[role] = finished  # finished by an earlier invocation with this command: reused
+        else:  # never started, cut short (its best.pt may hold the start only) or another command: trained afresh
             for stale in runs.run_folders(experiments, name):
                 shutil.rmtree(stale)
             costs[role] = cost(logged(args, command, folder / f"{role}.log", WELL_BASE_PATH=str(base)))
-            costs[role]["trained_at"] = made_at()["commit"]
+            costs[role] |= {"trained_at": made_at()["commit"], "command": shlex.join(command)}
             write_record(marker, costs[role])
         trained[role], commands[role] = runs.latest_run(experiments, name), command
     evaluation = folder / "evaluation"
@@ -223,7 +224,10 @@ def run_harness_case(args, setting: Setting, seed: int) -> dict:
     commands["evaluate"] = command
     return {
         "evaluation": json.loads(next(evaluation.glob("evaluation_*.json")).read_text()),
-        "runs": {role: training_facts(run) | costs.get(role, {}) for role, run in trained.items()},
+        "runs": {
+            role: training_facts(run) | {k: v for k, v in costs.get(role, {}).items() if k != "command"}
+            for role, run in trained.items()
+        },  # the command is in "commands", made portable
         "commands": commands,
         "cost": {"evaluate": costs["evaluate"]},
     }
@@ -302,11 +306,11 @@ def run_case(args, setting: Setting, seed: int) -> None:
     path = record_path(args, setting, seed)
     if path.is_file() and setting.key not in args.force:
         return
-    if setting.key in args.force and case_folder(args, setting, seed).exists():
-        shutil.rmtree(case_folder(args, setting, seed))  # rerun means retrain, not re-evaluate
     if args.deadline and time.time() > args.deadline:
         print(f"{setting.key} seed {seed}: deadline reached, not started", flush=True)
         return
+    if setting.key in args.force and case_folder(args, setting, seed).exists():
+        shutil.rmtree(case_folder(args, setting, seed))  # rerun means retrain, not re-evaluate
     started = time.time()
     made = made_at()
     case = (run_quickstart_case if setting.quickstart else run_harness_case)(args, setting, seed)

@@ -174,3 +174,12 @@ def test_the_committed_compact_evaluations_give_every_row_of_the_horizon_tables(
         held = f"{trust['best']} ({fmt(trust['best_value'])})" if trust.get("best") else "not held"
         expected = [f"{trust['pick']} ({trust['reach']})", held, fmt(trust.get("pick_value")), fmt(trust.get("ratio"))]
         assert [pick, best, pick_value, cost] == expected, (dataset, history, window)
+
+
+def test_trained_networks_are_one_outcome_only_when_they_score_exactly_alike(tmp_path):
+    """Two runs that kept the network at VRMSE 1.50001 and 1.50002 (equal at the table's 4 digits) are two
+    outcomes; the sentence appears only when some runs are exactly alike."""
+    for seed, value in ((0, 1.50001), (1, 1.50002)):
+        write_run(tmp_path, "rb", seed, None, {"persistence": 2.0, "extrap1": 1.2, "extrap2": 1.0, "upao": value})
+    args = argparse.Namespace(out=tmp_path, train_datasets=["rb"], train_seeds=[0, 1])
+    assert "outcomes" not in horizon_study.training_table(horizon_study.training_records(args))[-2]

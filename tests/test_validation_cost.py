@@ -4,8 +4,10 @@ checkpoints; lines without training (the start's epoch 0, the test line) are ski
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -109,6 +111,7 @@ def test_the_committed_table_is_what_its_kept_metrics_files_give():
     rows = [line for line in text.splitlines() if re.match(r"^\| \w+ \| \w+ \| \d+ \| \d", line)]
     rows = [line for line in rows if line.count("|") == 9]  # the runs' table (8 columns), not the repeats' spread
     assert len(rows) == len(named)
+    medians: dict[tuple[str, str], list[float]] = {}
     for line in rows:
         setting, code, repeat = (cell.strip() for cell in line.strip("|").split("|")[:3])
         path = root / named[f"{setting} / {code} / {repeat}"]
@@ -116,3 +119,20 @@ def test_the_committed_table_is_what_its_kept_metrics_files_give():
         result = {"setting": setting, "code": code, "repeat": int(repeat)}
         result |= validation_cost.summary(validation_cost.epoch_costs(lines))
         assert validation_cost.table([result]).splitlines()[2] == line
+        # the last column recomputed here from its definition: per epoch after the first, the wall seconds less
+        # time_per_train_iter x the steps, over the latter; the median of those
+        epochs = [x for x in lines if "time_per_train_iter" in x and "seconds" in x and int(x.get("epoch", 0)) >= 1]
+        ratios = []
+        for before, after in itertools.pairwise(epochs):
+            train = after["time_per_train_iter"] * (after["step"] - before["step"])
+            ratios.append((after["seconds"] - before["seconds"] - train) / train)
+        assert line.split("|")[-2].strip() == f"{statistics.median(ratios):.3f}"
+        medians.setdefault((setting, code), []).append(statistics.median(ratios))
+    spread = [line for line in text.splitlines() if line.count("|") == 7 and line.startswith("| quickstart")]
+    assert len(spread) == len(medians)
+    for line in spread:
+        setting, code, count, middle, low, high = (cell.strip() for cell in line.strip("|").split("|"))
+        values = medians[(setting, code)]
+        assert [int(count), middle, low, high] == [
+            len(values), f"{statistics.median(values):.3f}", f"{min(values):.3f}", f"{max(values):.3f}"
+        ]  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -76,3 +77,33 @@ def test_force_removes_the_case_and_retrains_it(tmp_path, harness, monkeypatch):
     args.force = ["burgers1d"]
     study.run_case(args, setting, 1)
     assert harness == ["train upao", "train supervised", "evaluate"]
+
+
+def test_a_finished_run_of_another_command_or_without_its_folder_is_trained_again(tmp_path, harness):
+    """A marker is the evidence of one command: a rehearsal's runs (``--epochs 1``) are not reused by the study's
+    (``--epochs 6``), and a marker whose run folder is gone does not hand ``None`` to evaluate."""
+    setting = study.BY_KEY["burgers1d"]
+    rehearsal = arguments(tmp_path)
+    study.run_harness_case(rehearsal, setting, 1)
+    harness.clear()
+    real = arguments(tmp_path)
+    real.epochs = 6
+    study.run_harness_case(real, setting, 1)
+    assert harness == ["train upao", "train supervised", "evaluate"]
+    folder = study.case_folder(real, setting, 1)
+    assert "trainer.epochs=6" in json.loads((folder / "upao.done.json").read_text())["command"]
+    harness.clear()
+    for run in (folder / "experiments").glob("*-na_lora-shifted-*"):
+        shutil.rmtree(run)
+    study.run_harness_case(real, setting, 1)
+    assert harness == ["train supervised", "evaluate"]
+
+
+def test_force_past_the_deadline_deletes_nothing(tmp_path, harness, monkeypatch):
+    args, setting = arguments(tmp_path), study.BY_KEY["burgers1d"]
+    args.records, args.deadline = tmp_path / "records", None
+    monkeypatch.setattr(study, "compact", lambda setting, seed, made, case: {"seed": seed})
+    study.run_case(args, setting, 1)
+    args.force, args.deadline = ["burgers1d"], 0.5  # long past
+    study.run_case(args, setting, 1)
+    assert (study.case_folder(args, setting, 1) / "upao.done.json").is_file()

@@ -26,6 +26,7 @@ from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.evaluate.expected import (
     RULE_1,
     RULE_2,
+    SINGLE_WINDOW_SPREAD,
     Z_80,
     expected_curve,
     expected_vrmse,
@@ -170,7 +171,14 @@ def test_a_window_that_expects_no_error_leaves_the_spread_alone():
     stretched towards zero by ``log 0``; and a channel at rest contributes zero, not a NaN."""
     curves = torch.tensor([[0.0], [0.1], [0.2]], dtype=torch.float64)
     estimate = expected_vrmse(curves, "one_step", RULE_2)
-    assert estimate.spread == pytest.approx(math.log(2.0) / math.sqrt(2.0), rel=1e-12)
-    assert estimate.value == pytest.approx(0.1) and estimate.low > 0.05
+    spread = math.log(2.0) / math.sqrt(2.0)
+    assert estimate.spread == pytest.approx(spread, rel=1e-12)
+    assert estimate.value == pytest.approx(0.1) and estimate.windows == 2
+    # the interval of a mean over the 2 windows with a scale: s^2 / 2 beside RULE_2's one-step transfer, 0.160
+    factor = math.exp(1.2816 * math.sqrt(spread**2 / 2 + 0.160**2))
+    assert (estimate.low, estimate.high) == pytest.approx((0.1 / factor, 0.1 * factor), rel=1e-4)
+    # fewer than two windows with a scale: the assumed single window's spread, not divided by the 3 windows
+    lone = expected_vrmse(torch.tensor([[0.0], [0.0], [0.1]], dtype=torch.float64), "one_step", RULE_2)
+    assert lone.windows == 1 and lone.spread == SINGLE_WINDOW_SPREAD
     at_rest = expected_curve(torch.tensor([[[float("inf"), 2.0]]]), torch.tensor([[0.0, 0.5]]))
     assert at_rest.tolist() == [[0.5]]  # (0 + 2 x 0.5) / 2

@@ -198,9 +198,19 @@ def test_the_model_predicts_the_same_through_either_backend():
     torch.testing.assert_close(flex, tiles, atol=1e-5, rtol=1e-5)
 
 
-def test_a_flex_model_trains_on_the_cpu_through_the_tiles():
+def test_a_flex_model_trains_on_the_cpu_through_the_tiles(monkeypatch):
     """A model configured with ``flex`` (trained on a GPU, say) that needs a backward on the CPU runs the tiles there:
     the same attention, and a gradient."""
+    import well_upao.models.layers as layers
+
+    asked: list[str] = []
+    through = layers.neighborhood_attention
+
+    def recording(*args, backend, **kwargs):
+        asked.append(backend)
+        return through(*args, backend=backend, **kwargs)
+
+    monkeypatch.setattr(layers, "neighborhood_attention", recording)
     torch.manual_seed(0)
     model = NATransformer(preset="tiny", channel_slots=[0], dims=(2,), attention_backend="flex")
     frames = torch.zeros(1, 8, 32, 32, 18)
@@ -208,3 +218,4 @@ def test_a_flex_model_trains_on_the_cpu_through_the_tiles():
     model.forward_sequence(frames).square().mean().backward()
     grads = [p.grad for p in model.parameters() if p.requires_grad and p.grad is not None]
     assert grads and all(torch.isfinite(g).all() for g in grads)
+    assert asked and set(asked) == {"tiles"}

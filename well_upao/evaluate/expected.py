@@ -19,7 +19,8 @@ the VRMSE the window's evidence expects ``K`` steps ahead (`expected_curve`). Pe
   (`interval`, under the rule `RULE`):
   the windows' part from ``s``, the standard deviation over the ``n`` windows of
   ``log(mean_K x_{w,K} / mean_K M_K)`` over the horizons ``K <= min(reach, L)`` (how much the windows disagree;
-  windows expecting no error left out; `SINGLE_WINDOW_SPREAD` with fewer than two); a transfer part
+  windows expecting no error left out of it and of ``n``; `SINGLE_WINDOW_SPREAD` and ``n = 1`` with fewer than two
+  left); a transfer part
   ``sigma_transfer`` per window (the history standing in for the future); and, where the history stops short of the
   window (reach ``R`` below its last horizon ``L``),
   ``sigma_continued = share * log(1 + (L - R) / R)``, ``share`` the continued horizons' part of the value
@@ -117,8 +118,9 @@ def classical_expected_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[
 @dataclass(frozen=True)
 class Expected:
     """A row's expected VRMSE for a window (module docstring): ``value`` within ``[low, high]`` (nominal 80%, under
-    rule ``rule``), ``continued_share`` of it read past the evidence's ``reach`` (horizons), from ``windows`` history
-    windows whose log spread is ``spread``."""
+    rule ``rule``), ``continued_share`` of it read past the evidence's ``reach`` (horizons); ``windows`` is the count
+    the interval divides by: the history windows whose log spread is ``spread`` (those expecting some error), 1 where
+    fewer than two do and ``spread`` is the assumed one."""
 
     value: float
     low: float
@@ -162,7 +164,7 @@ def expected_vrmse(curves: torch.Tensor, window: str, rule: IntervalRule = RULE)
     if curves.numel() == 0:
         return None
     first, last = WINDOWS[window]
-    n, reach = curves.shape
+    reach = curves.shape[1]
     median = curves.quantile(0.5, dim=0)
     values = continued(median.tolist(), last)[first - 1 : last]
     value = sum(values) / len(values)
@@ -173,11 +175,11 @@ def expected_vrmse(curves: torch.Tensor, window: str, rule: IntervalRule = RULE)
     means = curves[:, :observed].mean(1)
     scaled = means[means > 0]  # a window that expects no error at all has no scale to compare: left out
     if typical > 0 and len(scaled) > 1:
-        spread = float(torch.log(scaled / typical).std(unbiased=True))
+        spread, counted = float(torch.log(scaled / typical).std(unbiased=True)), len(scaled)
     else:
-        spread = SINGLE_WINDOW_SPREAD
-    low, high = interval(value, spread, n, share, reach, window, rule)
-    return Expected(value, low, high, share, reach, n, spread, rule.version)
+        spread, counted = SINGLE_WINDOW_SPREAD, 1  # the assumed spread is one window's: it is not divided by n
+    low, high = interval(value, spread, counted, share, reach, window, rule)
+    return Expected(value, low, high, share, reach, counted, spread, rule.version)
 
 
 def k_beyond_share(first: int, last: int, reach: int) -> float:

@@ -119,7 +119,7 @@ class NeighborhoodAttention(nn.Module):
         """The backend this call runs: the layer's, except ``flex`` where it would need a backward on the CPU
         (FlexAttention has none there), which runs ``tiles`` (the same attention): a model trained with ``flex`` on a
         GPU resumes or adapts on the CPU."""
-        if self.backend == "flex" and not query.is_cuda and query.requires_grad and torch.is_grad_enabled():
+        if self.backend == "flex" and query.device.type == "cpu" and query.requires_grad and torch.is_grad_enabled():
             return "tiles"
         return self.backend
 

@@ -153,7 +153,8 @@ def sentence(setting: Setting) -> str:
         if value is None:
             continue
         side = "equal" if abs(value - 1) < 5e-4 else "below" if value < 1 else "above"
-        parts.append(f"{label} UPAO is {value:.3g}x the best extrapolation ({best}, {side})")
+        shown = f"{value:.4g}" if side != "equal" and abs(value - 1) < 5e-3 else f"{value:.3g}"  # 1.002, not 1
+        parts.append(f"{label} UPAO is {shown}x the best extrapolation ({best}, {side})")
     text = "; ".join(parts) if parts else "no UPAO row"
     return f"{text}; best.pt kept: {setting.kept()}."
 

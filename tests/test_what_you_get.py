@@ -120,3 +120,16 @@ def test_the_figure_compares_each_seed_with_its_own_extrapolation(copy):
     assert what_you_get.seed_ratios(wave, what_you_get.UPAO, "one_step_well") == pytest.approx([0.8, 0.8, 0.8])
     assert what_you_get.main([]) == 0
     assert (copy / "reports" / "figures" / "what_you_get.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_run_reused_from_another_commit_is_named_with_the_setting(copy):
+    """A record whose UPAO run was trained at another commit than the record was made at says so on the full page."""
+    records = copy / "reports" / "what_you_get"
+    reused = json.loads((records / "wave2d-seed2.json").read_text())
+    reused["runs"]["upao"]["trained_at"] = "def"
+    (records / "wave2d-seed2.json").write_text(json.dumps(reused))
+    wave = what_you_get.settings_of(what_you_get.load_records(records))[0]
+    assert wave.made() == "2026-11-28 at abc (runs trained at def)"
+    reused["runs"]["upao"]["trained_at"] = "abc"  # trained at the record's own commit: nothing to say
+    (records / "wave2d-seed2.json").write_text(json.dumps(reused))
+    assert what_you_get.settings_of(what_you_get.load_records(records))[0].made() == "2026-11-28 at abc"

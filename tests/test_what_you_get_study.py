@@ -50,6 +50,14 @@ def arguments(tmp_path: Path, force: list[str] | None = None) -> argparse.Namesp
     return argparse.Namespace(out=tmp_path / "out", epochs=1, epoch_steps=2, threads=1, force=force or [])
 
 
+def recording_arguments(tmp_path: Path, monkeypatch) -> argparse.Namespace:
+    """Arguments of a whole case (``run_case``): records under ``tmp_path``, no deadline, a record that is the seed."""
+    args = arguments(tmp_path)
+    args.records, args.deadline = tmp_path / "records", None
+    monkeypatch.setattr(study, "compact", lambda setting, seed, made, case: {"seed": seed})
+    return args
+
+
 def test_a_run_cut_short_is_trained_again_and_a_finished_one_is_reused(tmp_path, harness):
     args, setting = arguments(tmp_path), study.BY_KEY["burgers1d"]
     folder = study.case_folder(args, setting, 1)
@@ -67,9 +75,7 @@ def test_a_run_cut_short_is_trained_again_and_a_finished_one_is_reused(tmp_path,
 
 
 def test_force_removes_the_case_and_retrains_it(tmp_path, harness, monkeypatch):
-    args, setting = arguments(tmp_path), study.BY_KEY["burgers1d"]
-    args.records, args.deadline = tmp_path / "records", None
-    monkeypatch.setattr(study, "compact", lambda setting, seed, made, case: {"seed": seed})
+    args, setting = recording_arguments(tmp_path, monkeypatch), study.BY_KEY["burgers1d"]
     study.run_case(args, setting, 1)
     harness.clear()
     study.run_case(args, setting, 1)
@@ -100,9 +106,7 @@ def test_a_finished_run_of_another_command_or_without_its_folder_is_trained_agai
 
 
 def test_force_past_the_deadline_deletes_nothing(tmp_path, harness, monkeypatch):
-    args, setting = arguments(tmp_path), study.BY_KEY["burgers1d"]
-    args.records, args.deadline = tmp_path / "records", None
-    monkeypatch.setattr(study, "compact", lambda setting, seed, made, case: {"seed": seed})
+    args, setting = recording_arguments(tmp_path, monkeypatch), study.BY_KEY["burgers1d"]
     study.run_case(args, setting, 1)
     args.force, args.deadline = ["burgers1d"], 0.5  # long past
     study.run_case(args, setting, 1)

@@ -258,14 +258,15 @@ def full_block(settings: list[Setting]) -> str:
             seconds = [r["cost"].get(part, {}).get("cpu_seconds") for r in s.records]
             if all(v is not None for v in seconds):
                 costs[part] = statistics.fmean(seconds)
-        steps = sorted({(r["runs"]["upao"]["optimizer_steps"], r["runs"]["supervised"]["optimizer_steps"])
-                        for r in s.records})  # fmt: skip
+        steps = "; ".join(
+            f"seed {r['seed']} {r['runs']['upao']['optimizer_steps']}, {r['runs']['supervised']['optimizer_steps']}"
+            for r in s.records
+        )
         lines += [
             "",
             f"- the evidence's pick per seed: one step {picks['one_step']}; 6:12 {picks['6:12']}; 13:30 "
             f"{picks['13:30']}",
-            f"- best.pt kept: {s.kept()}; optimizer steps (UPAO, supervised): "
-            + ", ".join(f"{a}, {b}" for a, b in steps),
+            f"- best.pt kept: {s.kept()}; optimizer steps (UPAO, supervised): {steps}",
             "- CPU seconds: " + ", ".join(f"{part} {value:.0f}" for part, value in costs.items()),
             f"- commands (seed {s.seeds[0]}):",
             "",

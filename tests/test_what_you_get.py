@@ -133,3 +133,15 @@ def test_a_run_reused_from_another_commit_is_named_with_the_setting(copy):
     reused["runs"]["upao"]["trained_at"] = "abc"  # trained at the record's own commit: nothing to say
     (records / "wave2d-seed2.json").write_text(json.dumps(reused))
     assert what_you_get.settings_of(what_you_get.load_records(records))[0].made() == "2026-11-28 at abc"
+
+
+def test_the_page_names_the_seed_whose_run_stopped_early(copy):
+    """Seed 2's supervised run early-stopped at 120 steps: the page pairs each seed with its steps (a list of distinct
+    pairs would not say which seed stopped)."""
+    records = copy / "reports" / "what_you_get"
+    stopped = json.loads((records / "wave2d-seed2.json").read_text())
+    stopped["runs"]["supervised"]["optimizer_steps"] = 120
+    (records / "wave2d-seed2.json").write_text(json.dumps(stopped))
+    assert what_you_get.main([]) == 0
+    page = (copy / "reports" / "what_you_get.md").read_text()
+    assert "optimizer steps (UPAO, supervised): seed 1 144, 144; seed 2 144, 120" in page

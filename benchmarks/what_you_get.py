@@ -71,6 +71,21 @@ class Setting:
     def trajectories(self) -> int:
         return min(r["validation_trajectories"] for r in self.records)
 
+    @property
+    def one_dataset(self) -> bool:
+        """Whether every seed read the same data: more than one seed, each record's data command the same (a study
+        replica is made once and its seeds vary the training only); the exact sets are generated per seed."""
+        data = {r["commands"].get("data") for r in self.records}
+        return len(self.records) > 1 and len(data) == 1 and None not in data
+
+    def size(self, long: bool = False) -> str:
+        """Seeds x trajectories: ``3 x 3``, ``3 x 3 (one dataset)``; ``long``: ``3 seeds x 3 trajectories``,
+        ``3 seeds x the same 3 trajectories``."""
+        if not long:
+            return f"{len(self.seeds)} x {self.trajectories}" + (" (one dataset)" if self.one_dataset else "")
+        same = "the same " if self.one_dataset else ""
+        return f"{plural(len(self.seeds), 'seed')} x {same}{self.trajectories} trajectories"
+
     def rows(self) -> list[str]:
         names = [n for n in self.records[0]["rows"] if all(n in r["rows"] for r in self.records)]
         return sorted(names, key=lambda n: (n not in (UPAO, SUPERVISED), n))
@@ -177,12 +192,12 @@ def compact_block(settings: list[Setting], files: list[str]) -> str:
     for s in settings:
         best = s.best_extrapolation("one_step_well")
         lines.append(
-            f"| {s.label} | {len(s.seeds)} x {s.trajectories} | {pair(s, UPAO)} | {best or '—'}: {pair(s, best)} "
+            f"| {s.label} | {s.size()} | {pair(s, UPAO)} | {best or '—'}: {pair(s, best)} "
             f"| {pair(s, SUPERVISED)} | {pair(s, 'solver')} |"
         )
     lines.append("")
     for s in settings:
-        lines.append(f"- **{s.label}** ({plural(len(s.seeds), 'seed')} x {s.trajectories} trajectories): {sentence(s)}")
+        lines.append(f"- **{s.label}** ({s.size(long=True)}): {sentence(s)}")
     lines.append(WHAT_YOU_GET[1])
     return "\n".join(lines)
 
@@ -237,7 +252,9 @@ def full_block(settings: list[Setting]) -> str:
         lines += [
             f"## {s.label}",
             "",
-            f"Seeds {seeds}, {s.trajectories} validation trajectories each; made {s.made()}.",
+            f"Seeds {seeds}, {s.trajectories} validation trajectories each"
+            + (" (one dataset: every seed read the same trajectories)" if s.one_dataset else "")
+            + f"; made {s.made()}.",
             "",
             "| row | one step (Well) | one step (paper) | 6:12 | 13:30 | last rollout step |",
             "|---|---|---|---|---|---|",

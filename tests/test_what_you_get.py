@@ -145,3 +145,23 @@ def test_the_page_names_the_seed_whose_run_stopped_early(copy):
     assert what_you_get.main([]) == 0
     page = (copy / "reports" / "what_you_get.md").read_text()
     assert "optimizer steps (UPAO, supervised): seed 1 144, 144; seed 2 144, 120" in page
+
+
+def test_seeds_that_read_one_dataset_are_said_to(copy):
+    """A replica made once (the same data command in every seed) is "3 x 3 (one dataset)": its seeds vary the training
+    only; seeds generating their own data (the seed in the command) are not."""
+    records = copy / "reports" / "what_you_get"
+
+    def set_data(commands: dict[int, str]) -> str:
+        for seed, command in commands.items():
+            changed = json.loads((records / f"wave2d-seed{seed}.json").read_text())
+            changed["commands"]["data"] = command
+            (records / f"wave2d-seed{seed}.json").write_text(json.dumps(changed))
+        assert what_you_get.main([]) == 0
+        return (copy / "README.md").read_text()
+
+    shared = set_data({1: "generate-replica --dataset wave2d", 2: "generate-replica --dataset wave2d"})
+    assert "| wave2d (test) | 2 x 3 (one dataset) |" in shared and "(2 seeds x the same 3 trajectories)" in shared
+    own = set_data({1: "generate-exact --seed 1", 2: "generate-exact --seed 2"})
+    assert "| wave2d (test) | 2 x 3 |" in own and "(2 seeds x 3 trajectories)" in own
+    assert "(one dataset)" not in own.split("| wave2d (test) |")[1].split("\n")[0]

@@ -18,7 +18,7 @@ from well_upao.evaluate.predictors import Extrapolation, Persistence
 from well_upao.evaluate.scores import score
 from well_upao.harness.runs import RunCheckpoint
 from well_upao.models.checkpoint import read_checkpoint
-from well_upao.physics.discretisation import Physics, Requested, resolve
+from well_upao.physics.discretisation import FIT_ALL, Physics, PhysicsRequest, Requested, resolve
 from well_upao.physics.floor import floor_rows
 from well_upao.physics.pdes import get_pde
 
@@ -121,3 +121,14 @@ def test_one_residual_is_built_per_training_batch(small_datasets, tmp_path, monk
     loss, _ = trainer.loss(batch)
     loss.backward()
     assert built[0] == 1 and torch.isfinite(loss)
+
+
+def test_a_request_to_fit_with_fallback_is_refused():
+    """A fallback gives the PDE's own constants when frames cannot decide: with ``fit`` it would drop the fit without
+    an error, so the pair is refused when the request is made; each alone is accepted."""
+    with pytest.raises(ValueError, match="cannot both fit constants"):
+        PhysicsRequest(fit=FIT_ALL, fallback=True)
+    with pytest.raises(ValueError, match="cannot both fit constants"):
+        PhysicsRequest(fit=("nu",), fallback=True)
+    assert PhysicsRequest(fit=FIT_ALL).fit == FIT_ALL
+    assert PhysicsRequest(survey=True, fallback=True).fallback

@@ -167,7 +167,8 @@ class PhysicsRequest:
     PDE); ``survey``: the whole floor table, for a report; ``sample``: the observed frames read when a choice, a
     fit or a survey needs them, ``(trajectories, frames per trajectory)``; ``fallback``: frames that cannot decide
     (too few at the stride, a parameter the files lack or store as time-varying) give the requested settings with an
-    ``auto`` part replaced by the global default and the reason in ``Physics.note``, instead of the error;
+    ``auto`` part replaced by the global default and the reason in ``Physics.note``, instead of the error (not with
+    ``fit``: a fit that cannot be made would be dropped, so the pair is refused);
     ``no_pde``: the reason a dataset without a PDE gives (``None``: a PDE is required, the lookup's ``KeyError``)."""
 
     pde: str | None = None
@@ -179,6 +180,13 @@ class PhysicsRequest:
     sample: tuple[int, int] = TRAINING_SAMPLE
     fallback: bool = False
     no_pde: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.fallback and self.fit:
+            raise ValueError(
+                f"a physics request cannot both fit constants ({self.fit!r}) and fall back: frames that cannot decide "
+                "would drop the fit and return the PDE's own constants; ask for the fit without fallback"
+            )
 
     @classmethod
     def for_training(

@@ -248,50 +248,58 @@ def full_block(settings: list[Setting]) -> str:
         "",
     ]
     for s in settings:
-        seeds = ", ".join(map(str, s.seeds))
-        lines += [
-            f"## {s.label}",
-            "",
-            f"Seeds {seeds}, {s.trajectories} validation trajectories each"
-            + (" (one dataset: every seed read the same trajectories)" if s.one_dataset else "")
-            + f"; made {s.made()}.",
-            "",
-            "| row | one step (Well) | one step (paper) | 6:12 | 13:30 | last rollout step |",
-            "|---|---|---|---|---|---|",
-        ]
-        for row in s.rows():
-            cells = [s.mean(row, m) for m in ("one_step_well", "one_step_paper", "6:12", "13:30", "rollout_last")]
-            lines.append(f"| {row} | " + " | ".join(number(v) for v in cells) + " |")
-        picks = {
-            window: ", ".join(str(r["trust"].get(window, {}).get("pick")) for r in s.records)
-            for window in ("one_step", "6:12", "13:30")
-        }
-        costs = {}
-        for part in ("upao", "supervised"):
-            seconds = [r["runs"][part].get("cpu_seconds") for r in s.records]
-            if all(v is not None for v in seconds):
-                costs[part] = statistics.fmean(seconds)
-        for part in ("evaluate", "quickstart"):
-            seconds = [r["cost"].get(part, {}).get("cpu_seconds") for r in s.records]
-            if all(v is not None for v in seconds):
-                costs[part] = statistics.fmean(seconds)
-        steps = "; ".join(
-            f"seed {r['seed']} {r['runs']['upao']['optimizer_steps']}, {r['runs']['supervised']['optimizer_steps']}"
-            for r in s.records
-        )
-        lines += [
-            "",
-            f"- the evidence's pick per seed: one step {picks['one_step']}; 6:12 {picks['6:12']}; 13:30 "
-            f"{picks['13:30']}",
-            f"- best.pt kept: {s.kept()}; optimizer steps (UPAO, supervised): {steps}",
-            "- CPU seconds: " + ", ".join(f"{part} {value:.0f}" for part, value in costs.items()),
-            f"- commands (seed {s.seeds[0]}):",
-            "",
-            *[f"    {command}" for command in s.records[0]["commands"].values()],
-            "",
-        ]
+        lines += setting_section(s)
     lines.append(FULL[1])
     return "\n".join(lines)
+
+
+def mean_costs(s: Setting) -> dict[str, float]:
+    """Each part's CPU seconds (training runs, evaluate, the quickstart), the mean over the seeds; a part some seed
+    lacks is left out."""
+    costs = {}
+    for part in ("upao", "supervised", "evaluate", "quickstart"):
+        where = ("runs", part) if part in ("upao", "supervised") else ("cost", part)
+        seconds = [r[where[0]].get(where[1], {}).get("cpu_seconds") for r in s.records]
+        if all(v is not None for v in seconds):
+            costs[part] = statistics.fmean(seconds)
+    return costs
+
+
+def setting_section(s: Setting) -> list[str]:
+    """A setting's part of the full page: every row's means, the picks per window and seed, what best.pt kept, each
+    seed's optimizer steps, the costs and one seed's commands."""
+    lines = [
+        f"## {s.label}",
+        "",
+        f"Seeds {', '.join(map(str, s.seeds))}, {s.trajectories} validation trajectories each"
+        + (" (one dataset: every seed read the same trajectories)" if s.one_dataset else "")
+        + f"; made {s.made()}.",
+        "",
+        "| row | one step (Well) | one step (paper) | 6:12 | 13:30 | last rollout step |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in s.rows():
+        cells = [s.mean(row, m) for m in ("one_step_well", "one_step_paper", "6:12", "13:30", "rollout_last")]
+        lines.append(f"| {row} | " + " | ".join(number(v) for v in cells) + " |")
+    picks = {
+        window: ", ".join(str(r["trust"].get(window, {}).get("pick")) for r in s.records)
+        for window in ("one_step", "6:12", "13:30")
+    }
+    steps = "; ".join(
+        f"seed {r['seed']} {r['runs']['upao']['optimizer_steps']}, {r['runs']['supervised']['optimizer_steps']}"
+        for r in s.records
+    )
+    return [
+        *lines,
+        "",
+        f"- the evidence's pick per seed: one step {picks['one_step']}; 6:12 {picks['6:12']}; 13:30 {picks['13:30']}",
+        f"- best.pt kept: {s.kept()}; optimizer steps (UPAO, supervised): {steps}",
+        "- CPU seconds: " + ", ".join(f"{part} {value:.0f}" for part, value in mean_costs(s).items()),
+        f"- commands (seed {s.seeds[0]}):",
+        "",
+        *[f"    {command}" for command in s.records[0]["commands"].values()],
+        "",
+    ]
 
 
 def seed_value(record: dict, row: str, measure: str) -> float | None:

@@ -240,7 +240,8 @@ def full_block(settings: list[Setting]) -> str:
         "its temporal variance), the Well's window means 6:12 and 13:30 and the last rollout step run (— where the "
         "trajectories hold no such window); what the label-free evidence would trust per window in each seed; what "
         "the UPAO run's best.pt kept; each part's cost (CPU seconds of one core, two rows sharing two cores, niced; "
-        "means over the seeds) and the commands of one seed (the others differ by their seed).",
+        "means over the seeds) and the commands of one seed (the others differ by their seed; a setting made from one "
+        "dataset has one data command).",
         "",
         "## Goals of issue 61",
         "",

@@ -259,8 +259,8 @@ def mean_costs(s: Setting) -> dict[str, float]:
     lacks is left out."""
     costs = {}
     for part in ("upao", "supervised", "evaluate", "quickstart"):
-        where = ("runs", part) if part in ("upao", "supervised") else ("cost", part)
-        seconds = [r[where[0]].get(where[1], {}).get("cpu_seconds") for r in s.records]
+        section = "runs" if part in ("upao", "supervised") else "cost"
+        seconds = [r[section].get(part, {}).get("cpu_seconds") for r in s.records]
         if all(v is not None for v in seconds):
             costs[part] = statistics.fmean(seconds)
     return costs

@@ -165,3 +165,19 @@ def test_seeds_that_read_one_dataset_are_said_to(copy):
     own = set_data({1: "generate-exact --seed 1", 2: "generate-exact --seed 2"})
     assert "| wave2d (test) | 2 x 3 |" in own and "(2 seeds x 3 trajectories)" in own
     assert "(one dataset)" not in own.split("| wave2d (test) |")[1].split("\n")[0]
+
+
+@pytest.mark.parametrize(
+    ("upao", "shown"),
+    [
+        (0.02004, "1.002x the best extrapolation (extrap2, above)"),  # 0.2% above: four digits, not "1x ... above"
+        (0.019, "0.95x the best extrapolation (extrap2, below)"),
+        (0.020005, "1x the best extrapolation (extrap2, equal)"),  # within 0.05%: equal
+    ],
+)
+def test_a_ratio_near_one_keeps_the_digits_that_say_its_side(copy, upao, shown):
+    records = copy / "reports" / "what_you_get"
+    rows = dict(ROWS) | {what_you_get.UPAO: (upao, None), "extrap2": (0.02, None)}
+    (records / "adv1d-seed1.json").write_text(json.dumps(record("adv1d", 1, rows)))
+    adv = what_you_get.settings_of(what_you_get.load_records(records))[1]
+    assert f"one step UPAO is {shown}" in what_you_get.sentence(adv)

@@ -1,7 +1,7 @@
 """How well the label-free expected VRMSE is calibrated: coverage of its interval and expected / true (issue 64).
 
 ``well-upao evaluate`` gives every row (persistence, extrap1, extrap2 and the shipped backbone zero-shot, a model)
-an expected VRMSE per window (one step, 6:12, 13:30) with a nominal 80% interval (``well_upao/evaluate/expected.py``),
+an expected VRMSE per window (one step, 6:12, 13:30) with a nominal 80% interval (``well_upao/predict/expected.py``),
 from backtests on the history only, and its true value from the labels. A *cell* is one dataset x history x row x
 window with a true value; this script reads the evaluations' JSON only and reports per group and window:
 
@@ -45,8 +45,8 @@ from jobs import WELL_UPAO
 from readings import portable_paths
 from study_data import STUDY_REPLICAS
 
-from well_upao.evaluate.expected import RULE, RULE_1, RULE_2, Z_80, interval
-from well_upao.evaluate.horizons import WINDOWS as WINDOWS_RANGE
+from well_upao.predict.expected import RULE, RULE_1, RULE_2, Z_80, interval
+from well_upao.predict.windows import WINDOWS as WINDOWS_RANGE
 
 ROOT = Path(__file__).resolve().parent.parent
 TUNED = [*STUDY_REPLICAS, *EXACT]
@@ -173,11 +173,11 @@ def extra_seconds(args, dataset: str, history: int) -> tuple[float, float]:
     import torch
 
     from well_upao.data.source import WellSource
-    from well_upao.evaluate.expected import expected_curve, expected_per_window, step_over_spread
-    from well_upao.evaluate.horizons import with_one_step
-    from well_upao.evaluate.predictors import classical_predictors
-    from well_upao.evaluate.scores import channel_history_curves
-    from well_upao.evaluate.windows import rollout_starts
+    from well_upao.predict.backtests import channel_history_curves
+    from well_upao.predict.evidence import with_one_step
+    from well_upao.predict.expected import expected_curve, expected_per_window, step_over_spread
+    from well_upao.predict.predictors import classical_predictors
+    from well_upao.predict.windows import rollout_starts
 
     base = args.out / "datasets"
     source = WellSource(base, dataset, "valid")
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"> Made {time.strftime('%Y-%m-%d')} at commit {commit.stdout.strip()} by "
         f"`python benchmarks/expected_error_study.py {' '.join(args.argv)}` (the script's docstring says what each "
-        "number is; the rule is `well_upao/evaluate/expected.py`'s).",
+        "number is; the rule is `well_upao/predict/expected.py`'s).",
         "",
         f"Rows: persistence, extrap1, extrap2 and the shipped backbone zero-shot (`{args.backbone}`), each with "
         "its expected VRMSE per window and its true one (the Well's VRMSE one step ahead, the Well's window means of "

@@ -359,9 +359,9 @@ def validate(plan: CallPlan, corpus: Path, checkpoint: Path, max_trajectories: i
     """Each family's held-out split: the backbone beside persistence, extrap1, extrap2 and the solver where it
     applies, one step (the paper's VRMSE) and the Well's 6:12 rollout window."""
     from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
-    from well_upao.evaluate.predictors import BackboneModel
     from well_upao.harness.model_factory import na_transformer
     from well_upao.models.checkpoint import read_checkpoint
+    from well_upao.predict.predictors import BackboneModel
 
     config = read_checkpoint(checkpoint)["model"]["config"]
     rows = []

@@ -357,7 +357,7 @@ def report(args, rows: list[dict], command: str) -> list[str]:
         "reported, not a candidate. The pick is label-free (backtests on the history windows the rows predict from: "
         "before the first, a middle and the last one-step target of each trajectory, and the rollouts' starts; per "
         "horizon the median over them, each curve continued past its reach to the window's end; "
-        "`well_upao/evaluate/horizons.py`); the true best and the cost read the labels. One evaluation per cell "
+        "`well_upao/predict/evidence.py`); the true best and the cost read the labels. One evaluation per cell "
         "(deterministic: no seed enters it). Datasets: the four study replicas (41 frames), wave2d and advdiff2d "
         "(64^2, 101 frames), burgers1d (128 points, 101 frames; closed form, used by no test of the evidence).",
         "",

@@ -20,10 +20,10 @@ from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on t
 from well_upao.data.datasets import slot_indices
 from well_upao.data.source import WellSource
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
-from well_upao.evaluate.predictors import BackboneModel, HarnessModel
 from well_upao.harness.model_factory import na_transformer
 from well_upao.models.assembly import resolve_pretrained
 from well_upao.models.checkpoint import migrated_base, read_checkpoint
+from well_upao.predict.predictors import BackboneModel, HarnessModel
 
 
 def labelled(value: str) -> tuple[str, str]:

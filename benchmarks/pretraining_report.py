@@ -16,11 +16,11 @@ from pathlib import Path
 from readings import portable_paths  # benchmarks/ is on the path of a script run from it
 
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
-from well_upao.evaluate.predictors import BackboneModel
 from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.model_factory import na_transformer
 from well_upao.models.checkpoint import export_backbone, read_checkpoint
 from well_upao.models.na_transformer import NATransformer, count_parameters
+from well_upao.predict.predictors import BackboneModel
 
 
 def main() -> None:
@@ -94,7 +94,7 @@ def main() -> None:
             "evolves a stored field; the shallow-water and compressible sets store primitive variables (h, u, v; "
             "rho, u, p) while their equations evolve conservative ones, and the forced NS set stores velocity without "
             "pressure (its residual is the vorticity equation), so they have no solver row "
-            "(`well_upao.evaluate.solver.supports`). On diffusion_reaction_2d the solver row is less accurate than "
+            "(`well_upao.predict.solver.supports`). On diffusion_reaction_2d the solver row is less accurate than "
             "extrapolation: its stencils fill ghost cells by quadratic extrapolation (the residual library's "
             "convention on non-periodic axes, where the boundary band is excluded), while the corpus was made with "
             "mirrored no-flux ghosts, so the step is wrong at the walls and the error spreads inwards; a solver "

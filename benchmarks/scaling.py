@@ -166,9 +166,9 @@ def merged_inference(repeats: int = 30) -> list[str]:
     import statistics
 
     from well_upao.data.datasets import slot_indices
-    from well_upao.evaluate.predictors import BackboneModel
     from well_upao.models.assembly import assemble
     from well_upao.models.lora import adapter_layers, merge_adapters, set_ns_active
+    from well_upao.predict.predictors import BackboneModel
 
     torch.set_num_threads(2)
     torch.manual_seed(0)

@@ -3,7 +3,7 @@
     python benchmarks/solver_dealias.py [--base outputs/rollout_study/datasets] [--dataset shear_flow]
 
 The evaluation's classical rows (persistence, extrap1, extrap2, the solver, which de-aliases its right-hand side by
-the 3/2 rule, ``well_upao.evaluate.solver``) plus the same solver evaluated on the data's grid (``dealias=1``, the
+the 3/2 rule, ``well_upao.predict.solver``) plus the same solver evaluated on the data's grid (``dealias=1``, the
 baseline before the rule), on the validation split of a study replica (``benchmarks/study_data.py``; made under
 ``--base`` when missing), one-step and 30-step rollouts from 3 starts per trajectory: the solver's rollouts of the
 shear-flow replica (Reynolds 1e4 and 5e4) went non-finite at step 28 in the rollout study (reports/rollout.md).
@@ -23,11 +23,11 @@ from readings import exit_if_stale, write_keeping_reading  # benchmarks/ is on t
 from study_data import STUDY_REPLICAS, ensure_replica, replica_note
 
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
-from well_upao.evaluate.predictors import SolverStep
 from well_upao.evaluate.report import window_cell
 from well_upao.evaluate.results import Evaluation
-from well_upao.evaluate.windows import WELL_WINDOWS, window_label
 from well_upao.physics import pde_for_dataset
+from well_upao.predict.predictors import SolverStep
+from well_upao.predict.windows import WELL_WINDOWS, window_label
 
 #: the row of the solver evaluated on the data's grid
 PLAIN = "solver, no de-aliasing"

@@ -41,7 +41,7 @@ API = {
     "models": ["well_upao.models.na_transformer.NATransformer", "well_upao.models.lora"],
     "physics": ["well_upao.physics.pdes.PDE", "well_upao.physics.discretisation.resolve"],
     "trainers": ["well_upao.trainers.upao.UpaoLoss", "well_upao.trainers.guard"],
-    "evaluate": ["well_upao.evaluate.pipeline.run_evaluation", "well_upao.evaluate.horizons"],
+    "evaluate": ["well_upao.evaluate.pipeline.run_evaluation", "well_upao.predict.evidence"],
 }
 
 

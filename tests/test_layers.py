@@ -5,7 +5,8 @@
     2 data                The Well's file format, the dataset registry
     3 physics, models     stencils -> PDEs -> UPAO objective; the backbone, adapters, checkpoints
     4 harness             every contact with the_well's internals
-    5 evaluate            protocol, metrics, baselines, pipeline
+    5 predict             the classical table, predictors, the one rollout, evidence, expected error (no labels)
+    5.5 evaluate          scored against the truth (plan, scores, report); forecast (the prediction without labels)
     6 trainers            the one loop and its losses
     7 faces               cli, commands, quickstart, train
 
@@ -31,7 +32,10 @@ LAYERS = {
     "physics": 3,
     "models": 3,
     "harness": 4,
-    "evaluate": 5,
+    "predict": 5,
+    # evaluate and the forecast stand on predict/ side by side: predict/ never imports either
+    "evaluate": 5.5,
+    "forecast": 5.5,
     "trainers": 6,
     "cli": 7,
     "commands": 7,
@@ -40,7 +44,7 @@ LAYERS = {
 }
 
 
-def layer_of(module: str) -> int | None:
+def layer_of(module: str) -> float | None:
     """Layer of a dotted ``well_upao...`` module name (``None`` outside the package)."""
     parts = module.split(".")
     if parts[0] != "well_upao":

@@ -35,7 +35,6 @@ from well_synthetic import (
 
 from well_upao.data.source import WellSource
 from well_upao.evaluate.plan import EvaluationRequest, open_split, plan_evaluation
-from well_upao.evaluate.predictors import Extrapolation, Persistence
 from well_upao.evaluate.results import LABEL_FREE
 from well_upao.evaluate.scores import score
 from well_upao.harness.datamodule import WellUpaoDataModule
@@ -45,6 +44,7 @@ from well_upao.models.checkpoint import read_checkpoint
 from well_upao.physics import pde_for_dataset
 from well_upao.physics.discretisation import Physics
 from well_upao.physics.floor import floor_rows
+from well_upao.predict.predictors import classical_row
 
 CASES = [(dims, boundary) for dims in SPEC_SHAPES for boundary in SPEC_BOUNDARIES]
 #: the Well's boundary codes (``the_well.data.datasets.BoundaryCondition``, its documentation's values)
@@ -132,7 +132,7 @@ def test_every_reader_reads_a_file_written_to_the_specification(spec_base, case)
     request = EvaluationRequest(spec_base, name, history=HISTORY, rollout_steps=2, max_trajectories=1)
     physics = Physics(spec_conformance_dataset.SPEC_HEAT, "fd", "crank_nicolson")
     plan = dataclasses.replace(plan_evaluation(request, valid, []), physics=physics, unscored=None)
-    evaluation, _ = score(plan, [Persistence(), Extrapolation(2)], progress=False)
+    evaluation, _ = score(plan, [classical_row("persistence"), classical_row("extrap2")], progress=False)
     assert evaluation.channels == channels and abs(evaluation.dt - SPEC_DT) < 1e-6
     for row in evaluation.scores:
         assert set(LABEL_FREE) <= set(row.label_free) and all(math.isfinite(v) for v in row.label_free.values())

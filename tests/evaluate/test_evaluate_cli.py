@@ -222,7 +222,7 @@ def test_an_impossible_device_is_refused_with_its_fix(small_datasets, tmp_path, 
 def test_a_placed_model_row_predicts_what_it_predicted_in_place():
     """``place`` moves a row's network and its inputs; on the CPU it must not change a prediction (CUDA is checked by
     benchmarks/gpu_check.py on a GPU) and a row without a network ignores it."""
-    from well_upao.evaluate.predictors import Extrapolation, HarnessModel
+    from well_upao.predict.predictors import HarnessModel, classical_row
 
     torch.manual_seed(0)
     network = torch.nn.Conv2d(3 * 2, 2, 3, padding=1)
@@ -231,7 +231,7 @@ def test_a_placed_model_row_predicts_what_it_predicted_in_place():
     before = row.predict(window, None)
     row.place("cpu")
     assert row.device == torch.device("cpu") and torch.equal(row.predict(window, None), before)
-    classical = Extrapolation(2)
+    classical = classical_row("extrap2")
     classical.place("cpu")
     assert classical.device is None
 

@@ -12,7 +12,7 @@ How the stored values were made: ``tests/fixtures/evaluation_before.json`` was w
 ``UPDATE_EVALUATION_FIXTURE=1`` on commit 16eb44a (main before issue 38 part 2, the unrefactored evaluation), by
 ``UPDATE_EVALUATION_FIXTURE=1 .venv/bin/pytest -m slow tests/evaluate/test_evaluation_before_after.py``. Regenerate
 it only on purpose (a change of the training or of a metric), never to make a refactoring pass. Regenerated once
-since, when the solver baseline began to de-alias its right-hand side (the 3/2 rule, ``well_upao.evaluate.solver``):
+since, when the solver baseline began to de-alias its right-hand side (the 3/2 rule, ``well_upao.predict.solver``):
 the solver row and the ladder's rows changed (at most 3.6% relative, on VRMSEs of 5e-8: on this linear PDE the rule
 only removes the Nyquist mode's tendency); every other number of the JSON was equal to 1e-6 relative before it was
 rewritten. Regenerated again for issue 53 (any base keeps the best classical prior): the JSON gained ``trust`` (the

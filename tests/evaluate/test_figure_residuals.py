@@ -17,10 +17,10 @@ import well_upao.evaluate.report as report
 from well_upao.data.slot_inventory import SLOT_NAMES
 from well_upao.data.source import WellSource
 from well_upao.evaluate.plan import EvaluationRequest, plan_evaluation
-from well_upao.evaluate.predictors import Extrapolation, Persistence
 from well_upao.evaluate.scores import score
 from well_upao.physics.residual import pde_residuals
 from well_upao.physics.stencils import Stencils
+from well_upao.predict.predictors import classical_row
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_the_figures_residuals_use_the_plans_discretisation(advdiff, scheme):
     assert plan.physics.derivative == plan.floor["default"]["derivative"] == "spectral"
     if scheme is not None:
         plan = dataclasses.replace(plan, physics=dataclasses.replace(plan.physics, scheme=scheme))
-    evaluation, figures = score(plan, [Persistence(), Extrapolation(2)], progress=False)
+    evaluation, figures = score(plan, [classical_row("persistence"), classical_row("extrap2")], progress=False)
     assert set(figures.residuals) == {"persistence", "extrap2"}
     assert evaluation.scores[0].label_free  # the table's scorecard, with the same discretisation
     shown = figures.residuals["persistence"]

@@ -10,10 +10,10 @@ import torch
 from well_upao.cli import main
 from well_upao.data.datasets import slot_indices
 from well_upao.data.source import WellSource
-from well_upao.evaluate.predictors import load_predictor
 from well_upao.models.assembly import assemble, load_model
 from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
 from well_upao.models.lora import adapter_layers, set_ns_active
+from well_upao.predict.predictors import load_predictor
 
 CHANNELS = ["pressure", "velocity_x", "velocity_y"]  # tg2d's fields, in its order
 

@@ -12,10 +12,10 @@ import torch
 
 from well_upao.data.source import WellSource
 from well_upao.evaluate.plan import EvaluationRequest, plan_evaluation
-from well_upao.evaluate.predictors import Persistence, SolverStep
 from well_upao.evaluate.scores import score
 from well_upao.harness.samples import file_time_axis, sample_context
 from well_upao.physics.pdes import get_pde
+from well_upao.predict.predictors import SolverStep, classical_row
 
 STRIDE = 5
 
@@ -36,7 +36,7 @@ def test_at_a_stride_the_floor_and_the_solver_step_use_the_strided_step(tmp_path
     assert rows[("spectral", "crank_nicolson")].residuals["advection"] == pytest.approx(expected, rel=1e-3)
 
     solver = SolverStep(get_pde(advected_mode.NAME))
-    evaluation, _ = score(plan, [Persistence(), solver], progress=False)
+    evaluation, _ = score(plan, [classical_row("persistence"), solver], progress=False)
     assert abs(evaluation.dt / (STRIDE * advected_mode.DT) - 1) < 2e-6
     vrmse = {row.name: row.mean_paper for row in evaluation.scores}
     assert vrmse["solver"] < 0.15 * vrmse["persistence"], vrmse

@@ -12,8 +12,8 @@ from the_well.benchmark.models import FNO
 from well_upao.cli import main
 from well_upao.data.source import WellSource
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
-from well_upao.evaluate.predictors import ChannelSubsetModel, transfer_predictors
 from well_upao.models.checkpoint import build_payload, save_checkpoint
+from well_upao.predict.predictors import ChannelSubsetModel, transfer_predictors
 
 
 class PointwiseLinear(torch.nn.Module):

@@ -14,13 +14,13 @@ import well_upao.physics.bound as bound_module
 from well_upao.data.source import WellSource
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.plan import plan_evaluation
-from well_upao.evaluate.predictors import Extrapolation, Persistence
 from well_upao.evaluate.scores import score
 from well_upao.harness.runs import RunCheckpoint
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.physics.discretisation import FIT_ALL, Physics, PhysicsRequest, Requested, resolve
 from well_upao.physics.floor import floor_rows
 from well_upao.physics.pdes import get_pde
+from well_upao.predict.predictors import classical_row
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,9 @@ def test_one_residual_is_built_per_evaluated_trajectory(tg2d, monkeypatch):
     request = EvaluationRequest(source.base, "tg2d", "train", history=4, rollout_steps=0, max_trajectories=2, out=None)
     plan = plan_evaluation(request, source, [])
     built = counting_stencils(monkeypatch)
-    evaluation, _ = score(plan, [Persistence(), Extrapolation(1), Extrapolation(2)], progress=False)
+    evaluation, _ = score(
+        plan, [classical_row("persistence"), classical_row("extrap1"), classical_row("extrap2")], progress=False
+    )
     assert built[0] == evaluation.n_trajectories == 2  # three rows, two trajectories: one residual each
 
 

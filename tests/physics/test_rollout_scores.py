@@ -4,7 +4,7 @@ frame or a doubled coefficient lifts it past 3x (negative controls). Plus the cl
 departure, and its reduction to the one-step card.
 
 The data: ``advdiff2d``'s Fourier-mode exact solution (``datasets_exact/advdiff2d.py``) at 32^2, six observed frames
-``dt = 0.01`` apart; the rollout: four steps of ``well_upao.evaluate.solver.PDESolver`` (RK4, step doubling to
+``dt = 0.01`` apart; the rollout: four steps of ``well_upao.predict.solver.PDESolver`` (RK4, step doubling to
 1e-8) from the last observed frame. Spectral derivatives and Crank-Nicolson in time (the periodic grid's choice):
 the floor is the time discretisation's own error, about 6e-5 of the terms."""
 
@@ -18,11 +18,11 @@ import torch
 
 from well_upao.data.slots import N_SLOTS, SLOT_INDEX
 from well_upao.datasets_exact.advdiff2d import AdvectionDiffusion2D
-from well_upao.evaluate.solver import PDESolver
 from well_upao.physics import pde_for_dataset
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.objective import UpaoObjective, band_values
 from well_upao.physics.stencils import Grid, Stencils
+from well_upao.predict.solver import PDESolver
 
 N, T, K, DT = 32, 6, 4, 0.01
 PDE_ = pde_for_dataset("advdiff2d")

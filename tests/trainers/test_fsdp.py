@@ -253,8 +253,8 @@ def test_fsdp_harness_run_with_nslora_adapters_matches_one_process(small_dataset
     the NS forward: the frozen backbone sharded, the adapters trained to the values one process reaches on the same
     global batches; its consolidated checkpoint (adapters, encoders and decoders on the shipped backbone's hash) is
     read by evaluate and adapters-report."""
-    from well_upao.evaluate.predictors import load_predictor
     from well_upao.evaluate.spectral import adapters_report
+    from well_upao.predict.predictors import load_predictor
 
     one = harness_run(small_datasets, tmp_path / "one", 1, "data.batch_size=2")
     sharded = harness_run(small_datasets, tmp_path / "fsdp", 2, "data.batch_size=1", "trainer.strategy=fsdp")

@@ -15,13 +15,12 @@ import pytest
 import torch
 from hand_setup import hand_setup
 
-from well_upao.evaluate.predictors import HarnessModel
 from well_upao.harness.samples import Context, one_frame_prediction
 from well_upao.physics.scores import Scorecard
 from well_upao.physics.stencils import Grid
+from well_upao.predict.predictors import HarnessModel
 from well_upao.trainers.guard import guard_unchecked
 from well_upao.trainers.start_model import START_WEIGHTS
-from well_upao.trainers.upao import UpaoLoss
 from well_upao.trainers.upao_validation import UpaoValidation, ValidationSettings
 
 COMPLETE = Scorecard(floor=1e-3, residual_ratio=1.5, departure=0.2, backtest=0.3)
@@ -43,8 +42,7 @@ def test_the_guard_names_each_rule_it_could_not_check():
 
 
 def test_a_runs_missing_scores_are_named_with_their_reasons():
-    loss = UpaoLoss()
-    validation = UpaoValidation(hand_setup(history=4), None, loss.judge, ValidationSettings(True, 2, 30))
+    validation = UpaoValidation(hand_setup(history=4), None, ValidationSettings(True, 2, 30))
     assert validation.unavailable_scores(COMPLETE, has_reference=True) is None  # negative control
     text = validation.unavailable_scores(Scorecard(floor=1e-3, residual_ratio=1.5), has_reference=False)
     assert text == (

@@ -15,9 +15,13 @@ from well_upao.data.slots import N_SLOTS
 from well_upao.models.assembly import load_model
 from well_upao.models.checkpoint import build_payload, read_checkpoint, save_checkpoint
 from well_upao.models.na_transformer import NATransformer
-from well_upao.trainers.guard import TrustEvidence, choose_prior
+from well_upao.physics.scores import Scorecard
+from well_upao.predict.classical import CLASSICAL_PRIORS
+from well_upao.trainers.guard import Candidate, Guard, TrustEvidence, Validated, choose_prior
+from well_upao.trainers.rollout import RolloutSettings
+from well_upao.trainers.run_context import RunContext
 from well_upao.trainers.training_loss import kept_prior
-from well_upao.trainers.upao import UpaoLoss
+from well_upao.trainers.upao import UpaoSettings
 from well_upao.trainers.upao_validation import UpaoValidation, ValidationSettings
 
 SLOTS = [0, 1, 15]
@@ -41,6 +45,10 @@ def frames(seed: int = 0) -> torch.Tensor:
     return out
 
 
+def prior_of(order: int):
+    return next(prior for prior in CLASSICAL_PRIORS.values() if prior.order == order)
+
+
 def by_hand(window: torch.Tensor, order: int) -> torch.Tensor:
     """Entry tau predicts frame tau + 1 from frames 0..tau with the highest order they allow (written out)."""
     out = []
@@ -61,7 +69,7 @@ def test_a_kept_prior_predicts_the_extrapolation_whatever_the_base(base, order):
     model, window = trained_looking(base), frames()
     with torch.no_grad():
         network = model.forward_sequence(window)[..., SLOTS]
-        with kept_prior(model, order):
+        with kept_prior(model, prior_of(order)):
             prior = model.forward_sequence(window)[..., SLOTS]
         restored = model.forward_sequence(window)[..., SLOTS]
     torch.testing.assert_close(prior, by_hand(window, order)[..., SLOTS], rtol=1e-6, atol=1e-6)
@@ -77,7 +85,7 @@ def test_a_kept_persistence_or_extrap1_prior_round_trips_both_loaders(order, tmp
 
     model, window = trained_looking("extrap2"), frames(1)
     path = tmp_path / "best.pt"
-    with kept_prior(model, order):
+    with kept_prior(model, prior_of(order)):
         save_checkpoint(path, build_payload(model))
     assert int(read_checkpoint(path)["state_dict"]["prior_order"]) == order
     expected = by_hand(window, order)[..., SLOTS]
@@ -93,34 +101,41 @@ def test_a_kept_persistence_or_extrap1_prior_round_trips_both_loaders(order, tmp
         assert (load_model(plain).eval().forward_sequence(window)[..., SLOTS] - expected).abs().max() > 1e-2
 
 
-def window_logs(prefix: str = "valid_score_window_", **values: float) -> dict[str, float]:
-    return {f"{prefix}{name}": value for name, value in values.items()}
+def window(value: float) -> Candidate:
+    """A candidate whose evidence for the trust window is ``value`` (its scorecard aside)."""
+    return Candidate(Scorecard(), window=value)
+
+
+def observed(judge: Guard, values: dict[str, float], reach: str) -> None:
+    """What a validation hands the judge through the loop (``Guard.observe``)."""
+    evidence = TrustEvidence(values, choose_prior(values), reach)
+    judge.observe(Validated(0.0, {}, window(values["model"]), evidence), first=False)
 
 
 def test_the_rule_keeps_the_best_prior_for_the_trust_window():
-    judge = UpaoLoss(trust_window="6:12").judge  # guard_backtest_tolerance 0.1
-    judge.priors = True  # what attaching a backbone with prior_candidate sets
+    judge = Guard(priors=True, trust_window="6:12")  # guard_backtest_tolerance 0.1; a model that can keep a prior
     values = {"persistence": 0.9, "extrap1": 2.5, "extrap2": 7.0, "model": 3.0}
     assert choose_prior(values) == "persistence" and choose_prior({"model": 1.0, "extrap2": math.nan}) is None
-    judge.evidence = TrustEvidence(values, choose_prior(values), "backtest to step 5 of 12")  # what a validation hands
+    observed(judge, values, "backtest to step 5 of 12")
     assert judge.prior_choice() == "persistence"
-    reason = judge.prior_check(window_logs(model=1.2))
+    reason = judge.prior_check(window(1.2))
     assert reason is not None and "persistence" in reason and "6:12" in reason and "step 5 of 12" in reason
-    assert judge.prior_check(window_logs(model=0.95)) is None  # within the 10% tolerance
-    assert judge.prior_check(window_logs(model=0.5)) is None
-    assert judge.prior_check(window_logs(model=math.nan)) is None  # no evidence decides nothing
-    verdict = judge.prior_verdict(window_logs(model=3.0))
+    assert judge.prior_check(window(0.95)) is None  # within the 10% tolerance
+    assert judge.prior_check(window(0.5)) is None
+    assert judge.prior_check(window(math.nan)) is None  # no evidence decides nothing
+    verdict = judge.prior_verdict(window(3.0))
     assert verdict.startswith("the start is worse than persistence for 6:12")
-    judge.priors = False  # a model that cannot keep a prior: no rule
-    assert judge.prior_check(window_logs(model=3.0)) is None and judge.prior_choice() is None
+    unable = Guard(priors=False, trust_window="6:12")  # a model that cannot keep a prior: no rule
+    observed(unable, values, "backtest to step 5 of 12")
+    assert unable.prior_check(window(3.0)) is None and unable.prior_choice() is None
     with pytest.raises(ValueError, match="trust_window"):
-        UpaoLoss(trust_window="5:10")
+        UpaoSettings.of(trust_window="5:10")
 
 
 def test_a_prior_planted_far_off_the_data_is_never_picked():
     """The classical curves of a smooth history, plus a 'model' curve planted far off: the pick is a classical
     predictor whichever window is asked."""
-    from well_upao.evaluate.horizons import classical_curves, pick
+    from well_upao.predict.evidence import classical_curves, pick
 
     t = torch.arange(8, dtype=torch.float64)
     window = torch.zeros(1, 8, 4, 4, N_SLOTS, dtype=torch.float64)
@@ -146,17 +161,17 @@ def test_validation_records_the_picked_priors_true_vrmse_as_the_hand_extrapolati
     model, history = trained_looking("last"), 4
     trajectory = 1.0 + torch.randn(9, 16, 16, len(SLOTS), generator=torch.Generator().manual_seed(3)).cumsum(0) / 4
     sample = {"input_fields": trajectory[:history], "output_fields": trajectory[history:]}
-    loss = UpaoLoss(vrmse_trajectories=2)
-    trainer = SimpleNamespace(
+    run = RunContext(
         model=model,
         bare_model=model,
         device=torch.device("cpu"),
         datamodule=SimpleNamespace(rollout_val_dataset=[sample, sample]),
-        dset_metadata=SimpleNamespace(field_names={0: ["a", "b", "c"]}, n_spatial_dims=2),
+        metadata=SimpleNamespace(field_names={0: ["a", "b", "c"]}, n_spatial_dims=2),
+        rollout=RolloutSettings(),
         formatter_name="channels_last_default",
     )
     setup = hand_setup(history=history, space=ModelSpace())
-    validation = UpaoValidation(setup, trainer, loss.judge, ValidationSettings(True, 2, 30))
+    validation = UpaoValidation(setup, run, ValidationSettings(True, 2, 30))
     logs = validation.paper_vrmse(full=False, prior="extrap2")
     extrapolated = torch.stack(
         [3 * trajectory[t - 1] - 3 * trajectory[t - 2] + trajectory[t - 3] for t in range(history, 9)]
@@ -182,21 +197,21 @@ def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(o
     network it differs (negative control)."""
     from types import SimpleNamespace
 
-    from well_upao.evaluate.horizons import CLASSICAL, classical_curves
     from well_upao.harness.normalization import ModelSpace
     from well_upao.harness.samples import into_slots, slots_mask
+    from well_upao.predict.evidence import classical_curves
 
     model = trained_looking("last")
     generator = torch.Generator().manual_seed(4)
     observed = 1.0 + torch.randn(2, 8, 16, 16, len(SLOTS), generator=generator).cumsum(1) / 4
-    loss = UpaoLoss(trust_window="6:12")  # a window beyond one step: the model's rollout is scored too
-    trainer = SimpleNamespace(model=model, bare_model=model)
+    run = SimpleNamespace(model=model, bare_model=model)
     setup = hand_setup(space=ModelSpace(), channel_slots=tuple(SLOTS))
-    validation = UpaoValidation(setup, trainer, loss.judge, ValidationSettings(True, 2, 30))
+    # a window beyond one step: the model's rollout is scored too
+    validation = UpaoValidation(setup, run, ValidationSettings(True, 2, 30, trust_window="6:12"))
     history = into_slots(observed, SLOTS)
-    name = next(n for n, o in CLASSICAL.items() if o == order)
+    name = next(n for n, p in CLASSICAL_PRIORS.items() if p.order == order)
     classical = classical_curves(history, slots_mask(SLOTS, history.device))[name]
-    with kept_prior(model, order):
+    with kept_prior(model, CLASSICAL_PRIORS[name]):
         kept = validation.model_backtest_curve({"input_fields": observed}, history)["model"]
     assert kept.shape == (2, 5)
     torch.testing.assert_close(kept, classical, rtol=1e-5, atol=1e-6)
@@ -205,7 +220,7 @@ def test_a_models_backtest_curve_is_the_classical_one_when_it_keeps_that_prior(o
     assert not torch.allclose(network[:, 1:], classical[:, 1:], rtol=1e-2)  # the rollout
     # the default window (one step) pays no rollout: the model's curve is its one-step evidence alone, the same
     # whether its shifted predictions come from the objective's pass or from its own
-    loss.judge.trust_window = "one_step"
+    validation.settings = ValidationSettings(True, 2, 30, trust_window="one_step")
     alone = validation.model_backtest_curve({"input_fields": observed}, history)["model"]
     assert alone.shape == (2, 1)
     torch.testing.assert_close(alone[:, 0], network[:, 0])

@@ -216,7 +216,7 @@ def test_the_rollout_backtest_ends_on_the_last_observed_frame(small_datasets, tm
     frames = list(history[:, :5].unbind(1))
     for _ in range(3):
         frames.append(3 * frames[-1] - 3 * frames[-2] + frames[-3])
-    backtest = trainer.loss.validation.rollout_backtest(batch)
+    backtest = trainer.criterion.rollout_backtest(batch)
     torch.testing.assert_close(backtest.double(), frames[-1], rtol=1e-4, atol=1e-5)
     assert not torch.allclose(backtest.double(), history[:, -1], rtol=1e-3, atol=0)  # a prediction, not the frame
 
@@ -227,8 +227,8 @@ def test_the_guard_refuses_a_rollout_candidate_worse_than_the_start(small_datase
     itself as the candidate passes."""
     trainer = rollout_trainer(small_datasets, tmp_path, 2, model_kwargs={"base": "extrap2"}, validate_start=True)
     loader = trainer.datamodule.val_dataloader()
-    _, start_logs = trainer.validation_loop(loader, full=False)  # global step 0: the start's card
-    assert trainer.judge.check(start_logs) is None  # negative control
+    trainer.validation_loop(loader, full=False)  # global step 0: the start's card
+    assert trainer.judge.check(trainer.validated.candidate) is None  # negative control
     trainer.global_step = 1
     torch.manual_seed(1)
     with torch.no_grad():
@@ -237,7 +237,7 @@ def test_the_guard_refuses_a_rollout_candidate_worse_than_the_start(small_datase
             parameter.add_(0.05 * torch.randn_like(parameter))
     _, logs = trainer.validation_loop(loader, full=False)
     assert logs["valid_score_backtest"] > 1.1 * logs["valid_score_start_backtest"]
-    reason = trainer.judge.check(logs)
+    reason = trainer.judge.check(trainer.validated.candidate)
     assert reason is not None and "backtest" in reason
 
 
@@ -254,8 +254,8 @@ def test_the_shifted_loss_supervises_every_rollout_step(small_datasets, tmp_path
         device=torch.device("cpu"), progress=False, rollout_steps=2, **kwargs,
     )  # fmt: skip
     batch = next(iter(trainer.datamodule.train_dataloader()))
-    model, mask = trainer.bare_model, trainer.slot_mask()
-    frames = model.to_slots(trainer.batch_frames(batch))
+    model, mask = trainer.bare_model, trainer.bare_model.slot_mask(trainer.device)
+    frames = model.to_slots(trainer.run.batch_frames(batch))
     with torch.no_grad():
         ours, _ = trainer.loss(batch)
         shifted = model(frames[:, :8], mask, sequence=True)
@@ -299,10 +299,10 @@ def test_validations_log_the_wells_rollout_windows_by_hand(small_datasets, tmp_p
     """``valid_rollout_VRMSE_*``: the rollout of each validation trajectory from its first window, the Well's VRMSE
     per step (channel mean) computed here by hand; at this size (the validation trajectories cut to history 2 + 3
     frames) the rollout runs 3 steps, so 6:12 is not held and is not logged."""
-    from well_upao.evaluate.predictors import BackboneModel
+    from well_upao.predict.predictors import BackboneModel
 
     trainer = make_trainer(small_datasets, tmp_path, data_kwargs={"n_steps_input": 2}, vrmse_trajectories=2)
-    logs = trainer.loss.validation.paper_vrmse(full=False)
+    logs = trainer.criterion.paper_vrmse(full=False)
     dataset = trainer.datamodule.rollout_val_dataset
     predictor = BackboneModel("model", trainer.bare_model, trainer.loss.setup.space)
     curves = []

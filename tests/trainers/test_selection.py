@@ -3,33 +3,36 @@ The judge below is written by hand; the expected decisions follow from the rules
 
 from __future__ import annotations
 
-from well_upao.trainers.selection import Selection
+from well_upao.physics.scores import Scorecard
+from well_upao.trainers.guard import Candidate
+from well_upao.trainers.selection import Selection, restored_candidate
 
 
 class Judge:
-    """A guard that refuses the epochs in ``refuse``; a prior check that prefers the prior for the candidates whose
-    ``valid_score_backtest`` exceeds ``prior_backtest``."""
+    """A guard that refuses the epochs in ``refuse`` (a candidate's epoch is its card's ``floor`` here); a prior check
+    that prefers the prior for the candidates whose backtest exceeds ``prior_backtest``."""
 
     def __init__(self, refuse=(), prior_backtest: float | None = None):
         self.refuse, self.prior_backtest = set(refuse), prior_backtest
 
-    def check(self, logs):
-        return "worse than the start" if logs["epoch"] in self.refuse else None
+    def check(self, candidate):
+        return "worse than the start" if candidate.card.floor in self.refuse else None
 
-    def unchecked(self, logs):
+    def unchecked(self, candidate):
         return None
 
     def prior_choice(self):
         return "extrap2"
 
-    def prior_check(self, best_logs):
-        if self.prior_backtest is None or best_logs["valid_score_backtest"] <= self.prior_backtest:
+    def prior_check(self, best):
+        if self.prior_backtest is None or best.card.backtest <= self.prior_backtest:
             return None
-        return f"backtest {best_logs['valid_score_backtest']} vs {self.prior_backtest}"
+        return f"backtest {best.card.backtest} vs {self.prior_backtest}"
 
 
-def logs(epoch: int, backtest: float = 1.0) -> dict:
-    return {"epoch": epoch, "valid_score_backtest": backtest}
+def logs(epoch: int, backtest: float = 1.0) -> Candidate:
+    """A validated candidate: its epoch (as its floor, for the judge above) and its backtest."""
+    return Candidate(Scorecard(floor=epoch, backtest=backtest), window=backtest)
 
 
 def test_the_criterion_selects_and_early_stopping_counts_validations_without_improvement():
@@ -80,3 +83,20 @@ def test_the_state_survives_a_resume():
     resumed = Selection(patience=3)
     resumed.restore(selection.state(), selection.best_value)
     assert resumed == selection
+
+
+def test_a_checkpoint_written_before_candidates_were_typed_restores_its_candidate():
+    """Such a checkpoint kept the selected candidate's validation scores by their ``metrics.jsonl`` keys."""
+    scores = {
+        "valid_score_floor": 0.1,
+        "valid_score_residual_ratio": 1.5,
+        "valid_score_departure": 0.2,
+        "valid_score_backtest": 0.3,
+        "valid_score_start_residual_ratio": 1.2,
+        "valid_score_window_model": 0.7,
+    }
+    candidate = restored_candidate({"best_scores": scores})
+    assert candidate.card == Scorecard(0.1, 1.5, 0.2, 0.3) and candidate.window == 0.7
+    assert candidate.start_card.residual_ratio == 1.2
+    assert restored_candidate({"best_scores": {"valid_score_backtest": 0.3}}).start_card is None
+    assert restored_candidate({}) is None

@@ -123,7 +123,7 @@ def test_next_frame_loss_and_slot_predictor_read_frame_t_plus_1_of_the_active_sl
     squared increment, over active slots only, for persistence), and SlotModel feeds one-frame models the window."""
     from types import SimpleNamespace
 
-    from well_upao.evaluate.predictors import SlotModel
+    from well_upao.predict.predictors import SlotModel
     from well_upao.trainers.shifted import NextFrameSlotLoss
 
     pattern = torch.randn(8, 8, 18)
@@ -136,7 +136,7 @@ def test_next_frame_loss_and_slot_predictor_read_frame_t_plus_1_of_the_active_sl
         model = _NextFrameOracle(pattern, persistence)
         loss = NextFrameSlotLoss()
         loss.attach(SimpleNamespace(batch_frames=lambda b: torch.cat([b["input_fields"], b["output_fields"]], 1),
-                                  device=torch.device("cpu"), model=model))  # fmt: skip
+                                    device=torch.device("cpu"), model=model))  # fmt: skip
         value, logs = loss(batch)
         torch.testing.assert_close(value.item(), expected, rtol=1e-5, atol=1e-6)
         assert logs["mse_next"] == value.item()

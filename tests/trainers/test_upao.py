@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,13 +14,13 @@ import pytest
 import torch
 from the_well.benchmark.metrics import MSE
 
-from well_upao.evaluate.horizons import CLASSICAL
 from well_upao.harness.datamodule import WellUpaoDataModule
 from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.model_factory import na_transformer
 from well_upao.harness.samples import batch_dt
 from well_upao.models.checkpoint import read_checkpoint
 from well_upao.models.lora import adapter_layers
+from well_upao.predict.classical import CLASSICAL_PRIORS
 from well_upao.trainers.upao import UpaoTrainer
 
 
@@ -426,14 +427,13 @@ def test_every_candidate_is_scored_on_the_same_validation_batches(small_datasets
 def prefer_trained(trainer) -> None:
     """Make the selection criterion prefer every later candidate (minus the optimizer steps taken), so that only
     the guard can keep the start."""
-    validate = trainer.loss.validate
+    validate = trainer.criterion.validate
 
-    class Preferring(type(trainer.loss)):
-        def validate(self, dataloader, full):
-            _, logs = validate(dataloader, full)
-            return -float(self.trainer.global_step), logs
+    class Preferring(type(trainer.criterion)):
+        def validate(self, dataloader, full, step, first):
+            return dataclasses.replace(validate(dataloader, full, step, first), value=-float(step))
 
-    trainer.loss.__class__ = Preferring
+    trainer.criterion.__class__ = Preferring
 
 
 @pytest.mark.slow
@@ -469,7 +469,7 @@ def test_the_guard_keeps_the_start_when_the_scorecard_refuses_every_move(small_d
     weights = {name: tensor for name, tensor in initial.items() if name != "prior_order"}
     assert all(torch.equal(best["state_dict"][name], tensor) for name, tensor in weights.items())
     # the start's weights, predicting with the prior the rule kept if it kept one (issue 53), else its network
-    kept = CLASSICAL[trained["kept_prior_name"]] if trained["kept_prior"] else -1
+    kept = CLASSICAL_PRIORS[trained["kept_prior_name"]].order if trained["kept_prior"] else -1
     assert int(best["state_dict"]["prior_order"]) == kept
 
 

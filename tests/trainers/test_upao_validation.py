@@ -3,6 +3,7 @@ scores, the classical predictors' backtests and residuals) and gives the same nu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -37,21 +38,21 @@ def moved(model: torch.nn.Module) -> None:
 
 def test_the_starts_and_the_classical_parts_are_computed_once_and_equal_a_fresh_validation(small_datasets, tmp_path):
     trainer = make_trainer(small_datasets, tmp_path)
-    trainer.short_validation_length = 2
+    run = dataclasses.replace(trainer.run, short_validation_length=2)  # the batches every validation sees
     loss = trainer.loss
-    validation = loss.validation
+    validation = UpaoValidation(loss.setup, run, trainer.criterion.settings)
     batches = list(trainer.datamodule.val_dataloader())[:2]
-    validation.run(batches, full=False)  # before any step: the start is copied, its parts computed
+    validation.run_batches(batches, False, 0, True)  # before any step: the start is copied, its parts computed
     assert sorted(validation.fixed) == [0, 1]
     start = validation.start.model
     calls = []
     hook = start.register_forward_hook(lambda *_: calls.append(1))
     moved(trainer.model)
-    kept = validation.run(batches, full=False)
+    kept = validation.run_batches(batches, False, 1, False).logs
     assert not calls  # the start was not run again
-    fresh = UpaoValidation(loss.setup, trainer, loss.judge, loss.validation_settings)
+    fresh = UpaoValidation(loss.setup, run, validation.settings)
     fresh.start.model = start  # the same frozen start, nothing kept: every part computed again
-    again = fresh.run(batches, full=False)
+    again = fresh.run_batches(batches, False, 1, False).logs
     assert calls  # (the fresh validation did run the start)
     assert same_logs(kept, again) == []
     assert kept["score_start_residual_ratio"] != kept["score_residual_ratio"]  # the model moved off its start
@@ -60,9 +61,9 @@ def test_the_starts_and_the_classical_parts_are_computed_once_and_equal_a_fresh_
     other = {name: value.clone() if isinstance(value, torch.Tensor) else value for name, value in batches[0].items()}
     other["input_fields"] = other["input_fields"].flip(0) * 1.5
     assert batch_fingerprint(other) != batch_fingerprint(batches[0])
-    changed = validation.run([other], full=False)
+    changed = validation.run_batches([other], False, 1, False).logs
     assert calls
-    expected = UpaoValidation(loss.setup, trainer, loss.judge, loss.validation_settings)
+    expected = UpaoValidation(loss.setup, run, validation.settings)
     expected.start.model = start
-    assert same_logs(changed, expected.run([other], full=False)) == []
+    assert same_logs(changed, expected.run_batches([other], False, 1, False).logs) == []
     hook.remove()

@@ -9,9 +9,9 @@ from well_upao.commands.options import CommandError
 from well_upao.data.source import default_base_path
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.plan import EvaluationError
-from well_upao.evaluate.protocol import ProtocolError
 from well_upao.harness.runs import RunCheckpoint, labelled_checkpoints
 from well_upao.models.checkpoint import CheckpointError
+from well_upao.predict.rollout import ProtocolError
 
 
 def run(args: argparse.Namespace) -> int:

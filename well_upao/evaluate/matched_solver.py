@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from well_upao.evaluate.predictors import SolverStep
 from well_upao.evaluate.results import Scores
-from well_upao.evaluate.solver import supports
 from well_upao.harness.samples import Context
 from well_upao.physics.pdes import PDE
+from well_upao.predict.predictors import SolverStep
+from well_upao.predict.solver import supports
 
 #: grids coarser than this many points per axis are left out of the ladder
 MIN_COARSE_POINTS = 8

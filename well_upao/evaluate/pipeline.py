@@ -18,10 +18,10 @@ import torch
 from well_upao.data.source import WellSource
 from well_upao.evaluate.matched_solver import solver_ladder
 from well_upao.evaluate.plan import EvaluationError, EvaluationPlan, EvaluationRequest, plan_evaluation
-from well_upao.evaluate.predictors import Predictor, classical_predictors, load_predictor, transfer_predictors
 from well_upao.evaluate.report import EvaluationReport, write_report
 from well_upao.evaluate.scores import score
 from well_upao.harness.runs import RunCheckpoint
+from well_upao.predict.predictors import Predictor, classical_predictors, load_predictor, transfer_predictors
 
 __all__ = ["EvaluationReport", "EvaluationRequest", "run_evaluation"]
 

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from well_upao.data.source import WellSource
-from well_upao.evaluate.predictors import Predictor
-from well_upao.evaluate.windows import LONGEST_WINDOW_END
 from well_upao.harness.datamodule import WellUpaoDataset
 from well_upao.harness.names import register_dataset_names
 from well_upao.harness.samples import Context, file_time_axis, sample_context
 from well_upao.models.na_transformer import T_IN
 from well_upao.physics.discretisation import EVALUATION_SAMPLE, Physics, PhysicsRequest, physics_of
 from well_upao.physics.pdes import PDE
+from well_upao.predict.predictors import Predictor
+from well_upao.predict.windows import LONGEST_WINDOW_END
 
 #: the history of an evaluation whose rows do not say (classical rows only): the paper's T_in
 DEFAULT_HISTORY = T_IN

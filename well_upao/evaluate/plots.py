@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from well_upao.evaluate.results import Evaluation, FigureFrames
-from well_upao.evaluate.windows import WELL_WINDOWS, window_label
+from well_upao.predict.windows import WELL_WINDOWS, window_label
 
 
 def _view(field: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from well_upao.evaluate.plots import plot_cost_accuracy, plot_expected, plot_fields, plot_rollout
 from well_upao.evaluate.results import LABEL_FREE, NOT_FINITE, Evaluation, FigureFrames, Scores, missing_scores
-from well_upao.evaluate.windows import WELL_WINDOWS, first_non_finite_step, frames_needed, window_label
+from well_upao.predict.windows import WELL_WINDOWS, first_non_finite_step, frames_needed, window_label
 
 
 @dataclass

@@ -51,7 +51,7 @@ class Scores:
         return sum(self.one_step_vrmse_well.values()) / len(self.one_step_vrmse_well)
 
     def window_error(self, window: str) -> float | None:
-        """The true error of a trust window (``evaluate.horizons.WINDOWS``): one step, the Well's one-step VRMSE;
+        """The true error of a trust window (``predict.windows.WINDOWS``): one step, the Well's one-step VRMSE;
         a rollout window, its mean (``None`` where the rollout did not reach it)."""
         return self.mean_well if window == "one_step" else self.rollout_windows.get(window)
 
@@ -84,7 +84,7 @@ class Evaluation:
     #: history), and the rollout starts asked per trajectory
     rollout_steps_run: int = 0
     rollout_starts: int = 1
-    #: what the evaluation would trust per window (``one_step``, ``6:12``, ``13:30``; ``evaluate.horizons``): the row
+    #: what the evaluation would trust per window (``one_step``, ``6:12``, ``13:30``; ``predict.evidence``): the row
     #: the label-free evidence picks, its evidence and reach, and (with labels) the lowest true error among the
     #: extrapolation rows and the models, and the ratio between them
     trust: dict = field(default_factory=dict)

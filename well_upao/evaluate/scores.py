@@ -8,15 +8,15 @@ For every trajectory (read whole, at the plan's time stride):
   paper's: over the trajectory's full time series);
 * rollout: ``rollout_steps`` autoregressive steps (at most what the trajectory holds) from up to
   ``rollout_starts`` windows of each trajectory; The Well's VRMSE per step, averaged over every rollout, and its
-  windows 6:12 and 13:30 (``well_upao.evaluate.windows``);
+  windows 6:12 and 13:30 (``well_upao.predict.windows``);
 * the label-free scorecard of every row's one-step predictions (``well_upao.physics.scores``), from each target's
   window only: the residual of the prediction over the floor of the window, the departure from ``extrap2`` of
   the same window per unit of its step, and the backtest (the row run on the window without its last frame, against
   that observed frame), under the plan's discretisation (``label_free_scores``);
 * the solver ladder (``well_upao.evaluate.matched_solver``), when given, on the same trajectories and windows, with
   the VRMSEs and timings only;
-* per window (one step, 6:12, 13:30), the row the label-free evidence would trust (``evaluate.horizons``) and each
-  row's expected VRMSE with an interval (``evaluate.expected``), from backtests on the history windows the rows
+* per window (one step, 6:12, 13:30), the row the label-free evidence would trust (``predict.evidence``) and each
+  row's expected VRMSE with an interval (``predict.expected``), from backtests on the history windows the rows
   predict from;
 * for the figures, the first trajectory at its middle predicted frame: truth, every row's prediction and its
   ``|R_k|`` under the plan's discretisation, the table's (``FigureFrames``).
@@ -34,23 +34,9 @@ import torch
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import SLOT_NAMES
-from well_upao.evaluate.expected import expected_curve, expected_per_window, step_over_spread
-from well_upao.evaluate.horizons import (
-    CLASSICAL,
-    START,
-    WINDOWS,
-    backtest_curve,
-    extrapolation_one_step,
-    extrapolation_rollout,
-    median_curves,
-    pick,
-    with_one_step,
-)
 from well_upao.evaluate.matched_solver import match_solvers
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.plan import EvaluationError, EvaluationPlan
-from well_upao.evaluate.predictors import Predictor
-from well_upao.evaluate.protocol import one_step_all, rollout
 from well_upao.evaluate.results import (
     NO_WINDOW,
     Evaluation,
@@ -58,11 +44,16 @@ from well_upao.evaluate.results import (
     Scores,
     missing_scores,
 )
-from well_upao.evaluate.windows import rollout_starts as spread_starts
-from well_upao.evaluate.windows import window_means
 from well_upao.harness.samples import Context, file_time_axis, into_slots, sample_context
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.residual import slot_fields
+from well_upao.predict.backtests import add_history_curves
+from well_upao.predict.evidence import median_curves, pick
+from well_upao.predict.expected import expected_per_window
+from well_upao.predict.predictors import Predictor
+from well_upao.predict.rollout import one_step_all, rollout
+from well_upao.predict.windows import WINDOWS, window_means
+from well_upao.predict.windows import rollout_starts as spread_starts
 
 
 @dataclass
@@ -192,79 +183,6 @@ def evaluation_of(
         expected=expected,
     )
     return evaluation, figures
-
-
-def add_history_curves(
-    curves: dict[str, dict[str, list[torch.Tensor]]],
-    predictors: Sequence[Predictor],
-    frames: torch.Tensor,
-    history: int,
-    context: Context,
-    rollout_starts: Sequence[int],
-    count: int,
-    expected: dict[str, dict[str, list[torch.Tensor]]] | None = None,
-) -> None:
-    """Add a trajectory's backtest curves (``history_curves``) to ``curves``: under ``one_step``, those of up to
-    ``count`` history windows spread evenly over the one-step targets (the windows before the first, a middle and the
-    last target frame for 3), the evidence for the one-step pick; under ``rollout``, those of the rollouts' own
-    history windows (``rollout_starts``; the first window where no rollout is run), the evidence for the rollout
-    windows. Each prediction the pick is judged on reads such a window, so the evidence comes from where the rows are
-    scored, not from the first frames only (on a trajectory that starts with a transient, those rank the predictors
-    otherwise); a window's curve is computed once. ``expected`` receives the same windows' curves in VRMSE units
-    (``evaluate.expected.expected_curve``), the evidence of the expected error."""
-    one_step_starts = spread_starts(frames.shape[0], history, 1, count)
-    cache: dict[int, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
-    for kind, starts in (("one_step", one_step_starts), ("rollout", list(rollout_starts) or [0])):
-        for start in starts:
-            if start not in cache:
-                window = frames[start : start + history]
-                per_channel = channel_history_curves(predictors, window, context)
-                rho = step_over_spread(window[None], torch.ones(window.shape[-1])) if per_channel else None
-                cache[start] = (
-                    {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()},
-                    {name: expected_curve(with_one_step(r, o), rho) for name, (r, o) in per_channel.items()},
-                )
-            for held, part in zip((curves, expected), cache[start], strict=True):
-                if held is not None:
-                    for name, curve in part.items():
-                        held[kind].setdefault(name, []).append(curve)
-
-
-def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:
-    """Each row's backtest curve (``evaluate.horizons``) on one history window, ``(1, K)``: the classical rows'
-    closed forms, a model row's rollout from the window's first ``START`` frames and, one step ahead, its predictions
-    of every later frame of the window from the ``START`` frames before it (none for a row that cannot start from
-    them, ``Predictor.can_start_from``: a one-frame model of the Well reading more frames); the solver is not a
-    candidate."""
-    per_channel = channel_history_curves(predictors, history, context)
-    return {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()}
-
-
-def channel_history_curves(
-    predictors: Sequence[Predictor], history: torch.Tensor, context: Context
-) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """``history_curves`` per channel before the one-step mean: each row's rollout curve ``(1, K, C)`` and its
-    one-step curve over the window's later frames ``(1, T - START, C)``."""
-    window = history[None]
-    mask = torch.ones(history.shape[-1])
-    out = {}
-    for predictor in predictors:
-        if predictor.kind == "solver" or history.shape[0] <= START:
-            continue
-        if predictor.kind == "classical" and predictor.name in CLASSICAL:
-            order = CLASSICAL[predictor.name]
-            predicted = extrapolation_rollout(window, order, START)
-            one_step = extrapolation_one_step(window, order, START)
-        elif predictor.kind == "model" and predictor.can_start_from(START):
-            predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
-            one_step = one_step_all(predictor, history, START, context)[None]
-        else:
-            continue
-        out[predictor.name] = (
-            backtest_curve(predicted, window, START, mask, per_channel=True),
-            backtest_curve(one_step, window, START, mask, per_channel=True),
-        )
-    return out
 
 
 def trust_per_window(

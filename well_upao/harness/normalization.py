@@ -59,9 +59,9 @@ class ModelSpace:
         return type(self.norm).__name__ if self.norm is not None else "none"
 
 
-def trainer_model_space(trainer) -> ModelSpace:
-    """The model units of a running harness trainer: its training dataset's normalisation when it has one."""
-    dataset = trainer.datamodule.train_dataset
+def model_space_of(dataset) -> ModelSpace:
+    """The model units of a run training on ``dataset`` (its training dataset, a ``WellDataset``): the dataset's
+    normalisation when it has one."""
     norm = getattr(dataset, "norm", None) if getattr(dataset, "use_normalization", False) else None
     return ModelSpace(norm)
 

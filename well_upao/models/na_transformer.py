@@ -82,19 +82,30 @@ def resolve_base(base: str | None, residual_in_time: bool | None) -> str:
     return base
 
 
+def extrapolation_weights(order: int) -> tuple[float, ...]:
+    """The weights of ``u_t, u_{t-1}, .., u_{t-order}`` in the polynomial of degree ``order`` through those frames,
+    evaluated one step ahead (Newton's backward differences): ``w_j = (-1)^j C(order + 1, j + 1)``; ``(1,)``,
+    ``(2, -1)``, ``(3, -3, 1)``, ``(4, -6, 4, -1)``, ..."""
+    if order < 0:
+        raise ValueError(f"extrapolation order must be >= 0, got {order}")
+    return tuple(float((-1) ** j * math.comb(order + 1, j + 1)) for j in range(order + 1))
+
+
 def extrapolate_history(frames: torch.Tensor, order: int) -> torch.Tensor:
     """Shifted extrapolation ``(B, T, ...) -> (B, T, ...)``: entry ``tau`` extrapolates ``frames[:, :tau+1]`` one
-    step ahead with a polynomial of degree ``min(order, tau)`` through its last frames:
-    degree 0 ``u_tau``; 1 ``2 u_tau - u_{tau-1}``; 2 ``3 u_tau - 3 u_{tau-1} + u_{tau-2}``."""
-    if order not in (0, 1, 2):
-        raise ValueError(f"extrapolation order must be 0, 1 or 2, got {order}")
+    step ahead with the polynomial of degree ``min(order, tau)`` through its last frames
+    (``extrapolation_weights``): degree 0 ``u_tau``; 1 ``2 u_tau - u_{tau-1}``; 2 ``3 u_tau - 3 u_{tau-1} +
+    u_{tau-2}``; any degree the same way."""
+    if order < 0:
+        raise ValueError(f"extrapolation order must be >= 0, got {order}")
     base = frames
-    if order >= 1 and frames.shape[1] >= 2:
-        linear = 2 * frames[:, 1:] - frames[:, :-1]
-        base = torch.cat([frames[:, :1], linear], dim=1)
-    if order >= 2 and frames.shape[1] >= 3:
-        quadratic = 3 * frames[:, 2:] - 3 * frames[:, 1:-1] + frames[:, :-2]
-        base = torch.cat([base[:, :2], quadratic], dim=1)
+    for degree in range(1, min(order, frames.shape[1] - 1) + 1):
+        weights = extrapolation_weights(degree)
+        steps = frames.shape[1] - degree
+        polynomial = weights[0] * frames[:, degree:]
+        for j, weight in enumerate(weights[1:], 1):
+            polynomial = polynomial + weight * frames[:, degree - j : degree - j + steps]
+        base = torch.cat([base[:, :degree], polynomial], dim=1)
     return base
 
 
@@ -230,7 +241,7 @@ class NATransformer(nn.Module):
         self.final_norm = nn.RMSNorm(hidden)
         #: the prior this model predicts instead of its network when a selection kept it (``trainer.trust_window``):
         #: -1 none (the network), else the polynomial order of the extrapolation of the window (0 persistence, 1
-        #: linear, 2 quadratic; ``extrapolate_history``). A buffer, so every loader restores it.
+        #: linear, 2 quadratic, ...; ``extrapolate_history``). A buffer, so every loader restores it.
         self.register_buffer("prior_order", torch.tensor(-1))
         self._prior = -1
         if self.base in ("extrap1", "extrap2"):
@@ -340,10 +351,11 @@ class NATransformer(nn.Module):
         return (decoded * std + mean) * channel_mask
 
     def set_prior(self, order: int) -> None:
-        """Predict the window's extrapolation of polynomial ``order`` (0, 1, 2) instead of the network, or the network
-        again (``-1``); the choice travels in the state dict (``prior_order``)."""
-        if order not in (-1, 0, 1, 2):
-            raise ValueError(f"a prior is an extrapolation of order 0, 1 or 2 (or -1: none), got {order}")
+        """Predict the window's extrapolation of polynomial ``order`` (``extrapolate_history``; a classical prior's,
+        ``well_upao.predict.classical``) instead of the network, or the network again (``-1``); the choice travels in
+        the state dict (``prior_order``)."""
+        if order < -1:
+            raise ValueError(f"a prior is an extrapolation of order >= 0 (or -1: none), got {order}")
         self.prior_order.fill_(order)
         self._prior = order
 

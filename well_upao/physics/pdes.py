@@ -76,7 +76,7 @@ class PDE:
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     description: str = ""
     notes: str = ""
-    #: the refinement of the grid on which the ``solver`` baseline (``well_upao.evaluate.solver``) evaluates the
+    #: the refinement of the grid on which the ``solver`` baseline (``well_upao.predict.solver``) evaluates the
     #: right-hand side on a periodic grid: 3/2, the rule that makes quadratic products exact, or 1 (the data's grid)
     #: for a dataset whose generator evaluates its nonlinear terms on the grid, so that the baseline steps the
     #: discretisation that made the data (Gray-Scott: its cubic reaction, on the grid in the Well's generator and in

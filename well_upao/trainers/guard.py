@@ -1,13 +1,16 @@
-"""The UPAO run's label-free judge: what the selection (``trainers/selection.py``) asks of a candidate, from the
-scorecards its validation logged (``valid_score_*``, ``well_upao.physics.scores``), never from labels.
+"""The UPAO run's label-free judge: what the selection (``trainers/selection.py``) asks of a candidate, from what its
+validation measured of it ([`Candidate`][well_upao.trainers.guard.Candidate]: its scorecard, the start's,
+its evidence for the trust window; ``well_upao.physics.scores``), never from labels. The loop composes the judge and
+hands it each validation ([`Guard.observe`][well_upao.trainers.guard.Guard.observe], the one place its state changes).
 
 * the guard (``trainer.guard``): a candidate the scorecard finds worse than the start is refused
   ([`guard_decision`][well_upao.trainers.guard.guard_decision], against the start's card on the same batches, else the
   card of the start's own validation);
 * the prior (``trainer.prior_candidate``), per horizon (``trainer.trust_window``: ``one_step``, ``6:12`` or
   ``13:30``): the classical predictor (persistence, linear or quadratic extrapolation of the window) whose backtest
-  on the observed history is lowest for that window (``well_upao.evaluate.horizons``; ``valid_score_window_<name>``)
-  is the prior, chosen once per validation ([`choose_prior`][well_upao.trainers.guard.choose_prior]) and handed to
+  on the observed history is lowest for that window (``well_upao.predict.evidence``; the classical predictors are the
+  entries of ``well_upao.predict.classical``; ``valid_score_window_<name>`` in ``metrics.jsonl``)
+  is the prior, chosen once per validation ([`choose_prior`][well_upao.trainers.guard.choose_prior]) and observed by
   the judge with its evidence ([`TrustEvidence`][well_upao.trainers.guard.TrustEvidence]); the selected candidate is
   set aside for it when the candidate's own backtest for the window is worse by more than the guard's backtest
   tolerance: ``candidate > (1 + guard_backtest_tolerance) * prior`` (the rule fixed before it was measured).
@@ -25,11 +28,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from well_upao.evaluate.horizons import CLASSICAL, WINDOWS
 from well_upao.physics.scores import Scorecard
+from well_upao.predict.classical import is_classical
+from well_upao.predict.windows import WINDOWS
 
 
 @dataclass
@@ -95,61 +99,106 @@ def guard_unchecked(start: Scorecard | None, candidate: Scorecard) -> list[str]:
 def choose_prior(values: Mapping[str, float]) -> str | None:
     """The prior rule's choice: the classical predictor whose evidence for the trust window (``values``, by
     predictor) is lowest, ``None`` where none has finite evidence."""
-    classical = {name: value for name, value in values.items() if name in CLASSICAL and math.isfinite(value)}
+    classical = {name: value for name, value in values.items() if is_classical(name) and math.isfinite(value)}
     return min(classical, key=classical.get) if classical else None
 
 
 @dataclass(frozen=True)
 class TrustEvidence:
-    """What a validation hands the judge: every predictor's evidence for the trust window (``values``, its
-    ``valid_score_window_<name>``), the prior it chose (``prior``,
-    [`choose_prior`][well_upao.trainers.guard.choose_prior]) and how far the evidence reaches (``reach``, its
-    ``valid_trust_reach``)."""
+    """What a validation measured of the trust window, for the judge: every predictor's evidence for it
+    (``values``, logged as ``valid_score_window_<name>``; the validated model's under ``model``), the prior it
+    chose (``prior``, [`choose_prior`][well_upao.trainers.guard.choose_prior]) and how far the evidence reaches
+    (``reach``, ``valid_trust_reach``)."""
 
     values: Mapping[str, float]
     prior: str | None
     reach: str | None = None
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """What a validation measured, label-free, of the model it validated: its scorecard (``card``), the starting
+    model's on the same batches (``start_card``; ``None`` where the start was not scored there) and its evidence
+    for the trust window (``window``; ``nan`` without)."""
+
+    card: Scorecard
+    start_card: Scorecard | None = None
+    window: float = math.nan
+
+    def record(self) -> dict[str, Any]:
+        """The candidate as a checkpoint keeps it (plain numbers)."""
+        return {
+            "card": asdict(self.card),
+            "start_card": None if self.start_card is None else asdict(self.start_card),
+            "window": self.window,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Candidate:
+        start = record.get("start_card")
+        return cls(Scorecard(**record["card"]), None if start is None else Scorecard(**start), record["window"])
+
+
+@dataclass(frozen=True)
+class Validated:
+    """One validation of a UPAO run, as the loop hands it to the judge and the selection: the criterion ``value``
+    (lower is better), the ``logs`` it writes to ``metrics.jsonl`` (keys with their ``valid_`` prefix), the model it
+    validated as a ``candidate`` and the trust window's ``evidence``."""
+
+    value: float
+    logs: Mapping[str, Any]
+    candidate: Candidate
+    evidence: TrustEvidence
+
+
 @dataclass
 class Guard:
-    """``enabled``: ``trainer.guard``; ``settings``: its thresholds; ``start_card``: the start's scorecard (its first
-    validation, or a resumed run's checkpoint), the reference when a validation did not score the start;
-    ``priors``: whether the prior rule applies (``trainer.prior_candidate``, and a model that can predict with a
-    prior); ``trust_window``: the horizons the prior is chosen for (``trainer.trust_window``); ``evidence``: the last
-    validation's evidence for that window and the prior it chose (``None`` before any validation)."""
+    """The run's judge. Set when the run is composed: ``enabled`` (``trainer.guard``, and the start validated),
+    ``settings`` (its thresholds), ``priors`` (whether the prior rule applies: ``trainer.prior_candidate`` and a
+    model that can predict with a prior), ``trust_window`` (``trainer.trust_window``); ``start_card``: a resumed
+    run's start card (its checkpoint's). Changed only by [`observe`][well_upao.trainers.guard.Guard.observe]:
+    ``start_card`` (the start's card, from the first validation, the reference when a validation did not score the
+    start) and ``evidence`` (the last validation's evidence for the trust window and the prior it chose; ``None``
+    before any validation)."""
 
     enabled: bool = True
     settings: GuardSettings = field(default_factory=GuardSettings)
-    start_card: Scorecard | None = None
     priors: bool = False
     trust_window: str = "one_step"
+    start_card: Scorecard | None = None
     evidence: TrustEvidence | None = None
 
     def __post_init__(self) -> None:
         if self.trust_window not in WINDOWS:
             raise ValueError(f"trainer.trust_window must be one of {sorted(WINDOWS)}, got {self.trust_window!r}")
 
-    def reference(self, logs: Mapping[str, Any]) -> Scorecard | None:
+    def observe(self, validated: Validated, first: bool) -> None:
+        """What a validation tells the judge, the one place its state changes: the trust window's evidence and, at
+        the run's first validation (``first``: before any step, no start card yet), the start's card."""
+        self.evidence = validated.evidence
+        if first:
+            self.start_card = validated.candidate.card
+
+    def reference(self, candidate: Candidate) -> Scorecard | None:
         """The start's card the guard compares with: the one measured on the candidate's batches, else
         ``start_card``."""
-        start = Scorecard.from_logs(logs, prefix="valid_score_start_")
-        return self.start_card if math.isnan(start.residual_ratio) else start
+        start = candidate.start_card
+        return self.start_card if start is None or math.isnan(start.residual_ratio) else start
 
-    def check(self, logs: Mapping[str, Any]) -> str | None:
-        """Why a candidate (its validation ``logs``) is worse than the start by the scorecard, or ``None``."""
-        start = self.reference(logs) if self.enabled else None
+    def check(self, candidate: Candidate) -> str | None:
+        """Why a candidate is worse than the start by the scorecard, or ``None``."""
+        start = self.reference(candidate) if self.enabled else None
         if start is None:
             return None
-        return guard_decision(start, Scorecard.from_logs(logs), self.settings)
+        return guard_decision(start, candidate.card, self.settings)
 
-    def unchecked(self, logs: Mapping[str, Any]) -> str | None:
+    def unchecked(self, candidate: Candidate) -> str | None:
         """What the guard could not check on a candidate and why
         ([`guard_unchecked`][well_upao.trainers.guard.guard_unchecked]), or ``None`` (everything checked, or the guard
         is off: ``guard`` in the run's facts)."""
         if not self.enabled:
             return None
-        return "; ".join(guard_unchecked(self.reference(logs), Scorecard.from_logs(logs))) or None
+        return "; ".join(guard_unchecked(self.reference(candidate), candidate.card)) or None
 
     def worse_than_prior(self, candidate: float, prior: float) -> bool:
         return candidate > (1 + self.settings.backtest_tolerance) * prior
@@ -158,10 +207,10 @@ class Guard:
         """The prior the last validation chose (``None`` without evidence, or without priors)."""
         return self.evidence.prior if self.evidence is not None and self.priors else None
 
-    def prior_check(self, best_logs: Mapping[str, Any]) -> str | None:
-        """Why the prior should be kept instead of the selected candidate (its validation ``best_logs``; the prior and
-        its evidence from the last validation, scored on the same batches), or ``None`` (also without priors)."""
-        compared = self.compared(best_logs)
+    def prior_check(self, best: Candidate) -> str | None:
+        """Why the prior should be kept instead of the selected candidate ``best`` (the prior and its evidence from
+        the last validation, scored on the same batches), or ``None`` (also without priors)."""
+        compared = self.compared(best)
         if compared is None or not self.worse_than_prior(compared[1], compared[2]):
             return None
         choice, candidate, prior = compared
@@ -170,23 +219,30 @@ class Guard:
             f"({candidate:.3g} vs {prior:.3g} of a step; {self.evidence.reach})"
         )
 
-    def prior_verdict(self, logs: Mapping[str, Any]) -> str | None:
-        """The first validation's comparison of the start (its ``logs``) with the prior, one line (``None`` without
-        priors)."""
-        compared = self.compared(logs)
+    def prior_verdict(self, start: Candidate) -> str | None:
+        """The first validation's comparison of the start with the prior, one line (``None`` without priors)."""
+        compared = self.compared(start)
         if compared is None:
             return None
-        choice, start, prior = compared
+        choice, value, prior = compared
         reach = self.evidence.reach
-        if self.worse_than_prior(start, prior):
-            return f"the start is worse than {choice} for {self.trust_window}: {start:.3g} vs {prior:.3g} ({reach})"
-        return f"the start is not worse than {choice} for {self.trust_window}: {start:.3g} vs {prior:.3g} ({reach})"
+        if self.worse_than_prior(value, prior):
+            return f"the start is worse than {choice} for {self.trust_window}: {value:.3g} vs {prior:.3g} ({reach})"
+        return f"the start is not worse than {choice} for {self.trust_window}: {value:.3g} vs {prior:.3g} ({reach})"
 
-    def compared(self, model_logs: Mapping[str, Any]) -> tuple[str, float, float] | None:
-        """``(prior, the model's evidence, the prior's)`` for the trust window (the model's from its validation
-        ``model_logs``, the prior's from the last validation), ``None`` without priors or evidence."""
+    def compared(self, candidate: Candidate) -> tuple[str, float, float] | None:
+        """``(prior, the candidate's evidence, the prior's)`` for the trust window (the prior's from the last
+        validation), ``None`` without priors or evidence."""
         choice = self.prior_choice()
-        model = model_logs.get("valid_score_window_model", math.nan)
-        if choice is None or not math.isfinite(model):
+        if choice is None or not math.isfinite(candidate.window):
             return None
-        return choice, float(model), float(self.evidence.values[choice])
+        return choice, float(candidate.window), float(self.evidence.values[choice])
+
+    def facts(self) -> dict[str, Any]:
+        """What checkpoints and the first ``metrics.jsonl`` line record of the judge."""
+        return {
+            "guard": self.enabled,
+            "guard_start": None if self.start_card is None else asdict(self.start_card),
+            "prior_candidate": self.priors,
+            "trust_window": self.trust_window,
+        }

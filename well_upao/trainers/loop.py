@@ -30,15 +30,15 @@ import torch
 import torch.distributed as dist
 from tqdm.auto import tqdm
 
-from well_upao.data.slot_inventory import N_SLOTS
-from well_upao.evaluate.horizons import CLASSICAL
 from well_upao.harness import metrics_file
 from well_upao.harness.well_trainer import WellTrainer, trainer_argument
 from well_upao.models.checkpoint import build_payload, unwrap
 from well_upao.models.kinds import is_sequence_model
+from well_upao.predict.classical import classical_prior
 from well_upao.trainers import records
 from well_upao.trainers.diagnosis import describe_non_finite
-from well_upao.trainers.guard import Guard
+from well_upao.trainers.guard import Guard, Validated
+from well_upao.trainers.run_context import Criterion, RunContext
 from well_upao.trainers.run_files import RunFiles, device_facts
 from well_upao.trainers.schedule import Budget, CheckpointCadence, epoch_scheduler, step_scheduler
 from well_upao.trainers.selection import Decision, Selection
@@ -93,7 +93,7 @@ class Trainer(WellTrainer):
     def __init__(
         self,
         *args,
-        loss: TrainingLoss,
+        loss: TrainingLoss | None = None,
         validation: Validation | None = None,
         settings: TrainerSettings | None = None,
         **kwargs,
@@ -144,10 +144,45 @@ class Trainer(WellTrainer):
             logger.info("well-upao trainers schedule the LR per step; the harness's epoch scheduler is ignored")
             self.lr_scheduler = None
         self.validation = validation or well_validation
-        self.loss = loss
-        loss.attach(self)
-        #: the run's label-free judge (the guard and the prior rule; ``None`` without one): the selection asks it
-        self.judge: Guard | None = loss.judge
+        #: the last validation's label-free measurements (``None``: the run has no criterion of its own)
+        self.validated: Validated | None = None
+        #: the run as typed values, for the parts composed from it (``trainers/run_context.py``)
+        self.run = self.run_context()
+        #: the training loss; the run's own label-free validation, whose value is the selection's criterion
+        #: (``None``: the Well's, its ``loss_fn`` on the validation rollout); the run's judge (the guard and the prior
+        #: rule, which the selection asks; ``None`` without one)
+        self.loss, self.criterion, self.judge = self.compose(self.run, loss)
+
+    def run_context(self) -> RunContext:
+        """The run as the parts composed from it read it (after the Well's constructor built model, data, device)."""
+        return RunContext(
+            model=self.model,
+            bare_model=self.bare_model,
+            device=self.device,
+            datamodule=self.datamodule,
+            metadata=self.dset_metadata,
+            rollout=self.rollout,
+            formatter_name=self.formatter_name,
+            formatter=self.formatter,
+            loss_fn=self.loss_fn,
+            well_rollout=self.rollout_model,
+            checkpoint_folder=self.checkpoint_folder,
+            short_validation_length=self.short_validation_length,
+            validate_start=self.settings.start.validate_start,
+            resumed=dict(self.resumed_train),
+        )
+
+    def compose(
+        self, run: RunContext, loss: TrainingLoss | None
+    ) -> tuple[TrainingLoss, Criterion | None, Guard | None]:
+        """The run's parts: here the ``loss`` it was handed, attached to ``run``, with the Well's criterion and no
+        judge; a trainer whose loss brings its own validation and judge builds them here (``trainers/upao.py``)."""
+        if loss is None:
+            raise TypeError(f"{type(self).__name__} needs a training loss (loss=...)")
+        if loss.needs_backbone:
+            self.require_backbone(loss)
+        loss.attach(run)
+        return loss, None, None
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -171,24 +206,14 @@ class Trainer(WellTrainer):
     def bare_model(self) -> torch.nn.Module:
         return unwrap(self.model)
 
-    def batch_frames(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Input and output frames of a batch concatenated in time: ``(B, T_in + T_out, *space, C)``."""
-        return torch.cat([batch["input_fields"], batch["output_fields"]], dim=1).to(self.device)
-
-    def require_backbone(self) -> None:
+    def require_backbone(self, loss: TrainingLoss) -> None:
         """The shifted loss needs a well-upao backbone (18 slots, ``forward_sequence``)."""
         if not is_sequence_model(self.bare_model):
             raise TypeError(
-                f"{type(self.loss).__name__} needs a well-upao backbone (model=na, na_lora or na_nslora); "
+                f"{type(loss).__name__} needs a well-upao backbone (model=na, na_lora or na_nslora); "
                 f"got {type(self.bare_model).__name__}. Train neural-operator baselines with trainer=supervised "
                 "or trainer=upao (or experiment=fno / tfno / unet_classic / unet_convnext)."
             )
-
-    def slot_mask(self) -> torch.Tensor:
-        """The 18-slot mask of the dataset's channels (a backbone knows its slots; other models fill all)."""
-        if is_sequence_model(self.bare_model):
-            return self.bare_model.slot_mask(self.device)
-        return torch.ones(N_SLOTS, device=self.device)
 
     def should_stop(self) -> bool:
         """Past the wall-clock budget or the step budget: training ends, then validates and tests as usual."""
@@ -291,7 +316,7 @@ class Trainer(WellTrainer):
         if decision.save == "candidate":
             self.save_model(epoch, validation_loss, best_path)
         elif decision.save == "prior":
-            with kept_prior(self.bare_model, CLASSICAL[decision.prior]):
+            with kept_prior(self.bare_model, classical_prior(decision.prior)):
                 self.save_model(epoch, validation_loss, best_path)
 
     def train(self):
@@ -351,11 +376,12 @@ class Trainer(WellTrainer):
         """An epoch's validation (full on the last epoch unless the selection compares on the same batches): the
         selection's decision on the candidate, ``best.pt`` as it decides, the after-validation hook; returns the
         criterion and the line's validation keys."""
-        full = last and not self.loss.selects_on_the_same_batches
+        full = last and self.criterion is None  # a run's own criterion compares every candidate on the same batches
         with self.budget.excluded():
             val_loss, val_logs = self.validation(self, "valid", full, epoch)
         self.last_val_loss = val_loss
-        decision = self.selection.consider(epoch, val_loss, val_logs, self.judge)
+        candidate = self.validated.candidate if self.validated is not None else None
+        decision = self.selection.consider(epoch, val_loss, candidate, self.judge)
         self.place_best(epoch, val_loss, decision)
         logs = {"guard_rejected": bool(decision.guard_reason), "guard_reason": decision.guard_reason}
         logs |= {"guard_unchecked": decision.guard_unchecked}
@@ -371,8 +397,9 @@ class Trainer(WellTrainer):
         validation is the epoch-0 line of ``metrics.jsonl``."""
         val_loss, logs = self.validation(self, "valid", False, 0)
         self.last_val_loss = val_loss
-        self.place_best(0, val_loss, self.selection.start(val_loss, logs, self.judge))
-        verdict = self.judge.prior_verdict(logs) if self.judge is not None else None
+        candidate = self.validated.candidate if self.validated is not None else None
+        self.place_best(0, val_loss, self.selection.start(val_loss, candidate, self.judge))
+        verdict = self.judge.prior_verdict(candidate) if self.judge is not None and candidate is not None else None
         if verdict is not None:
             logger.info(f"epoch 0 (before training): {verdict}")
             logs["prior_verdict"] = verdict
@@ -404,6 +431,8 @@ class Trainer(WellTrainer):
                 "resume": self.resume_point,
                 **self.protocol_facts(),
                 **self.loss.checkpoint_info(),
+                **(self.criterion.checkpoint_info() if self.criterion is not None else {}),
+                **(self.judge.facts() if self.judge is not None else {}),
                 **self.datamodule.checkpoint_info(),
             },
             extra_model=records.model_description(
@@ -448,15 +477,24 @@ class Trainer(WellTrainer):
     def record(self, values: dict[str, Any]) -> None:
         """One ``metrics.jsonl`` line (``RunFiles.record``); the first this process writes also carries the protocol
         (``protocol_facts``), the loss's facts (``TrainingLoss.run_facts``) and the device."""
-        self.files.record(values, lambda: self.protocol_facts() | self.loss.run_facts() | device_facts(self.device))
+        self.files.record(values, lambda: self.protocol_facts() | self.run_facts() | device_facts(self.device))
+
+    def run_facts(self) -> dict[str, Any]:
+        """What the run's parts decided (the loss's, e.g. an ``auto`` discretisation; whether the guard is on)."""
+        facts = self.loss.run_facts()
+        if self.judge is not None:
+            facts["guard"] = self.judge.enabled
+        return facts
 
     def validation_loop(self, dataloader, valid_or_test: str = "valid", full: bool = False, epoch: int = 0):
-        """The Well's validation of a loader; on the validation split also the loss's own (which, when it has a
-        criterion, becomes the selection criterion)."""
+        """The Well's validation of a loader; on the validation split also the run's own criterion where it has one
+        (its value becomes the selection's criterion, and what it measured goes to the judge: ``Guard.observe``)."""
         loss, logs = super().validation_loop(dataloader, valid_or_test, full, epoch)
-        if valid_or_test == "valid":
-            selection, extra = self.loss.validate(dataloader, full)
-            logs |= extra
-            if selection is not None:
-                loss = selection
+        if valid_or_test == "valid" and self.criterion is not None:
+            first = self.global_step == 0 and (self.judge is None or self.judge.start_card is None)
+            self.validated = self.criterion.validate(dataloader, full, self.global_step, first)
+            if self.judge is not None:
+                self.judge.observe(self.validated, first)
+            logs |= dict(self.validated.logs)
+            loss = self.validated.value
         return loss, logs

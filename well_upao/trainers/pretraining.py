@@ -18,10 +18,10 @@ import torch
 from the_well.benchmark.metrics import MSE
 
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
-from well_upao.evaluate.predictors import SlotModel
-from well_upao.evaluate.protocol import one_step_all
 from well_upao.harness.mixture import MixtureDataModule
 from well_upao.models.kinds import is_sequence_model
+from well_upao.predict.predictors import SlotModel
+from well_upao.predict.rollout import one_step_all
 from well_upao.trainers.loop import Trainer
 from well_upao.trainers.shifted import NextFrameSlotLoss, ShiftedLoss
 

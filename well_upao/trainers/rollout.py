@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from well_upao.harness.samples import into_slots, one_frame_prediction
+from well_upao.predict.rollout import autoregress
 
 #: what the noise on fed-back frames is scaled to
 NOISE_SCALES = ("change", "spread")
@@ -151,24 +152,32 @@ def roll_out(
     formatter: str | None,
     train: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A ``K``-step rollout (``settings.steps``) from ``history`` ``(B, T, *space, C)`` in the model's units and
-    dataset channels: ``(predicted, fed)``. A backbone's (``formatter`` ``None``; its slots ``slots``) ``predicted``
-    is its ``T`` shifted predictions of the true window followed by the new frame of each later step,
-    ``(B, T + K - 1, ...)``; a one-frame model's (the Well's ``formatter``; ``constants``: its constant fields) is its
-    ``K`` frames. ``fed``: the ``K - 1`` frames fed back (``fed_back_frame``: detached under pushforward, noisy
-    in training), the earlier frame of each later step's residual pair."""
+    """A ``K``-step rollout (``settings.steps``, ``K > 1``; the loop of ``predict.rollout.autoregress``) from
+    ``history`` ``(B, T, *space, C)`` in the model's units and dataset channels: ``(predicted, fed)``. A backbone's
+    (``formatter`` ``None``; its slots ``slots``) ``predicted`` is its ``T`` shifted predictions of the true window
+    followed by the new frame of each later step, ``(B, T + K - 1, ...)``; a one-frame model's (the Well's
+    ``formatter``; ``constants``: its constant fields) is its ``K`` frames. ``fed``: the ``K - 1`` frames fed back
+    (``fed_back_frame``: detached under pushforward, noisy in training), the earlier frame of each later step's
+    residual pair."""
     scale = noise_scale(history, settings.noise_scale) if train and settings.noise else None
+    fed: list[torch.Tensor] = []
+
+    def feed(frame: torch.Tensor) -> torch.Tensor:
+        fed.append(fed_back_frame(frame, settings, scale, train))
+        return fed[-1] if formatter is not None else into_slots(fed[-1], slots)
+
     if formatter is not None:
-        frames, fed, window = [one_frame_prediction(model, history, formatter, constants)], [], history
-        for _ in range(settings.steps - 1):
-            fed.append(fed_back_frame(frames[-1], settings, scale, train))
-            window = feed_back(window, fed[-1])
-            frames.append(one_frame_prediction(model, window, formatter, constants))
-        return torch.stack(frames, 1), torch.stack(fed, 1)
-    window = into_slots(history, slots)
-    frames, fed = [model(window, sequence=True)[..., slots]], []
-    for _ in range(settings.steps - 1):
-        fed.append(fed_back_frame(frames[-1][:, -1], settings, scale, train))
-        window = feed_back(window, into_slots(fed[-1], slots))
-        frames.append(model(window, sequence=True)[:, -1:][..., slots])
-    return torch.cat(frames, 1), torch.stack(fed, 1)
+        frames = autoregress(
+            lambda w: one_frame_prediction(model, w, formatter, constants), history, settings.steps, feed=feed
+        )
+        return frames, torch.stack(fed, 1)
+    shifted: list[torch.Tensor] = []  # the first step's predictions of the whole true window
+
+    def step(window: torch.Tensor) -> torch.Tensor:
+        predicted = model(window, sequence=True)[..., slots]
+        if not shifted:
+            shifted.append(predicted)
+        return predicted[:, -1]
+
+    frames = autoregress(step, into_slots(history, slots), settings.steps, feed=feed)
+    return torch.cat([shifted[0], frames[:, 1:]], 1), torch.stack(fed, 1)

@@ -1,7 +1,9 @@
 """The selection: which validated candidate ``best.pt`` holds, and why.
 
 Each validation gives a candidate (the model at that epoch; epoch 0 is the model as training started) with its
-criterion value (lower is better) and its validation logs. ``Selection`` decides, from those alone:
+criterion value (lower is better) and, in a UPAO run, what its validation measured of it label-free
+(``trainers.guard.Candidate``: its scorecard, the start's on the same batches, its evidence for the trust window).
+``Selection`` decides, from those alone:
 
 * *improved*: the criterion is below the best so far, and the run's judge (``Judge.check``, the UPAO
   scorecard against the start; ``trainers/guard.py``) does not refuse the candidate; a refusal is counted, and while
@@ -19,8 +21,12 @@ selection keys of every ``metrics.jsonl`` validation line (``Selection.facts``, 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from well_upao.physics.scores import Scorecard
+from well_upao.trainers.guard import Candidate
 
 logger = logging.getLogger(__name__)
 
@@ -29,11 +35,11 @@ class Judge(Protocol):
     """What the selection asks the run's label-free judge (``trainers.guard.Guard``; a run without one passes
     ``None``: nothing is refused, no prior is kept)."""
 
-    def check(self, logs: dict[str, Any]) -> str | None: ...
+    def check(self, candidate: Candidate) -> str | None: ...
 
-    def unchecked(self, logs: dict[str, Any]) -> str | None: ...
+    def unchecked(self, candidate: Candidate) -> str | None: ...
 
-    def prior_check(self, best_logs: dict[str, Any]) -> str | None: ...
+    def prior_check(self, best: Candidate) -> str | None: ...
 
     def prior_choice(self) -> str | None: ...
 
@@ -69,30 +75,31 @@ class Selection:
     #: why best.pt holds a prior instead of the selected candidate, and which prior (a classical predictor's name)
     kept_prior_reason: str | None = None
     kept_prior_name: str | None = None
-    #: the selected candidate's validation scores (``valid_score_*``), for the prior check
-    best_scores: dict[str, float] = field(default_factory=dict)
+    #: what the selected candidate's validation measured of it (``None`` without a judge), for the prior check
+    best: Candidate | None = None
     #: validations since the last improvement (early stopping; the adapter switch restarts it)
     without_improvement: int = 0
     #: the last thing the guard said it could not check (logged once per new gap; not part of the state)
     unchecked_said: str | None = field(default=None, compare=False)
 
-    def start(self, value: float, logs: dict[str, Any], judge: Judge | None) -> Decision:
+    def start(self, value: float, candidate: Candidate | None, judge: Judge | None) -> Decision:
         """The model as training started: the first candidate, selected whatever its value."""
         self.best_value, self.best_epoch = value, 0
-        return self._place(0, logs, judge, improved=True, guard_reason=None)
+        return self._place(0, candidate, judge, improved=True, guard_reason=None)
 
-    def consider(self, epoch: int, value: float, logs: dict[str, Any], judge: Judge | None) -> Decision:
-        """A validated candidate (``value``: its criterion; ``logs``: its validation logs)."""
+    def consider(self, epoch: int, value: float, candidate: Candidate | None, judge: Judge | None) -> Decision:
+        """A validated candidate (``value``: its criterion; ``candidate``: what its validation measured of it,
+        ``None`` without a judge)."""
         improved = self.best_value is None or value < self.best_value
-        checked = judge is not None and improved and self.best_epoch is not None
-        guard_reason = judge.check(logs) if checked else None
+        checked = judge is not None and candidate is not None and improved and self.best_epoch is not None
+        guard_reason = judge.check(candidate) if checked else None
         if guard_reason:  # the criterion prefers the candidate; the scorecard says it is worse than the start
             improved = False
             self.guard_rejections += 1
             if self.best_epoch == 0:
                 self.kept_start_reason = f"guard: {guard_reason}"
             logger.info(f"epoch {epoch}: the guard refused the candidate ({guard_reason})")
-        unchecked = judge.unchecked(logs) if judge is not None else None
+        unchecked = judge.unchecked(candidate) if judge is not None and candidate is not None else None
         if unchecked and unchecked != self.unchecked_said:  # each new gap once in the log
             logger.info(f"epoch {epoch}: the guard could not check everything: {unchecked}")
         self.unchecked_said = unchecked or self.unchecked_said
@@ -101,14 +108,16 @@ class Selection:
             self.without_improvement = 0
         else:
             self.without_improvement += 1
-        return replace(self._place(epoch, logs, judge, improved, guard_reason), guard_unchecked=unchecked)
+        return replace(self._place(epoch, candidate, judge, improved, guard_reason), guard_unchecked=unchecked)
 
-    def _place(self, epoch: int, logs: dict[str, Any], judge: Judge | None, improved: bool, guard_reason) -> Decision:
+    def _place(
+        self, epoch: int, candidate: Candidate | None, judge: Judge | None, improved: bool, guard_reason
+    ) -> Decision:
         """What best.pt holds after this validation: the selected candidate, unless the prior check prefers the
         prior (a prior kept earlier stays until a new candidate is selected)."""
         if improved:
-            self.best_scores = {k: v for k, v in logs.items() if k.startswith("valid_score_")}
-        reason = judge.prior_check(self.best_scores) if judge is not None and self.best_scores else None
+            self.best = candidate
+        reason = judge.prior_check(self.best) if judge is not None and self.best is not None else None
         kept_before, self.kept_prior_reason = self.kept_prior_reason, reason
         if reason is None:
             if not improved:  # best.pt still holds what it held (the prior too: only a new candidate replaces it)
@@ -146,7 +155,7 @@ class Selection:
             "kept_start_reason": self.kept_start_reason,
             "kept_prior_reason": self.kept_prior_reason,
             "kept_prior_name": self.kept_prior_name,
-            "best_scores": self.best_scores,
+            "best_candidate": None if self.best is None else self.best.record(),
             "guard_rejections": self.guard_rejections,
         }
 
@@ -157,6 +166,20 @@ class Selection:
         self.kept_start_reason = train.get("kept_start_reason")
         self.kept_prior_reason = train.get("kept_prior_reason")
         self.kept_prior_name = train.get("kept_prior_name")
-        self.best_scores = dict(train.get("best_scores") or {})
+        self.best = restored_candidate(train)
         self.guard_rejections = int(train.get("guard_rejections", 0))
         self.without_improvement = int(train.get("epochs_without_improvement", 0))
+
+
+def restored_candidate(train: dict[str, Any]) -> Candidate | None:
+    """The selected candidate a checkpoint's ``train`` section keeps (``best_candidate``); a checkpoint written before
+    the selection kept it typed stored its validation scores instead (``best_scores``, by their log keys)."""
+    if train.get("best_candidate"):
+        return Candidate.from_record(train["best_candidate"])
+    scores = train.get("best_scores")
+    if not scores:
+        return None
+    from_logs = Scorecard.from_logs
+    start = from_logs(scores, prefix="valid_score_start_")
+    window = float(scores.get("valid_score_window_model", math.nan))
+    return Candidate(from_logs(scores), None if math.isnan(start.residual_ratio) else start, window)

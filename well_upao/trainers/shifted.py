@@ -18,8 +18,9 @@ import logging
 
 import torch
 
-from well_upao.harness.well_trainer import trainer_argument
+from well_upao.harness.well_trainer import trainer_argument, with_argument
 from well_upao.models.kinds import is_sequence_model
+from well_upao.predict.rollout import autoregress
 from well_upao.trainers.loop import Trainer
 from well_upao.trainers.rollout import fed_back_frame, feed_back, noise_scale, weighted_steps
 from well_upao.trainers.supervised import SupervisedLoss
@@ -38,16 +39,16 @@ class ShiftedLoss(TrainingLoss):
     needs_backbone = True
 
     def __call__(self, batch):
-        trainer = self.trainer
-        frames = trainer.batch_frames(batch)
+        run = self.run
+        frames = run.batch_frames(batch)
         if "slot_mask" in batch:  # already in slots, with the batch's own dataset mask
-            mask = batch["slot_mask"].to(trainer.device)
+            mask = batch["slot_mask"].to(run.device)
         else:
-            frames, mask = trainer.bare_model.to_slots(frames), trainer.slot_mask()
+            frames, mask = run.bare_model.to_slots(frames), run.bare_model.slot_mask(run.device)
         history = batch["input_fields"].shape[1]
-        prediction = trainer.model(frames[:, :history], mask, sequence=True)  # through DDP's forward when wrapped
+        prediction = run.model(frames[:, :history], mask, sequence=True)  # through DDP's forward when wrapped
         loss = masked_mse(prediction, frames[:, 1 : history + 1], mask)
-        if trainer.rollout.one_step:
+        if run.rollout.one_step:
             return loss, {"mse_shifted": loss.item()}
         return self.rollout_loss(frames, history, mask, prediction, loss)
 
@@ -56,14 +57,17 @@ class ShiftedLoss(TrainingLoss):
         step ``k`` the masked MSE of the frame predicted from the window slid by ``k - 1`` frames (the previous
         predictions fed back, restricted to the active slots) against the true frame ``T + k``; the loss is the
         steps' weighted mean."""
-        trainer, settings = self.trainer, self.trainer.rollout
+        model, settings = self.run.model, self.run.rollout
         scale = noise_scale(frames[:, :history], settings.noise_scale) if settings.noise else None
-        window, steps = frames[:, :history], [first]
+
+        def feed(frame: torch.Tensor) -> torch.Tensor:
+            return fed_back_frame(frame * mask, settings, scale, train=True) * mask
+
+        window = feed_back(frames[:, :history], feed(prediction[:, -1]))
+        rolled = autoregress(lambda w: model(w, mask, sequence=True)[:, -1], window, settings.steps - 1, feed=feed)
+        steps = [first]
         for k in range(1, settings.steps):
-            fed = fed_back_frame(prediction[:, -1] * mask, settings, scale, train=True) * mask
-            window = feed_back(window, fed)
-            prediction = trainer.model(window, mask, sequence=True)
-            steps.append(masked_mse(prediction[:, -1:], frames[:, history + k : history + k + 1], mask))
+            steps.append(masked_mse(rolled[:, k - 1 : k], frames[:, history + k : history + k + 1], mask))
         loss = weighted_steps(steps, settings)
         return loss, {"mse_shifted": first.item(), "mse_rollout_last": steps[-1].item(), "rollout_loss": loss.item()}
 
@@ -77,11 +81,11 @@ class NextFrameSlotLoss(TrainingLoss):
     the shifted loss's last term alone (a model without causal temporal attention has no shorter histories)."""
 
     def __call__(self, batch):
-        trainer = self.trainer
-        frames = trainer.batch_frames(batch)
-        mask = batch["slot_mask"].to(trainer.device)
+        run = self.run
+        frames = run.batch_frames(batch)
+        mask = batch["slot_mask"].to(run.device)
         history = batch["input_fields"].shape[1]
-        prediction = trainer.model(frames[:, :history], mask)
+        prediction = run.model(frames[:, :history], mask)
         loss = masked_mse(prediction, frames[:, history], mask)
         return loss, {"mse_next": loss.item()}
 
@@ -94,9 +98,10 @@ class ShiftedTrainer(Trainer):
 
     def __init__(self, *args, **kwargs):
         one_frame = not is_sequence_model(trainer_argument("model", args, kwargs))
+        if one_frame:  # the layout the one-frame models take, before the loss is attached
+            args, kwargs = with_argument("formatter", "channels_first_default", args, kwargs)
         super().__init__(*args, loss=SupervisedLoss() if one_frame else ShiftedLoss(), **kwargs)
         if one_frame:
-            self.use_formatter("channels_first_default")
             logger.info(
                 f"trainer=shifted got {type(self.bare_model).__name__}, a one-frame model: training it with the "
                 "supervised one-step loss and channels-first inputs, as trainer=supervised does"

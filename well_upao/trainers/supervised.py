@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import torch
 
+from well_upao.predict.rollout import autoregress
 from well_upao.trainers.loop import Trainer
-from well_upao.trainers.rollout import fed_back_frame, feed_back, noise_scale, weighted_steps
+from well_upao.trainers.rollout import fed_back_frame, noise_scale, weighted_steps
 from well_upao.trainers.training_loss import TrainingLoss
 
 OBJECTIVES = ("mse", "loss_fn")
@@ -33,47 +34,48 @@ class SupervisedLoss(TrainingLoss):
         self.objective = objective
 
     def __call__(self, batch):
-        trainer = self.trainer
-        if not trainer.rollout.one_step:
+        run = self.run
+        if not run.rollout.one_step:
             return self.rollout_loss(batch)
-        prediction, target = trainer.rollout_model(trainer.model, batch, trainer.formatter, train=True)
+        prediction, target = run.well_rollout(run.model, batch, run.formatter, train=True)
         if self.objective == "loss_fn":
-            loss = trainer.loss_fn(prediction, target, trainer.dset_metadata).mean()
-            return loss, {type(trainer.loss_fn).__name__.lower(): loss.item()}
+            loss = run.loss_fn(prediction, target, run.metadata).mean()
+            return loss, {type(run.loss_fn).__name__.lower(): loss.item()}
         loss = ((prediction - target) ** 2).mean()
         return loss, {"mse": loss.item()}
 
     def step_loss(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """One step's loss by the objective: ``(B, *space, C)`` frames."""
         if self.objective == "loss_fn":
-            return self.trainer.loss_fn(prediction[:, None], target[:, None], self.trainer.dset_metadata).mean()
+            return self.run.loss_fn(prediction[:, None], target[:, None], self.run.metadata).mean()
         return ((prediction - target) ** 2).mean()
 
     def rollout_loss(self, batch):
         """``trainer.rollout_steps=K > 1`` (``trainers/rollout.py``): the model rolled out ``K`` steps through the
         formatter as the Well's ``rollout_model`` does (its prediction appended to the slid window), with the
         rollout's options (pushforward, noise, step weights); every step's loss is against its true frame."""
-        trainer, settings = self.trainer, self.trainer.rollout
+        run, settings = self.run, self.run.rollout
         moving = dict(batch)
-        moving["input_fields"] = batch["input_fields"].to(trainer.device)
         if "constant_fields" in moving:
-            moving["constant_fields"] = moving["constant_fields"].to(trainer.device)
-        target = batch["output_fields"][:, : settings.steps].to(trainer.device)
-        scale = noise_scale(moving["input_fields"], settings.noise_scale) if settings.noise else None
-        steps = []
-        for k in range(settings.steps):
-            inputs, _ = trainer.formatter.process_input(moving)
-            prediction = trainer.formatter.process_output_channel_last(trainer.model(*inputs))
-            steps.append(self.step_loss(prediction, target[:, k]))
-            if k < settings.steps - 1:
-                fed = fed_back_frame(prediction, settings, scale, train=True)
-                moving["input_fields"] = feed_back(moving["input_fields"], fed)
+            moving["constant_fields"] = moving["constant_fields"].to(run.device)
+        window = batch["input_fields"].to(run.device)
+        target = batch["output_fields"][:, : settings.steps].to(run.device)
+        scale = noise_scale(window, settings.noise_scale) if settings.noise else None
+
+        def step(frames: torch.Tensor) -> torch.Tensor:
+            inputs, _ = run.formatter.process_input(moving | {"input_fields": frames})
+            return run.formatter.process_output_channel_last(run.model(*inputs))
+
+        rolled = autoregress(
+            step, window, settings.steps, feed=lambda frame: fed_back_frame(frame, settings, scale, train=True)
+        )
+        steps = [self.step_loss(rolled[:, k], target[:, k]) for k in range(settings.steps)]
         loss = weighted_steps(steps, settings)
         return loss, {"rollout_loss": loss.item(), "rollout_last_step": steps[-1].item()}
 
     def protocol_settings(self):
         if self.objective == "loss_fn":
-            return {"objective": f"loss_fn ({type(self.trainer.loss_fn).__name__})"}
+            return {"objective": f"loss_fn ({type(self.run.loss_fn).__name__})"}
         return {"objective": "mse"}
 
 

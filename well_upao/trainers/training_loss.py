@@ -1,9 +1,9 @@
 """What the one training loop (``trainers/loop.py``) asks of a loss, and the prior's switch.
 
-* ``TrainingLoss``: the objective of one step and, where it has one, its own validation criterion, its
-  checkpoint facts and its label-free judge (``judge``: ``trainers.guard.Guard`` or ``None``). The losses:
-  ``shifted`` (``trainers/shifted.py``), ``supervised`` (``trainers/supervised.py``), ``upao``
-  (``trainers/upao.py``).
+* ``TrainingLoss``: the objective of one step, attached to the run it trains (``RunContext``, which the loop builds
+  and hands it; a loss never holds the loop), and its checkpoint facts. The losses: ``shifted``
+  (``trainers/shifted.py``), ``supervised`` (``trainers/supervised.py``), ``upao`` (``trainers/upao.py``, whose
+  validation and judge the loop holds beside it).
 * ``kept_prior``: the model predicting with a prior (an extrapolation of the window), as ``best.pt`` holds it
   when the selection keeps the prior.
 """
@@ -15,34 +15,24 @@ from typing import Any
 
 import torch
 
+from well_upao.predict.classical import ClassicalPrior
+from well_upao.trainers.run_context import RunContext
+
 
 class TrainingLoss:
-    """One objective of the loop, attached to its trainer (``attach``), which it may read (model, device, data)."""
+    """One objective of the loop, attached to the run it trains (``attach``): it may read the run's model, device and
+    data (``self.run``)."""
 
-    #: whether the loss needs a well-upao backbone (18 slots, ``forward_sequence``)
+    #: whether the loss needs a well-upao backbone (18 slots, ``forward_sequence``; the loop checks before attaching)
     needs_backbone = False
-    #: whether the selection must score every candidate on the same validation batches: the last validation is
-    #: then short like the others (the Well's loop makes it full, on the whole split, so its last candidate was
-    #: compared on other windows than the earlier ones and the start)
-    selects_on_the_same_batches = False
-    #: the run's label-free judge (``trainers.guard.Guard``: the guard and the prior rule), ``None`` for losses
-    #: whose selection needs none; the loop holds it
-    judge = None
 
-    def attach(self, trainer: Any) -> None:
-        """Attach to ``trainer``, the loop (``well_upao.trainers.loop.Trainer``, which imports this module)."""
-        self.trainer = trainer
-        if self.needs_backbone:
-            trainer.require_backbone()
+    def attach(self, run: RunContext) -> None:
+        """Attach to ``run``, the run the loop trains."""
+        self.run = run
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Scalar loss of one batch and named values to log."""
         raise NotImplementedError
-
-    def validate(self, dataloader, full: bool) -> tuple[float | None, dict[str, float]]:
-        """The loss's own validation on the validation loader: ``(selection criterion or None, logs)``; ``None``
-        keeps The Well's criterion (its ``loss_fn`` on the validation rollout)."""
-        return None, {}
 
     def checkpoint_info(self) -> dict[str, Any]:
         """What checkpoints should record about this loss (in their ``train`` section)."""
@@ -58,10 +48,11 @@ class TrainingLoss:
 
 
 @contextlib.contextmanager
-def kept_prior(model: torch.nn.Module, order: int):
-    """The model predicting with a prior, the window's extrapolation of polynomial ``order``
-    (``NATransformer.set_prior``, carried in its state dict), restored to its network afterwards."""
-    model.set_prior(order)
+def kept_prior(model: torch.nn.Module, prior: ClassicalPrior):
+    """The model predicting with a classical ``prior`` (its table entry, ``predict.classical``: the window's
+    extrapolation of polynomial ``prior.order``; ``NATransformer.set_prior``, carried in its state dict), restored
+    to its network afterwards."""
+    model.set_prior(prior.order)
     try:
         yield model
     finally:

@@ -1,13 +1,14 @@
-"""The UPAO loss attached to a run: one frozen setup that the objective, the validation and the judge read.
+"""The UPAO loss on a run: one frozen setup that the objective and the validation read.
 
 [`UpaoSetup.of`][well_upao.trainers.upao_setup.UpaoSetup.of] holds, decided once from the run (its data, model and
-trainer), the physics of the training frames (``well_upao.physics.discretisation.physics_of``, which the loss asks
-when it is attached) and what the user asked of the objective (``ObjectiveRequest``): the objective on that physics,
-the model's slots and whether it predicts one frame, the history, the rollout, the units the model works in and the
-training files' time axis. The setup then
-turns a batch into what the objective reads ([`prepared`][well_upao.trainers.upao_setup.UpaoSetup.prepared]: the
-model's predictions, the history, the *bands* only of the frames after it, the batch's bound residual) and into the
-objective's terms ([`terms_of`][well_upao.trainers.upao_setup.UpaoSetup.terms_of]); nothing in it changes after.
+settings, ``trainers.run_context.RunContext``), the physics of the training frames
+(``well_upao.physics.discretisation.physics_of``, which the UPAO trainer asks when it composes the run) and what the
+user asked of the objective (``ObjectiveRequest``): the objective on that physics, the model's slots and whether it
+predicts one frame, the history, the rollout, the units the model works in and the training files' time axis. The
+setup then turns a batch into what the objective reads
+([`prepared`][well_upao.trainers.upao_setup.UpaoSetup.prepared]: the model's predictions, the history, the *bands*
+only of the frames after it, the batch's bound residual) and into the objective's terms
+([`terms_of`][well_upao.trainers.upao_setup.UpaoSetup.terms_of]); nothing in it changes after.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from typing import Any
 import torch
 
 from well_upao.axes import UniformAxis
-from well_upao.harness.normalization import ModelSpace, trainer_model_space
+from well_upao.harness.normalization import ModelSpace, model_space_of
 from well_upao.harness.samples import batch_dt, batch_grid, into_slots, named_scalars, one_frame_prediction, slots_mask
 from well_upao.models.kinds import is_sequence_model
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.discretisation import Physics
 from well_upao.physics.objective import UpaoObjective, UpaoTerms, band_values
 from well_upao.trainers.rollout import RolloutSettings, roll_out, weighted_steps
+from well_upao.trainers.run_context import RunContext
 
 #: the objective's settings where neither the run's config nor the dataset's registry entry gives one
 OBJECTIVE_DEFAULTS: dict[str, Any] = dict(lambda_bc=1e4, normalization="norm")
@@ -83,17 +85,17 @@ class UpaoSetup:
     normalization: str
 
     @classmethod
-    def of(cls, trainer, physics: Physics, request: ObjectiveRequest) -> UpaoSetup:
-        """The setup on the run ``trainer`` trains (``well_upao.trainers.loop.Trainer``) of its ``physics`` (on its
-        training frames, ``physics_of``) and the objective ``request`` asks for (the slots the PDE needs checked)."""
-        source = trainer.datamodule.source
+    def of(cls, run: RunContext, physics: Physics, request: ObjectiveRequest) -> UpaoSetup:
+        """The setup on ``run`` of its ``physics`` (on its training frames, ``physics_of``) and the objective
+        ``request`` asks for (the slots the PDE needs checked)."""
+        source = run.datamodule.source
         defaults = {key: source.defaults.get(key, value) for key, value in OBJECTIVE_DEFAULTS.items()}
         lambda_bc = request.lambda_bc if request.lambda_bc is not None else defaults["lambda_bc"]
         normalization = request.normalization if request.normalization is not None else defaults["normalization"]
         objective = UpaoObjective.of(
             physics, lambda_bc=float(lambda_bc), normalization=normalization, floor_rel=float(request.floor_rel)
         )
-        model = trainer.bare_model
+        model = run.bare_model
         one_frame = not is_sequence_model(model)
         slots = tuple(source.channel_slots if one_frame else model.channel_slots)
         objective.check_slots(slots)
@@ -102,14 +104,14 @@ class UpaoSetup:
             objective,
             slots,
             one_frame,
-            trainer.datamodule.train_dataset.n_steps_input,
-            trainer.rollout,
-            trainer_model_space(trainer),
+            run.history,
+            run.rollout,
+            model_space_of(run.datamodule.train_dataset),
             source.layout.time_axis,
-            tuple(trainer.dset_metadata.constant_scalar_names),
-            trainer.device,
-            trainer.dset_metadata.n_spatial_dims,
-            trainer.formatter_name,
+            tuple(run.metadata.constant_scalar_names),
+            run.device,
+            run.metadata.n_spatial_dims,
+            run.formatter_name,
             lambda_bc,
             normalization,
         )

@@ -1,17 +1,18 @@
 """A UPAO run's validation, beside its judge (``trainers/guard.py``): the label-free criterion and the scorecards the
-guard and the prior rule read, plus the labelled numbers kept for the record.
+guard and the prior rule read, plus the labelled numbers kept for the record. The loop composes it with the run
+(``trainers.run_context.RunContext``) and hands what it measures to the judge.
 
-At every validation ([`UpaoValidation.run`][well_upao.trainers.upao_validation.UpaoValidation.run]):
+At every validation ([`UpaoValidation.validate`][well_upao.trainers.upao_validation.UpaoValidation.validate]):
 
 * the mean UPAO loss and its parts on the validation batches (no labels beyond the band);
 * the mean scorecard of the model (``valid_score_<name>``, ``well_upao.physics.scores``) and of the starting model
   on the same batches (``valid_score_start_<name>``, the guard's reference; ``trainers/start_model.py``);
-* the evidence per horizon (``well_upao.evaluate.horizons``): the backtest curves of the model and of the classical
+* the evidence per horizon (``well_upao.predict.evidence``): the backtest curves of the model and of the classical
   predictors on the observed history (``valid_backtest_curves``), each one's evidence for the trust window
   (``valid_score_window_<name>``), the prior it picks (``valid_trust_prior``) and how far the evidence reaches
   (``valid_trust_reach``): the prior rule's evidence (``trainers/guard.py``); and, from the same backtests in VRMSE
   units, the expected VRMSE of the model and of that prior for the trust window with a nominal 80% interval
-  (``valid_expected_vrmse``, ``well_upao.evaluate.expected``): what the kept prediction is expected to be off by;
+  (``valid_expected_vrmse``, ``well_upao.predict.expected``): what the kept prediction is expected to be off by;
 * why a score is ``nan`` (``valid_unavailable_scores``);
 * the paper's VRMSE of whole validation trajectories and the Well's rollout windows, the model's and the picked
   prior's: labels for the record (a study's oracle), never read by the selection.
@@ -33,29 +34,29 @@ from typing import Any
 
 import torch
 
-from well_upao.evaluate.expected import (
+from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
+from well_upao.harness.samples import into_slots, slots_mask
+from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
+from well_upao.predict.classical import CLASSICAL_PRIORS, classical_prior
+from well_upao.predict.evidence import (
+    START,
+    backtest_curve,
+    classical_curves,
+    median_curves,
+    pick,
+    with_one_step,
+)
+from well_upao.predict.expected import (
     classical_expected_curves,
     expected_curve,
     expected_per_window,
     step_over_spread,
 )
-from well_upao.evaluate.horizons import (
-    CLASSICAL,
-    START,
-    backtest_curve,
-    classical_curves,
-    median_curves,
-    next_frame,
-    pick,
-    with_one_step,
-)
-from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
-from well_upao.evaluate.predictors import BackboneModel, HarnessModel
-from well_upao.evaluate.protocol import one_step_all, rollout
-from well_upao.evaluate.windows import window_means
-from well_upao.harness.samples import into_slots, slots_mask
-from well_upao.physics.scores import SCORE_NAMES, Scorecard, mean_card
-from well_upao.trainers.guard import Guard, TrustEvidence, choose_prior
+from well_upao.predict.predictors import BackboneModel, HarnessModel
+from well_upao.predict.rollout import autoregress, one_step_all, rollout
+from well_upao.predict.windows import window_means
+from well_upao.trainers.guard import Candidate, TrustEvidence, Validated, choose_prior
+from well_upao.trainers.run_context import RunContext
 from well_upao.trainers.start_model import START_WEIGHTS, StartModel
 from well_upao.trainers.training_loss import kept_prior
 from well_upao.trainers.upao_setup import PreparedBatch, UpaoSetup
@@ -77,7 +78,7 @@ class FixedParts:
     start_scores: dict[str, torch.Tensor] | None
     classical_curves: dict[str, torch.Tensor]
     classical_residuals: dict[str, torch.Tensor]
-    #: the classical predictors' curves in VRMSE units (``evaluate.expected``): the evidence of their expected error
+    #: the classical predictors' curves in VRMSE units (``predict.expected``): the evidence of their expected error
     classical_expected: dict[str, torch.Tensor]
 
 
@@ -97,44 +98,75 @@ def batch_fingerprint(batch: Mapping[str, torch.Tensor]) -> str:
 class ValidationSettings:
     """``trainer.prior_candidate``: score the classical priors and keep the best for the trust window when the
     selected candidate backtests worse than it; ``vrmse_trajectories`` and ``rollout_vrmse_steps``: the labelled
-    record's trajectories and rollout length."""
+    record's trajectories and rollout length; ``trust_window``: the horizons the prior is chosen for
+    (``trainer.trust_window``; beyond one step the model's own rollout is scored too); ``paper_protocol``: select by
+    the paper's validation VRMSE instead of the UPAO loss."""
 
     prior_candidate: bool = True
     vrmse_trajectories: int = 2
     rollout_vrmse_steps: int = 30
+    trust_window: str = "one_step"
+    paper_protocol: bool = False
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one pass over the validation batches measured, label-free: ``logs`` (keys without the ``valid_``
+    prefix), the model's ``card``, the start's on the same batches (``start_card``, ``None`` where it was not scored)
+    and the trust window's ``evidence``."""
+
+    logs: dict[str, Any]
+    card: Scorecard
+    start_card: Scorecard | None
+    evidence: TrustEvidence
 
 
 class UpaoValidation:
-    """The validation of a UPAO run: ``setup``, the UPAO loss attached to it (its batches, objective, rollout, units);
-    ``trainer``, the loop (its model, start and validation data); ``judge``, the run's guard, which the validation
-    hands the start's card and each validation's evidence for the trust window; ``settings``, what it scores."""
+    """The validation of a UPAO run: ``setup``, the UPAO loss on the run (its batches, objective, rollout, units);
+    ``run``, the run (its model, data and settings: ``trainers.run_context.RunContext``); ``settings``, what it
+    scores. It hands what it measured back to the loop
+    ([`validate`][well_upao.trainers.upao_validation.UpaoValidation.validate]), which gives it to the judge."""
 
-    def __init__(self, setup: UpaoSetup, trainer, judge: Guard, settings: ValidationSettings):
-        self.setup, self.trainer, self.judge, self.settings = setup, trainer, judge, settings
-        self.start = StartModel(trainer)
+    def __init__(self, setup: UpaoSetup, run: RunContext, settings: ValidationSettings):
+        self.setup, self.run, self.settings = setup, run, settings
+        self.start = StartModel(run)
         #: the last reason ``unavailable_scores`` logged (each new one is logged once)
         self._unavailable_said: str | None = None
         #: per validation batch index, what it yields whatever the trained weights (``fixed_parts``)
         self.fixed: dict[int, FixedParts] = {}
 
+    def validate(self, dataloader, full: bool, step: int, first: bool) -> Validated:
+        """One validation (``step``: the optimizer steps done; ``first``: the run's first validation, before any
+        step): the criterion (the validation UPAO loss, or the paper's VRMSE under ``paper_protocol``), the logs with
+        their ``valid_`` prefix (the label-free measurements and the labelled record), the model as a candidate and
+        the trust window's evidence."""
+        measured = self.run_batches(dataloader, full, step, first)
+        logs = {f"valid_{k}": v for k, v in measured.logs.items()} | self.paper_vrmse(full, measured.evidence.prior)
+        value = logs["valid_paper_VRMSE"] if self.settings.paper_protocol else measured.logs["upao_loss"]
+        window = measured.evidence.values.get("model", math.nan)
+        return Validated(value, logs, Candidate(measured.card, measured.start_card, window), measured.evidence)
+
+    def checkpoint_info(self) -> dict[str, Any]:
+        """What checkpoints record of the selection's criterion."""
+        return {"selection": "paper_vrmse" if self.settings.paper_protocol else "upao_loss"}
+
     # ------------------------------------------------------------------ the label-free criterion and cards
     @torch.no_grad()
-    def run(self, dataloader, full: bool) -> dict[str, float]:
-        """Mean UPAO loss and its parts, the model's, the start's and the prior's cards (see the module
-        docstring), keys without the ``valid_`` prefix."""
-        setup, trainer = self.setup, self.trainer
-        trainer.model.eval()
-        reference = self.start.reference()
+    def run_batches(self, dataloader, full: bool, step: int, first: bool) -> Measured:
+        """Mean UPAO loss and its parts, the model's, the start's and the prior's cards and the evidence per horizon
+        (see the module docstring)."""
+        setup, run = self.setup, self.run
+        run.model.eval()
+        reference = self.start.reference(step)
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
         cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}, "classical_": {}}
         curves: dict[str, list[torch.Tensor]] = {}
         expected: dict[str, list[torch.Tensor]] = {}
-        first = trainer.global_step == 0 and self.judge.start_card is None
         count = 0
         for i, batch in enumerate(dataloader):
-            if not full and i >= trainer.short_validation_length:
+            if not full and i >= run.short_validation_length:
                 break
-            prepared = setup.prepared(batch, trainer.model, normalized=False)
+            prepared = setup.prepared(batch, run.model, normalized=False)
             terms = setup.terms_of(prepared)
             for key, value in (("upao_loss", terms.total), ("L_BC", terms.boundary), ("L_PDE", terms.residual)):
                 totals[key] += value.item()
@@ -150,16 +182,16 @@ class UpaoValidation:
             collect(cards["classical_"], fixed.classical_residuals)
             count += 1
         card = mean_card(cards[""])
-        if first:
-            self.judge.start_card = card
+        start_card = mean_card(cards["start_"]) if cards["start_"] else None
         logs = {k: v / max(count, 1) for k, v in totals.items()} | card.logs(prefix="score_")
         logs |= {
             f"score_{k}": float(torch.cat(v).mean()) for k, v in cards[""].items() if k.startswith("residual_ratio_")
         }
         logs["unavailable_scores"] = self.unavailable_scores(card, self.start.available)
-        if cards["start_"]:
-            logs |= mean_card(cards["start_"]).logs(prefix="score_start_")
-        return logs | self.horizon_logs(curves, expected) | classical_residual_logs(cards["classical_"])
+        if start_card is not None:
+            logs |= start_card.logs(prefix="score_start_")
+        horizons, evidence = self.horizon_logs(curves, expected)
+        return Measured(logs | horizons | classical_residual_logs(cards["classical_"]), card, start_card, evidence)
 
     def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
         """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
@@ -223,7 +255,7 @@ class UpaoValidation:
             {name: value.cpu() for name, value in self.classical_residuals(prepared).items()},
             {name: curve.cpu() for name, curve in classical_expected_curves(prepared.history, mask).items()},
         )
-        if index < getattr(self.trainer, "short_validation_length", 0):
+        if index < self.run.short_validation_length:
             self.fixed[index] = parts
         return parts
 
@@ -262,27 +294,31 @@ class UpaoValidation:
         steps = setup.rollout.steps
         if setup.rollout.one_step or setup.one_frame or setup.history < steps + 2:
             return None
-        model = self.trainer.model if model is None else model
+        model = self.run.model if model is None else model
         slots = list(setup.channel_slots)
         given = setup.space.to_model(batch["input_fields"].to(setup.device))
         window = into_slots(given[:, : setup.history - steps], slots)
-        for _ in range(steps):
-            frame = model(window, sequence=True)[:, -1:][..., slots]
-            window = torch.cat([window, into_slots(frame, slots)], 1)
-        return into_slots(setup.space.to_physical(frame[:, 0]), slots)
+        rolled = autoregress(
+            lambda w: model(w, sequence=True)[:, -1][..., slots],
+            window,
+            steps,
+            slide=False,
+            feed=lambda frame: into_slots(frame, slots),
+        )
+        return into_slots(setup.space.to_physical(rolled[:, -1]), slots)
 
     # ------------------------------------------------------------------ the evidence per horizon
     def can_keep_prior(self) -> bool:
         """Whether ``best.pt`` can predict with a prior: a backbone (``NATransformer.set_prior``) and
         ``trainer.prior_candidate``; a one-frame model of the Well's harness cannot (it is scored, not replaced)."""
-        return self.settings.prior_candidate and hasattr(self.trainer.bare_model, "set_prior")
+        return self.settings.prior_candidate and hasattr(self.run.bare_model, "set_prior")
 
     @torch.no_grad()
     def model_backtest_curve(
         self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
     ) -> dict[str, torch.Tensor]:
         """``{"model": curve}`` for a backbone, per sample on the observed window ``history`` (physical, 18 slots;
-        ``evaluate.horizons``): one step ahead, the mean over every frame after the first ``START``, each predicted
+        ``predict.evidence``): one step ahead, the mean over every frame after the first ``START``, each predicted
         from the true frames before it (``shifted``: the batch's shifted predictions of frames ``1 .. T-1`` where the
         objective already made them, else one causal pass); beyond one step, only when the trust window lies beyond
         it, its rollout from the first ``START`` frames, each prediction fed back (``T - START`` passes: the default
@@ -294,7 +330,7 @@ class UpaoValidation:
         self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """[`model_backtest_curve`][well_upao.trainers.upao_validation.UpaoValidation.model_backtest_curve] and the
-        same curve in VRMSE units (``evaluate.expected``), from one set of predictions."""
+        same curve in VRMSE units (``predict.expected``), from one set of predictions."""
         setup = self.setup
         mask = slots_mask(setup.channel_slots, history.device)
         start = START
@@ -303,20 +339,24 @@ class UpaoValidation:
         slots = list(setup.channel_slots)
         observed = into_slots(setup.space.to_model(batch["input_fields"].to(history.device)), slots)
         if shifted is None:
-            predicted = self.trainer.model(observed[:, :-1], sequence=True)[..., slots]
+            predicted = self.run.model(observed[:, :-1], sequence=True)[..., slots]
             shifted = into_slots(setup.space.to_physical(predicted), slots)
         one_step_channels = backtest_curve(shifted[:, start - 1 :], history, start, mask, per_channel=True)
         one_step = one_step_channels.mean(-1)
         rho = step_over_spread(history, mask)
-        if self.judge.trust_window == "one_step":
+        if self.settings.trust_window == "one_step":
             return {"model": one_step.mean(1, keepdim=True)}, {
                 "model": expected_curve(one_step_channels.mean(1, keepdim=True), rho)
             }
-        window = observed[:, :start]
-        for _ in range(history.shape[1] - start):
-            frame = self.trainer.model(window, sequence=True)[:, -1:][..., slots]
-            window = torch.cat([window, into_slots(frame, slots)], 1)
-        predicted = into_slots(setup.space.to_physical(window[:, start:][..., slots]), slots)
+        model = self.run.model
+        rolled_frames = autoregress(
+            lambda w: model(w, sequence=True)[:, -1][..., slots],
+            observed[:, :start],
+            history.shape[1] - start,
+            slide=False,
+            feed=lambda frame: into_slots(frame, slots),
+        )
+        predicted = into_slots(setup.space.to_physical(rolled_frames), slots)
         rolled = backtest_curve(predicted, history, start, mask, per_channel=True)
         return {"model": with_one_step(rolled.mean(-1), one_step)}, {
             "model": expected_curve(with_one_step(rolled, one_step_channels), rho)
@@ -332,22 +372,22 @@ class UpaoValidation:
         bound, history = prepared.bound.in_double(), prepared.history.double()
         frames = list(history.unbind(1))
         out = {}
-        for name, order in CLASSICAL.items():
-            if len(frames) <= order:
+        for name, prior in CLASSICAL_PRIORS.items():
+            if len(frames) <= prior.order:
                 continue
-            prediction = next_frame(frames, order)
+            prediction = prior.next_frame(history)
             out[f"residual_ratio_{name}"] = bound.scorecard(history, prediction, prepared.dt.double())["residual_ratio"]
             out[f"moved_{name}"] = (prediction - frames[-1]).flatten(1).abs().amax(1).gt(0).double()
         return out
 
     def horizon_logs(
         self, curves: Mapping[str, list[torch.Tensor]], expected: Mapping[str, list[torch.Tensor]] | None = None
-    ) -> dict[str, Any]:
-        """The median curves, the trust window's evidence and the prior it picks (handed to the judge,
-        ``TrustEvidence``), and the expected VRMSE without labels of the model and of the prior for that window
-        (``evaluate.expected``; keys without the ``valid_`` prefix)."""
+    ) -> tuple[dict[str, Any], TrustEvidence]:
+        """The median curves, the trust window's evidence and the prior it picks (for the judge, ``TrustEvidence``),
+        and the expected VRMSE without labels of the model and of the prior for that window (``predict.expected``;
+        keys without the ``valid_`` prefix)."""
         medians = median_curves(curves)
-        window = self.judge.trust_window
+        window = self.settings.trust_window
         _, evidence = pick(medians, window)  # every curve read to the same horizons
         values = {name: e.value for name, e in evidence.items()}
         prior = choose_prior(values)
@@ -355,10 +395,9 @@ class UpaoValidation:
         logs |= {f"score_window_{name}": value for name, value in values.items()}
         reach = evidence.get("model", evidence.get(prior)) if prior else None
         logs["trust_reach"] = reach.describe() if reach is not None else None
-        self.judge.evidence = TrustEvidence(values, prior, logs["trust_reach"])
         estimates = expected_per_window(expected or {}, window)
         logs["expected_vrmse"] = {n: e.as_dict() for n, e in estimates.items() if n in ("model", prior)} or None
-        return logs
+        return logs, TrustEvidence(values, prior, logs["trust_reach"])
 
     # ------------------------------------------------------------------ the labelled record
     @torch.no_grad()
@@ -368,31 +407,31 @@ class UpaoValidation:
         with a ``prior`` (the picked classical predictor, for a model that can keep one) also the prior's,
         ``valid_prior_paper_VRMSE`` and ``valid_prior_rollout_VRMSE_<a:b>``: labels for the record (a study's oracle),
         never read by the selection, which scores the prior label-free."""
-        setup, trainer = self.setup, self.trainer
-        trainer.model.eval()
-        dataset = trainer.datamodule.rollout_val_dataset
+        setup, run = self.setup, self.run
+        run.model.eval()
+        dataset = run.datamodule.rollout_val_dataset
         count = len(dataset) if full else min(self.settings.vrmse_trajectories, len(dataset))
         if setup.one_frame:
-            predictor = HarnessModel("model", trainer.bare_model, setup.formatter, setup.history, setup.space)
+            predictor = HarnessModel("model", run.bare_model, setup.formatter, setup.history, setup.space)
         else:
-            predictor = BackboneModel("model", trainer.bare_model, setup.space)
+            predictor = BackboneModel("model", run.bare_model, setup.space)
         per_channel, prior_per_channel = [], []
         curves: dict[str, list[list[float]]] = {"model": [], "prior": []}
         for index in range(count):
             sample = dataset[index]
             if setup.one_frame:  # a one-frame model reads the sample's constant fields after its frames
                 predictor.constant_fields = sample.get("constant_fields")
-            trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(trainer.device)
+            trajectory = torch.cat([sample["input_fields"], sample["output_fields"]]).to(run.device)
             prediction = one_step_all(predictor, trajectory, setup.history, None)
             per_channel.append(vrmse_paper(prediction, trajectory[setup.history :]))
             curves["model"].append(self.rollout_curve(predictor, trajectory))
             if prior is not None and self.can_keep_prior():
-                with kept_prior(trainer.bare_model, CLASSICAL[prior]):
+                with kept_prior(run.bare_model, classical_prior(prior)):
                     predicted = one_step_all(predictor, trajectory, setup.history, None)
                     curves["prior"].append(self.rollout_curve(predictor, trajectory))
                 prior_per_channel.append(vrmse_paper(predicted, trajectory[setup.history :]))
         values = torch.stack(per_channel).mean(0)
-        names = [n for names in trainer.dset_metadata.field_names.values() for n in names]
+        names = run.field_names
         logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
         logs["valid_paper_VRMSE"] = values.mean().item()
         logs |= rollout_window_logs(curves["model"], "valid_rollout_VRMSE")
@@ -410,7 +449,7 @@ class UpaoValidation:
             return []
         predicted = rollout(predictor, trajectory, history, steps, None)[0]
         target = trajectory[history : history + steps]
-        return vrmse_well(predicted, target, self.trainer.dset_metadata.n_spatial_dims).mean(-1).tolist()
+        return vrmse_well(predicted, target, self.run.metadata.n_spatial_dims).mean(-1).tolist()
 
 
 def classical_residual_logs(scores: Mapping[str, list[torch.Tensor]]) -> dict[str, Any]:
@@ -418,7 +457,7 @@ def classical_residual_logs(scores: Mapping[str, list[torch.Tensor]]) -> dict[st
     ``residual_blind``: the predictors the residual cannot rank (no sample moved: their rate term is zero)."""
     logs: dict[str, Any] = {}
     blind = []
-    for name in CLASSICAL:
+    for name in CLASSICAL_PRIORS:
         if f"residual_ratio_{name}" not in scores:
             continue
         logs[f"score_residual_ratio_{name}"] = float(torch.cat(scores[f"residual_ratio_{name}"]).mean())
@@ -434,7 +473,7 @@ def collect(into: dict[str, list[torch.Tensor]], scores: Mapping[str, torch.Tens
 
 
 def rollout_window_logs(curves: list[list[float]], prefix: str) -> dict[str, Any]:
-    """The Well's windows (``well_upao.evaluate.windows``) of the mean per-step curve of several rollouts (each step
+    """The Well's windows (``well_upao.predict.windows``) of the mean per-step curve of several rollouts (each step
     averaged over the rollouts that reached it): ``<prefix>_<a:b>`` for the windows held, ``<prefix>_steps`` (the
     steps every rollout ran) and ``<prefix>_last`` (the VRMSE at that step); nothing without rollouts."""
     steps = min((len(c) for c in curves), default=0)

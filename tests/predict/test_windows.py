@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from well_upao.evaluate.metrics import vrmse_well
-from well_upao.evaluate.predictors import Persistence, Predictor
-from well_upao.evaluate.protocol import one_step_all, rollout
-from well_upao.evaluate.windows import rollout_starts, window_means
 from well_upao.harness.samples import Context
+from well_upao.predict.predictors import Predictor, classical_row
+from well_upao.predict.rollout import one_step_all, rollout
+from well_upao.predict.windows import rollout_starts, window_means
 
 
 def test_windows_slice_the_per_step_curve_as_the_wells_trainer_does():
@@ -43,7 +43,7 @@ def frames_2d(steps: int = 9) -> torch.Tensor:
 
 def test_persistence_rolls_out_its_last_history_frame_from_each_start():
     frames = frames_2d()
-    rolled = rollout(Persistence(), frames, history=3, steps=4, context=None, starts=[0, 2])
+    rolled = rollout(classical_row("persistence"), frames, history=3, steps=4, context=None, starts=[0, 2])
     assert rolled.shape == (2, 4, 8, 8, 2)
     for index, start in enumerate([0, 2]):
         for step in range(4):
@@ -129,7 +129,7 @@ def test_context_is_expanded_for_every_start():
 
 def test_a_window_of_a_diverged_rollout_says_where_it_diverged_not_that_it_is_not_held():
     from well_upao.evaluate.report import window_cell
-    from well_upao.evaluate.windows import first_non_finite_step, window_means
+    from well_upao.predict.windows import first_non_finite_step, window_means
 
     curve = [0.1 * step for step in range(1, 28)] + [float("nan")] * 3  # a solver that blew up at step 28
     assert first_non_finite_step(curve) == 28 and first_non_finite_step(curve[:27]) is None

@@ -11,10 +11,10 @@ import torch
 
 from well_upao.data.datasets import DATASET_SLOTS, slot_indices
 from well_upao.datasets_exact import EXACT_PDES
-from well_upao.evaluate.predictors import Extrapolation, Persistence, SolverStep
-from well_upao.evaluate.solver import supports
 from well_upao.harness.samples import Context
 from well_upao.physics import Grid, get_pde
+from well_upao.predict.predictors import SolverStep, classical_row
+from well_upao.predict.solver import supports
 
 
 def polynomial_window(degree, steps=5):
@@ -26,15 +26,15 @@ def polynomial_window(degree, steps=5):
 @pytest.mark.parametrize("order, exact_for", [(1, 1), (2, 2)])
 def test_extrapolation_is_exact_for_polynomials_of_its_degree(order, exact_for):
     window, nxt = polynomial_window(exact_for)
-    torch.testing.assert_close(Extrapolation(order).predict(window, None), nxt)
+    torch.testing.assert_close(classical_row(f"extrap{order}").predict(window, None), nxt)
     if order == 1:
         quad_window, quad_next = polynomial_window(2)
-        assert (Extrapolation(1).predict(quad_window, None) - quad_next).abs().max() > 1e-3
+        assert (classical_row("extrap1").predict(quad_window, None) - quad_next).abs().max() > 1e-3
 
 
 def test_persistence_repeats_the_last_frame():
     window = torch.randn(2, 3, 4, 1)
-    assert torch.equal(Persistence().predict(window, None), window[:, -1])
+    assert torch.equal(classical_row("persistence").predict(window, None), window[:, -1])
 
 
 def exact_context(name, resolution, dt, index=0, t0=0.3):
@@ -129,8 +129,8 @@ def test_a_model_in_normalised_units_predicts_in_physical_units(tmp_path):
     import advected_mode
 
     from well_upao.data.source import WellSource
-    from well_upao.evaluate.predictors import BackboneModel, HarnessModel
     from well_upao.harness.normalization import model_space_for
+    from well_upao.predict.predictors import BackboneModel, HarnessModel
 
     advected_mode.write(tmp_path)
     source = WellSource(tmp_path, advected_mode.NAME)

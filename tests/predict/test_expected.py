@@ -1,4 +1,4 @@
-"""The expected VRMSE without labels (``evaluate.expected``) against closed forms.
+"""The expected VRMSE without labels (``predict.expected``) against closed forms.
 
 A field ``u(x, t) = a(t) sin(x)`` with ``a = exp(lambda t)``, frames ``h`` apart on a periodic grid of ``N`` points:
 a frame's norm is ``|a| ||sin||`` and its spatial standard deviation (unbiased, the Well's) ``|a| ||sin|| /
@@ -23,7 +23,14 @@ import pytest
 import torch
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
-from well_upao.evaluate.expected import (
+from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+from well_upao.predict.classical import CLASSICAL_PRIORS
+from well_upao.predict.evidence import (
+    START,
+    backtest_curve,
+    with_one_step,
+)
+from well_upao.predict.expected import (
     RULE_1,
     RULE_2,
     SINGLE_WINDOW_SPREAD,
@@ -33,14 +40,6 @@ from well_upao.evaluate.expected import (
     interval,
     step_over_spread,
 )
-from well_upao.evaluate.horizons import (
-    START,
-    backtest_curve,
-    extrapolation_one_step,
-    extrapolation_rollout,
-    with_one_step,
-)
-from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 
 N, H = 64, 0.1
 
@@ -52,11 +51,15 @@ def growing(rates, frames: int, start: int = 0) -> torch.Tensor:
     return torch.stack([torch.exp(rate * t)[:, None] * torch.sin(x)[None] for rate in rates], -1)[None]
 
 
+def prior_of(order: int):
+    return next(prior for prior in CLASSICAL_PRIORS.values() if prior.order == order)
+
+
 def curves_of(window: torch.Tensor, order: int) -> torch.Tensor:
     """The expected-VRMSE curve ``x_K`` of polynomial extrapolation of ``order`` on one window, as evaluate makes it."""
     mask = torch.ones(window.shape[-1])
-    rollout = backtest_curve(extrapolation_rollout(window, order, START), window, START, mask, per_channel=True)
-    one_step = backtest_curve(extrapolation_one_step(window, order, START), window, START, mask, per_channel=True)
+    rollout = backtest_curve(prior_of(order).rolled_out(window, START), window, START, mask, per_channel=True)
+    one_step = backtest_curve(prior_of(order).one_step(window, START), window, START, mask, per_channel=True)
     return expected_curve(with_one_step(rollout, one_step), step_over_spread(window, mask))
 
 
@@ -125,7 +128,9 @@ def test_channels_are_weighted_each_by_its_own_spread():
     estimate = expected_vrmse(curves_of(window, 1), "one_step")
     assert estimate.value == pytest.approx(SPREAD * (factor(0.2) ** 2 + factor(3.0) ** 2) / 2, rel=1e-6)
     mask = torch.ones(2)
-    one_step = backtest_curve(extrapolation_one_step(window, 1, START), window, START, mask, per_channel=True)
+    one_step = backtest_curve(
+        CLASSICAL_PRIORS["extrap1"].one_step(window, START), window, START, mask, per_channel=True
+    )
     apart = one_step.mean(1).mean() * step_over_spread(window, mask).mean()
     assert abs(float(apart) / estimate.value - 1) > 0.1
 
@@ -142,7 +147,7 @@ def test_the_spread_is_the_last_frames_not_the_first():
     estimate = expected_vrmse(curves_of(window, 0), "one_step").value
     assert estimate == pytest.approx(float(true), rel=0.1)
     mask = torch.ones(1)
-    persistence = backtest_curve(extrapolation_one_step(window, 0, START), window, START, mask).mean()
+    persistence = backtest_curve(CLASSICAL_PRIORS["persistence"].one_step(window, START), window, START, mask).mean()
     assert float(persistence) == pytest.approx(1.0)  # persistence misses one step ahead by exactly one step
     wrong = float(persistence * step_over_spread(window[:, :2], mask))
     assert wrong / float(true) > 3

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from well_upao.evaluate.predictors import HarnessModel
-from well_upao.evaluate.protocol import batch_context, one_step_all, rollout
 from well_upao.harness.samples import Context
 from well_upao.physics.stencils import Grid
+from well_upao.predict.predictors import HarnessModel
+from well_upao.predict.rollout import batch_context, one_step_all, rollout
 
 
 class OneFrameModel(torch.nn.Module):

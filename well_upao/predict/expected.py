@@ -1,6 +1,6 @@
 """How far off a prediction is likely to be, without labels: an expected VRMSE with an interval per row and window.
 
-The backtests of ``evaluate.horizons`` measure, on the observed history, each predictor's error at horizon ``K`` in
+The backtests of ``predict.evidence`` measure, on the observed history, each predictor's error at horizon ``K`` in
 units of the target frame's step, per active channel ``c`` and history window ``w``:
 ``e_{w,K,c} = ||p - u||_c / ||u_t - u_{t-1}||_c``. The Well's VRMSE of a prediction of a frame is
 ``||p - u||_c / (sqrt(N) s_c)``, with ``s_c`` the frame's spatial standard deviation (unbiased, the Well's ``+1e-7``
@@ -14,7 +14,7 @@ the VRMSE the window's evidence expects ``K`` steps ahead (`expected_curve`). Pe
 (`expected_vrmse`; how well it is calibrated: reports/expected_error.md):
 
 * **value**: the window's horizons' mean of the per-horizon median over the windows, ``M_K = median_w x_{w,K}``,
-  continued past the curve's reach as the evidence is (``horizons.continued``), the same reading as the pick;
+  continued past the curve's reach as the evidence is (``evidence.continued``), the same reading as the pick;
 * **interval** (nominal 80%): ``value * exp(+- z sigma)``, ``z = 1.2816``, ``sigma^2`` the sum of three parts
   (`interval`, under the rule `RULE`):
   the windows' part from ``s``, the standard deviation over the ``n`` windows of
@@ -41,16 +41,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from well_upao.evaluate.horizons import (
-    CLASSICAL,
-    START,
-    WINDOWS,
-    backtest_curve,
-    continued,
-    extrapolation_one_step,
-    extrapolation_rollout,
-    with_one_step,
-)
+from well_upao.predict.classical import CLASSICAL_PRIORS
+from well_upao.predict.evidence import START, backtest_curve, continued, with_one_step
+from well_upao.predict.windows import WINDOWS
 
 #: the Well's VRMSE epsilon (``evaluate.metrics.WELL_EPS``), under the root with the spatial variance
 WELL_EPS = 1e-7
@@ -94,7 +87,7 @@ def step_over_spread(window: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def expected_curve(per_channel_curve: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
-    """``x_{w,K}`` from a backtest curve per channel ``(B, K, C_active)`` (``horizons.backtest_curve`` with
+    """``x_{w,K}`` from a backtest curve per channel ``(B, K, C_active)`` (``evidence.backtest_curve`` with
     ``per_channel=True``) and ``rho`` ``(B, C_active)``: ``(B, K)``."""
     scaled = per_channel_curve * rho[:, None, :]
     # a channel whose last step is zero does not move: it expects no error (0 x a huge ratio is not a NaN)
@@ -102,15 +95,15 @@ def expected_curve(per_channel_curve: torch.Tensor, rho: torch.Tensor) -> torch.
 
 
 def classical_expected_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Every classical predictor's ``x_{w,K}`` on each window ``(B, T, *space, C)`` (``horizons.classical_curves`` in
+    """Every classical predictor's ``x_{w,K}`` on each window ``(B, T, *space, C)`` (``evidence.classical_curves`` in
     VRMSE units): ``{name: (B, K)}``."""
     if window.shape[1] <= START:
         return {}
     rho = step_over_spread(window, mask)
     out = {}
-    for name, order in CLASSICAL.items():
-        rolled = backtest_curve(extrapolation_rollout(window, order, START), window, START, mask, per_channel=True)
-        one_step = backtest_curve(extrapolation_one_step(window, order, START), window, START, mask, per_channel=True)
+    for name, prior in CLASSICAL_PRIORS.items():
+        rolled = backtest_curve(prior.rolled_out(window, START), window, START, mask, per_channel=True)
+        one_step = backtest_curve(prior.one_step(window, START), window, START, mask, per_channel=True)
         out[name] = expected_curve(with_one_step(rolled, one_step), rho)
     return out
 

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import math
 
+#: the windows a user may trust a prediction for: (first, last) horizon, counted from 1 (the Well's 6:12 is steps
+#: 7..12 of a rollout counted from 1, its slice ``[6:12]`` counted from 0); the pick (``predict.evidence``), the
+#: expected error (``predict.expected``) and the forecast read a prediction per window
+WINDOWS: dict[str, tuple[int, int]] = {"one_step": (1, 1), "6:12": (7, 12), "13:30": (14, 30)}
 #: the windows of the Well's benchmark tables, ``(a, b)``: 0-based predicted steps ``a .. b - 1``
 WELL_WINDOWS: tuple[tuple[int, int], ...] = ((6, 12), (13, 30))
 #: the rollout length that holds every window of ``WELL_WINDOWS``

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
-from well_upao.evaluate.horizons import START, classical_curves, window_evidence
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
+from well_upao.predict.evidence import START, classical_curves, window_evidence
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_a_ranking_at_the_reach_can_turn_by_the_window():
     or its line through the last two (persistence's, bending down)."""
     import numpy as np
 
-    from well_upao.evaluate.horizons import pick
+    from well_upao.predict.evidence import pick
 
     curves = {
         "persistence": [1.0, 1.964, 2.883, 3.752, 4.572],
@@ -105,9 +105,9 @@ def test_the_one_step_evidence_comes_from_windows_spread_over_the_targets():
     and then alternates in sign (persistence one step off, extrap1 two, extrap2 four: 4c, 8c against a step of 2c):
     the first history window alone ranks the extrapolations first; the one-step evidence, from windows before the
     first, a middle and the last target, is persistence's (median 1 against 2 and 4), as on most targets."""
-    from well_upao.evaluate.horizons import pick
-    from well_upao.evaluate.predictors import classical_predictors
-    from well_upao.evaluate.scores import add_history_curves, history_curves, median_curves
+    from well_upao.predict.backtests import add_history_curves, history_curves
+    from well_upao.predict.evidence import median_curves, pick
+    from well_upao.predict.predictors import classical_predictors
 
     n_frames, history, c = 40, 8, 0.5
     t = torch.arange(n_frames, dtype=torch.float64)
@@ -116,7 +116,7 @@ def test_the_one_step_evidence_comes_from_windows_spread_over_the_targets():
     frames = (amplitude[:, None] * field[None, :])[..., None].float()  # (T, x, one channel)
     rows = classical_predictors(None, None, solver=False)
     curves = {"one_step": {}, "rollout": {}}
-    add_history_curves(curves, rows, frames, history, None, rollout_starts=[0], count=3)
+    add_history_curves(curves, rows, frames, history, None, starts=[0], count=3)
     one_step = median_curves(curves["one_step"])
     chosen, evidence = pick(one_step, "one_step")
     assert chosen == "persistence"
@@ -137,9 +137,9 @@ def test_one_window_holding_the_start_does_not_decide_the_evidence():
     where extrap2's prediction of frame 3 is off by about 1 against a step of 0.035 (a ratio near 29, about 6 on the
     window's mean over its 5 targets). The median over the three windows picks extrap2, the truth on every target; a
     mean would pick extrap1 (about 2 against 0.1)."""
-    from well_upao.evaluate.horizons import pick
-    from well_upao.evaluate.predictors import classical_predictors
-    from well_upao.evaluate.scores import add_history_curves, median_curves
+    from well_upao.predict.backtests import add_history_curves
+    from well_upao.predict.evidence import median_curves, pick
+    from well_upao.predict.predictors import classical_predictors
 
     n_frames, history = 40, 8
     t = torch.arange(n_frames, dtype=torch.float64)
@@ -158,9 +158,9 @@ def test_one_window_holding_the_start_does_not_decide_the_evidence():
 def test_a_one_frame_row_that_reads_more_frames_than_the_backtest_starts_from_has_no_curve_and_errors_surface():
     """A one-frame model of the Well reads exactly its history: with 4 frames it cannot start from the backtest's 3
     and has no curve; with 3 it has one. A model row whose network fails is an error, not a missing curve."""
-    from well_upao.evaluate.horizons import START
-    from well_upao.evaluate.predictors import HarnessModel
-    from well_upao.evaluate.scores import history_curves
+    from well_upao.predict.backtests import history_curves
+    from well_upao.predict.evidence import START
+    from well_upao.predict.predictors import HarnessModel
 
     channels, frames = 2, torch.randn(8, 8, 8, 2)
 

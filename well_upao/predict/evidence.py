@@ -8,27 +8,28 @@ error at each horizon in units of the target frame's step,
 
     e_K = mean_c ||p_{m+K-1,c} - u_{m+K-1,c}|| / ||u_{m+K-1,c} - u_{m+K-2,c}||      (K = 1 .. T - m)
 
-over the active channels ``c`` ([`backtest_curve`][well_upao.evaluate.horizons.backtest_curve]). Every predictor starts
+over the active channels ``c`` ([`backtest_curve`][well_upao.predict.evidence.backtest_curve]). Every predictor starts
 from the same ``m = 3`` frames (``START``, what quadratic extrapolation needs), so each horizon is measured on the same
 observed frame for all: with the default history of 8 frames the curves reach 5 steps (a history of 15 frames reaches
 step 12, the end of the Well's 6:12 window). One step ahead the history holds more evidence than the rollout's first
 frame: ``e_1`` is the mean of the one-step errors over every frame ``u_m .. u_{T-1}``, each predicted from the ``m``
-true frames before it ([`with_one_step`][well_upao.evaluate.horizons.with_one_step]), as the one-step protocol predicts
+true frames before it ([`with_one_step`][well_upao.predict.evidence.with_one_step]), as the one-step protocol predicts
 every frame from its true history.
 
 The curves of the windows a history offers (several per trajectory, or the samples of a batch) are combined by their
-median per horizon ([`median_curves`][well_upao.evaluate.horizons.median_curves]). A window's evidence
-([`window_evidence`][well_upao.evaluate.horizons.window_evidence]) is the curve's mean over the window's horizons; where
+median per horizon ([`median_curves`][well_upao.predict.evidence.median_curves]). A window's evidence
+([`window_evidence`][well_upao.predict.evidence.window_evidence]) is the curve's mean over the window's horizons; where
 the history stops short of the window's end ("backtest to step 5 of 12"), the curve is continued past its reach as the
 quadratic through its last three values, or the line through its last two where it bends down
-([`continued`][well_upao.evaluate.horizons.continued]): the predictors' errors grow at different orders (persistence's
+([`continued`][well_upao.predict.evidence.continued]): the predictors' errors grow at different orders (persistence's
 about linearly, an extrapolation's faster), so a ranking at the reach can turn by the window, and the continuation
-carries each curve's own growth there. The pick ([`pick`][well_upao.evaluate.horizons.pick]) is the predictor with the
+carries each curve's own growth there. The pick ([`pick`][well_upao.predict.evidence.pick]) is the predictor with the
 lowest evidence, every curve read to the same horizons; only label-free numbers enter it.
 
-The classical predictors' curves are closed forms of the window
-([`extrapolation_rollout`][well_upao.evaluate.horizons.extrapolation_rollout]); a model's comes from its own rollout
-(``trainers/upao_validation.py``, ``evaluate/scores.py``).
+The classical predictors' curves are closed forms of the window (their entries of ``predict.classical``); a model's
+comes from its own rollout ([`history_curves`][well_upao.predict.evidence.history_curves], on the windows
+[`add_history_curves`][well_upao.predict.evidence.add_history_curves] chooses; a UPAO run's validation computes its
+model's on its batches, ``trainers/upao_validation.py``).
 """
 
 from __future__ import annotations
@@ -39,45 +40,18 @@ from dataclasses import dataclass
 
 import torch
 
-from well_upao.models.na_transformer import extrapolate_history
+from well_upao.predict.classical import CLASSICAL_PRIORS
+from well_upao.predict.windows import WINDOWS
 
-#: the windows a user may trust a prediction for: (first, last) horizon, counted from 1 (the Well's 6:12 is steps
-#: 7..12 of a rollout counted from 1, its slice ``[6:12]`` counted from 0)
-WINDOWS: dict[str, tuple[int, int]] = {"one_step": (1, 1), "6:12": (7, 12), "13:30": (14, 30)}
-#: the classical predictors, by the polynomial order of their extrapolation of the window
-CLASSICAL: dict[str, int] = {"persistence": 0, "extrap1": 1, "extrap2": 2}
 #: the frames every predictor's backtest starts from (quadratic extrapolation needs 3)
 START = 3
 
 
-def next_frame(frames: Sequence[torch.Tensor], order: int) -> torch.Tensor:
-    """Polynomial extrapolation of degree ``order`` of the next frame from the last of ``frames`` (each ``(B, ...)``):
-    ``u_{T-1}``, ``2 u_{T-1} - u_{T-2}`` or ``3 u_{T-1} - 3 u_{T-2} + u_{T-3}``, the model's own extrapolation base
-    (``extrapolate_history``) at the last frame."""
-    return extrapolate_history(torch.stack(list(frames[-(order + 1) :]), 1), order)[:, -1]
-
-
-def extrapolation_rollout(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
-    """Polynomial extrapolation of degree ``order`` started from ``window[:, :start]`` (``(B, T, ...)``) and fed
-    back: its predictions of frames ``start .. T-1``, ``(B, T - start, ...)``."""
-    frames = list(window[:, :start].unbind(1))
-    for _ in range(window.shape[1] - start):
-        frames.append(next_frame(frames, order))
-    return torch.stack(frames[start:], 1)
-
-
-def extrapolation_one_step(window: torch.Tensor, order: int, start: int) -> torch.Tensor:
-    """Polynomial extrapolation of degree ``order`` of each frame ``start .. T-1`` of ``window`` (``(B, T, ...)``)
-    from the true frames before it (``start > order``): ``(B, T - start, ...)``, the model's extrapolation base
-    (``extrapolate_history``) shifted by one frame."""
-    return extrapolate_history(window, order)[:, start - 1 : window.shape[1] - 1]
-
-
 def with_one_step(curve: torch.Tensor, one_step: torch.Tensor) -> torch.Tensor:
     """``curve`` ``(B, K)`` or ``(B, K, C)`` (a rollout's
-    [`backtest_curve`][well_upao.evaluate.horizons.backtest_curve]) with ``e_1`` replaced by the mean of ``one_step``
+    [`backtest_curve`][well_upao.predict.evidence.backtest_curve]) with ``e_1`` replaced by the mean of ``one_step``
     ``(B, T - START)`` or ``(B, T - START, C)``, the
-    [`backtest_curve`][well_upao.evaluate.horizons.backtest_curve] of one-step predictions of every frame after the
+    [`backtest_curve`][well_upao.predict.evidence.backtest_curve] of one-step predictions of every frame after the
     first ``START`` (see the module docstring)."""
     return torch.cat([one_step.mean(1, keepdim=True), curve[:, 1:]], 1)
 
@@ -116,10 +90,10 @@ def classical_curves(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torc
         return {}
     return {
         name: with_one_step(
-            backtest_curve(extrapolation_rollout(window, order, START), window, START, mask),
-            backtest_curve(extrapolation_one_step(window, order, START), window, START, mask),
+            backtest_curve(prior.rolled_out(window, START), window, START, mask),
+            backtest_curve(prior.one_step(window, START), window, START, mask),
         )
-        for name, order in CLASSICAL.items()
+        for name, prior in CLASSICAL_PRIORS.items()
     }
 
 
@@ -170,7 +144,7 @@ def continued(curve: Sequence[float], horizons: int) -> list[float]:
 def window_evidence(curve: Sequence[float], window: str, cap: int | None = None) -> Evidence:
     """The evidence of a backtest ``curve`` (``e_1 .. e_K``) for ``window`` (see the module docstring), its horizons
     capped at ``cap`` (a comparison's common reach): the curve's mean over the window's horizons, the curve
-    [`continued`][well_upao.evaluate.horizons.continued] past its reach where the history stops short of the window's
+    [`continued`][well_upao.predict.evidence.continued] past its reach where the history stops short of the window's
     end."""
     first, last = WINDOWS[window]
     reach = len(curve) if cap is None else min(len(curve), cap)

@@ -1,12 +1,12 @@
-"""Everything ``well-upao evaluate`` can compare, behind one interface: next frame from a history window.
+"""Everything ``well-upao evaluate`` and ``well-upao forecast`` can compare, behind one interface: next frame from a
+history window.
 
 ``predict(window, context) -> next frame`` with ``window`` of shape ``(B, T, *space, C)`` in the dataset's
 channels and physical units. Classical baselines are first-class entries (INTERFACES.md section 7):
 
-* ``persistence``: ``u_{t+1} = u_t``
-* ``extrap1``: linear extrapolation of the last two frames, ``2 u_t - u_{t-1}``
-* ``extrap2``: quadratic extrapolation of the last three, ``3 u_t - 3 u_{t-1} + u_{t-2}``
-* ``solver``: one step of a numerical solver of the dataset's PDE (``well_upao.evaluate.solver``)
+* one row per entry of the classical table (``well_upao.predict.classical``: persistence, ``extrap1``, ``extrap2``);
+* ``solver``: one step of a numerical solver of the dataset's PDE (``well_upao.predict.solver``);
+* model rows: a well-upao backbone, or any model of the Well's harness, loaded from a run or a checkpoint.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import torch
 
 from well_upao.data.slot_inventory import SLOT_NAMES
 from well_upao.data.source import WellSource
-from well_upao.evaluate.solver import PDESolver, supports
 from well_upao.harness.normalization import ModelSpace, model_space_for
 from well_upao.harness.runs import checkpoint_file, default_row_name, initial_weights, run_history
 from well_upao.harness.samples import Context, one_frame_prediction
@@ -32,6 +31,8 @@ from well_upao.physics.discretisation import Physics
 from well_upao.physics.pdes import PDE
 from well_upao.physics.resample import fourier_resample
 from well_upao.physics.stencils import Grid
+from well_upao.predict.classical import CLASSICAL_PRIORS, ClassicalPrior, classical_prior
+from well_upao.predict.solver import PDESolver, supports
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Predictor:
         return tensor if self.device is None else tensor.to(self.device)
 
     def can_start_from(self, frames: int) -> bool:
-        """Whether it predicts from a window of ``frames`` frames (a backtest starts from 3: ``evaluate.horizons``)."""
+        """Whether it predicts from a window of ``frames`` frames (a backtest starts from 3: ``predict.evidence``)."""
         return True
 
     def _predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
@@ -81,39 +82,29 @@ class Predictor:
         return self.seconds / max(self.calls, 1)
 
 
-class Persistence(Predictor):
-    def __init__(self):
-        super().__init__("persistence", "classical")
+class ClassicalRow(Predictor):
+    """A classical predictor's row: its table entry ``prior`` (``well_upao.predict.classical``) from the window."""
+
+    def __init__(self, prior: ClassicalPrior):
+        super().__init__(prior.name, "classical")
+        self.prior = prior
 
     def _predict(self, window, context):
-        return window[:, -1]
+        return self.prior.next_frame(window)
 
 
-#: weights of u_t, u_{t-1}, ... for polynomial extrapolation of degree 1 and 2 (Newton's backward differences)
-EXTRAPOLATION_WEIGHTS: dict[int, tuple[float, ...]] = {1: (2.0, -1.0), 2: (3.0, -3.0, 1.0)}
-
-
-class Extrapolation(Predictor):
-    """Polynomial extrapolation of the last ``order + 1`` frames."""
-
-    def __init__(self, order: int):
-        super().__init__(f"extrap{order}", "classical")
-        self.order = order
-
-    def _predict(self, window, context):
-        weights = EXTRAPOLATION_WEIGHTS[self.order]
-        if window.shape[1] < len(weights):
-            return window[:, -1]
-        return sum(w * window[:, -1 - i] for i, w in enumerate(weights))
+def classical_row(name: str) -> ClassicalRow:
+    """The row of the classical table's entry ``name``."""
+    return ClassicalRow(classical_prior(name))
 
 
 class SolverStep(Predictor):
-    """One step of the dataset's PDE from the last frame (``well_upao.evaluate.solver``).
+    """One step of the dataset's PDE from the last frame (``well_upao.predict.solver``).
 
     ``substeps=None``: step doubling until the result converges (the ``solver`` row, the accuracy limit);
     ``substeps=s``: ``s`` RK4 steps, no error control; ``coarsen=f`` (periodic grids): stepped on the grid
     coarsened ``f`` times by Fourier truncation and prolonged back (``well_upao.physics.resample``); ``dealias``:
-    the refinement of the grid its right-hand side is evaluated on (``well_upao.evaluate.solver``; 1: none; default
+    the refinement of the grid its right-hand side is evaluated on (``well_upao.predict.solver``; 1: none; default
     the PDE's ``solver_dealias``)."""
 
     def __init__(
@@ -223,7 +214,7 @@ class HarnessModel(Predictor):
 
 
 def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:
-    predictors: list[Predictor] = [Persistence(), Extrapolation(1), Extrapolation(2)]
+    predictors: list[Predictor] = [ClassicalRow(prior) for prior in CLASSICAL_PRIORS.values()]
     if solver and pde is not None and grid is not None and supports(pde, grid):
         predictors.append(SolverStep(pde))
     return predictors
@@ -346,9 +337,11 @@ def slot_fields_of(frame: torch.Tensor, channel_slots: list[int]) -> dict[str, t
 
 
 __all__ = [
+    "ClassicalRow",
     "Context",
     "Predictor",
     "classical_predictors",
+    "classical_row",
     "load_predictor",
     "slot_fields_of",
     "transfer_predictors",

@@ -1,4 +1,4 @@
-"""The solver baseline's de-aliasing (``well_upao.evaluate.solver``, the 3/2 rule) against closed forms.
+"""The solver baseline's de-aliasing (``well_upao.predict.solver``, the 3/2 rule) against closed forms.
 
 Viscous Burgers ``d_t u = -d_x(u^2 / 2) + nu d_xx u`` at ``u = sin(k x)`` on ``N`` points of ``[0, 2 pi)``:
 
@@ -16,9 +16,9 @@ import math
 import pytest
 import torch
 
-from well_upao.evaluate.solver import PDESolver
 from well_upao.physics.pdes import get_pde
 from well_upao.physics.stencils import Grid
+from well_upao.predict.solver import PDESolver
 
 N, K, NU = 32, 10, 0.01  # 2K = 20 > N/2 = 16: the product folds onto mode N - 2K = 12
 

@@ -1,0 +1,94 @@
+"""The backtests of every row on a trajectory's history windows: the evidence of the pick (``predict.evidence``) and
+of the expected error (``predict.expected``), for ``well-upao evaluate`` (on the windows its rows predict from) and
+the forecast (on the history it is given).
+
+A classical row's backtest is the closed form of its table entry (``predict.classical``); a model row's is its own
+rollout from the window's first ``START`` frames (``predict.rollout``) and, one step ahead, its prediction of every
+later frame of the window from the true frames before it. The solver is not a candidate (it is the accuracy limit
+given the equation, not a prediction of the user's system without it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from well_upao.harness.samples import Context
+from well_upao.predict.evidence import START, backtest_curve, with_one_step
+from well_upao.predict.expected import expected_curve, step_over_spread
+from well_upao.predict.predictors import ClassicalRow, Predictor
+from well_upao.predict.rollout import one_step_all, rollout
+from well_upao.predict.windows import rollout_starts
+
+
+def add_history_curves(
+    curves: dict[str, dict[str, list[torch.Tensor]]],
+    predictors: Sequence[Predictor],
+    frames: torch.Tensor,
+    history: int,
+    context: Context,
+    starts: Sequence[int],
+    count: int,
+    expected: dict[str, dict[str, list[torch.Tensor]]] | None = None,
+) -> None:
+    """Add a trajectory's backtest curves (``history_curves``) to ``curves``: under ``one_step``, those of up to
+    ``count`` history windows spread evenly over the one-step targets (the windows before the first, a middle and the
+    last target frame for 3), the evidence for the one-step pick; under ``rollout``, those of the rollouts' own
+    history windows (``starts``; the first window where no rollout is run), the evidence for the rollout
+    windows. Each prediction the pick is judged on reads such a window, so the evidence comes from where the rows are
+    scored, not from the first frames only (on a trajectory that starts with a transient, those rank the predictors
+    otherwise); a window's curve is computed once. ``expected`` receives the same windows' curves in VRMSE units
+    (``predict.expected.expected_curve``), the evidence of the expected error."""
+    one_step_starts = rollout_starts(frames.shape[0], history, 1, count)
+    cache: dict[int, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
+    for kind, windows in (("one_step", one_step_starts), ("rollout", list(starts) or [0])):
+        for start in windows:
+            if start not in cache:
+                window = frames[start : start + history]
+                per_channel = channel_history_curves(predictors, window, context)
+                rho = step_over_spread(window[None], torch.ones(window.shape[-1])) if per_channel else None
+                cache[start] = (
+                    {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()},
+                    {name: expected_curve(with_one_step(r, o), rho) for name, (r, o) in per_channel.items()},
+                )
+            for held, part in zip((curves, expected), cache[start], strict=True):
+                if held is not None:
+                    for name, curve in part.items():
+                        held[kind].setdefault(name, []).append(curve)
+
+
+def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:
+    """Each row's backtest curve (``predict.evidence``) on one history window, ``(1, K)``: the classical rows'
+    closed forms, a model row's rollout from the window's first ``START`` frames and, one step ahead, its predictions
+    of every later frame of the window from the ``START`` frames before it (none for a row that cannot start from
+    them, ``Predictor.can_start_from``: a one-frame model of the Well reading more frames); the solver is not a
+    candidate."""
+    per_channel = channel_history_curves(predictors, history, context)
+    return {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()}
+
+
+def channel_history_curves(
+    predictors: Sequence[Predictor], history: torch.Tensor, context: Context
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """``history_curves`` per channel before the one-step mean: each row's rollout curve ``(1, K, C)`` and its
+    one-step curve over the window's later frames ``(1, T - START, C)``."""
+    window = history[None]
+    mask = torch.ones(history.shape[-1])
+    out = {}
+    for predictor in predictors:
+        if predictor.kind == "solver" or history.shape[0] <= START:
+            continue
+        if isinstance(predictor, ClassicalRow):
+            predicted = predictor.prior.rolled_out(window, START)
+            one_step = predictor.prior.one_step(window, START)
+        elif predictor.kind == "model" and predictor.can_start_from(START):
+            predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
+            one_step = one_step_all(predictor, history, START, context)[None]
+        else:
+            continue
+        out[predictor.name] = (
+            backtest_curve(predicted, window, START, mask, per_channel=True),
+            backtest_curve(one_step, window, START, mask, per_channel=True),
+        )
+    return out

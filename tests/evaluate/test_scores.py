@@ -1,6 +1,7 @@
 """The evaluation at a time stride (``well_upao.evaluate.plan`` and ``scores``): the stride reaches the residual
 floor of the evaluated frames and the solver baseline's step. Data: ``tests/advected_mode.py`` (exact
-advection-diffusion, 24 x 40 with a wall axis, float32 time from t = 1000 every 0.04)."""
+advection-diffusion, 24 x 40 with a wall axis, float32 time from t = 1000 every 0.04). And the trust entry per
+window (``trust_per_window``) on hand-made rows."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import torch
 
 from well_upao.data.source import WellSource
 from well_upao.evaluate.plan import EvaluationRequest, plan_evaluation
-from well_upao.evaluate.scores import score
+from well_upao.evaluate.results import Scores
+from well_upao.evaluate.scores import score, trust_per_window
 from well_upao.harness.samples import file_time_axis, sample_context
 from well_upao.physics.pdes import get_pde
 from well_upao.predict.predictors import SolverStep, classical_row
@@ -49,3 +51,32 @@ def test_at_a_stride_the_floor_and_the_solver_step_use_the_strided_step(tmp_path
     truth, persistence = frames[2], (frames[1] - frames[2]).norm()
     assert (solver.predict(frames[:2][None], context)[0] - truth).norm() < 0.15 * persistence
     assert (solver.predict(frames[:2][None], file_step)[0] - truth).norm() > 0.5 * persistence
+
+
+def test_the_trust_ratio_is_the_picks_true_error_over_the_best_and_never_below_one():
+    """The evidence (backtest curves) picks persistence at every window (0.1 and 0.2 of a step against extrap1's 0.3
+    and 0.5); the labels' errors make extrap1 the best at one step (0.4 against the pick's 0.6) and at 6:12 (0.3
+    against 0.9), and the pick the best at 13:30 (1.0 against 1.4). The ratio is the pick's cost over the best's:
+    ``0.6 / 0.4 = 1.5``, ``0.9 / 0.3 = 3`` and exactly 1 where the pick is the best; never below 1, so "the pick
+    within 1.2x of the best" is false of these two picks. Checked failing with the ratio inverted (best / pick)."""
+
+    def row(name: str, one_step: float, rollout_windows: dict) -> Scores:
+        return Scores(name, "classical", {"u": one_step}, {"u": one_step}, [], 0.0, rollout_windows=rollout_windows)
+
+    rows = [
+        row("persistence", 0.6, {"6:12": 0.9, "13:30": 1.0}),
+        row("extrap1", 0.4, {"6:12": 0.3, "13:30": 1.4}),
+        Scores("solver", "solver", {"u": 0.01}, {"u": 0.01}, [], 0.0, rollout_windows={"6:12": 0.01, "13:30": 0.01}),
+    ]
+    one_step = {"persistence": [0.1], "extrap1": [0.3]}
+    rollout = {"persistence": [0.2] * 30, "extrap1": [0.5] * 30}
+    trust = trust_per_window(rows, one_step, rollout)
+    assert {w: (e["pick"], e["best"]) for w, e in trust.items()} == {
+        "one_step": ("persistence", "extrap1"),
+        "6:12": ("persistence", "extrap1"),
+        "13:30": ("persistence", "persistence"),
+    }
+    assert trust["one_step"]["ratio"] == pytest.approx(1.5, rel=1e-12)
+    assert trust["6:12"]["ratio"] == pytest.approx(3.0, rel=1e-12)
+    assert trust["13:30"]["ratio"] == 1.0
+    assert all(entry["ratio"] >= 1 for entry in trust.values())

@@ -20,6 +20,7 @@ from well_upao.models.checkpoint import read_checkpoint
 from well_upao.physics.discretisation import FIT_ALL, Physics, PhysicsRequest, Requested, resolve
 from well_upao.physics.floor import floor_rows
 from well_upao.physics.pdes import get_pde
+from well_upao.physics.stencils import Grid
 from well_upao.predict.predictors import classical_row
 
 
@@ -134,3 +135,24 @@ def test_a_request_to_fit_with_fallback_is_refused():
         PhysicsRequest(fit=("nu",), fallback=True)
     assert PhysicsRequest(fit=FIT_ALL).fit == FIT_ALL
     assert PhysicsRequest(survey=True, fallback=True).fallback
+
+
+def test_the_bound_residual_carries_the_runs_fixed_and_fitted_constants_not_the_pdes_defaults():
+    """Gray-Scott on a field at rest, ``A = 1 + sin x`` (constant in ``y``), ``B = 0``, two equal frames: the time
+    derivative, ``A B^2`` and the whole ``B`` equation vanish, and with the spectral Laplacian (``Lap A = -sin x``,
+    exact on the grid) the ``A`` residual is the closed form ``R_A = -delta_A Lap A - F (1 - A) = (delta_A + F) sin x``.
+    Bound with a fitted ``delta_A = 0.3`` (the PDE's default is ``2e-5``) and a fixed ``F = 0.5`` (over the sample's
+    ``F = 0.1``), ``R_A = 0.8 sin x``; bound with the PDE's defaults and the sample's scalars instead it would be
+    ``(2e-5 + 0.1) sin x``. Checked failing with ``Physics.bind`` passing no constants."""
+    n = 16
+    x = torch.arange(n, dtype=torch.float64) * 2 * math.pi / n
+    grid = Grid((2 * math.pi / n, 2 * math.pi / n), (True, True))
+    a = (1 + torch.sin(x))[:, None].expand(n, n)[None, None]  # (B, T, x, y)
+    frame = {"concentration_u": a, "concentration_v": torch.zeros_like(a)}
+    scalars = {"F": torch.tensor([0.1], dtype=torch.float64), "k": torch.tensor([0.06], dtype=torch.float64)}
+    fitted_and_fixed = {"delta_A": 0.3, "F": 0.5}
+    physics = Physics(get_pde("gray_scott_reaction_diffusion"), "spectral", "crank_nicolson", fitted_and_fixed)
+    residuals = physics.bind(grid, scalars).residuals(frame, frame, torch.tensor([1.0], dtype=torch.float64))
+    expected = (0.3 + 0.5) * torch.sin(x)[:, None].expand(n, n)
+    torch.testing.assert_close(residuals["A"][0, 0], expected, rtol=0, atol=1e-12)
+    assert residuals["B"].abs().max() < 1e-12

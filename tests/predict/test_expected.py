@@ -187,3 +187,35 @@ def test_a_window_that_expects_no_error_leaves_the_spread_alone():
     assert lone.windows == 1 and lone.spread == SINGLE_WINDOW_SPREAD
     at_rest = expected_curve(torch.tensor([[[float("inf"), 2.0]]]), torch.tensor([[0.0, 0.5]]))
     assert at_rest.tolist() == [[0.5]]  # (0 + 2 x 0.5) / 2
+
+
+def test_the_continued_share_counts_only_the_horizons_past_the_reach():
+    """Three windows whose curve is ``x_K = K`` for ``K = 1 .. 20`` (reach 20): at 13:30 (``K = 14 .. 30``) the curve
+    is continued as the line it is, so the value is ``(14 + 30) / 2 = 22`` and the continued share is the horizons
+    ``21 .. 30`` over all: ``(21 + ... + 30) / (14 + ... + 30) = 255 / 374 = 15 / 22`` (horizon 20, the reach's own,
+    was observed: counting it would give ``275 / 374``). The windows agree (spread 0) and RULE_2's 13:30 transfer is
+    0, so the interval is the continuation's alone: ``high = 22 exp(z (15 / 22) log(1 + 10 / 20))``. Checked failing
+    with the share counting ``k >= reach``."""
+    curves = torch.arange(1, 21, dtype=torch.float64).repeat(3, 1)
+    estimate = expected_vrmse(curves, "13:30", RULE_2)
+    assert estimate.value == pytest.approx(22.0, rel=1e-12) and estimate.reach == 20
+    assert estimate.continued_share == pytest.approx(15 / 22, rel=1e-12)
+    assert RULE_2.transfer["13:30"] == 0.0 and estimate.spread == 0.0
+    assert estimate.high == pytest.approx(22 * math.exp(Z_80 * 15 / 22 * math.log(1.5)), rel=1e-12)
+    assert "68% continued past step 20" in estimate.describe()
+
+
+def test_the_windows_spread_is_read_over_the_horizons_the_window_and_the_evidence_share():
+    """Three windows reaching 20 horizons, ``x_{w,K} = a_w`` with ``a = (1, 2, 4)`` for ``K <= 12`` and all equal to
+    1 past it. For 6:12 (last horizon ``L = 12``) the spread is read over ``K <= min(20, 12)``: the windows' means are
+    ``a``, the median curve's mean 2, so ``s`` is the sample standard deviation of ``(-log 2, 0, log 2)``: exactly
+    ``log 2`` (over all 20 horizons the means would be ``(12 a + 8) / 20`` and ``s`` about ``0.52``). The value is
+    the median, 2, read not continued; RULE_2's interval: ``sigma^2 = (log 2)^2 / 3 + sigma_transfer^2``. Checked
+    failing with the spread read over every backtest horizon."""
+    a = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64)
+    curves = torch.cat([a[:, None].expand(3, 12), torch.ones(3, 8, dtype=torch.float64)], dim=1)
+    estimate = expected_vrmse(curves, "6:12", RULE_2)
+    assert estimate.value == pytest.approx(2.0, rel=1e-12) and estimate.continued_share == 0
+    assert estimate.spread == pytest.approx(math.log(2.0), rel=1e-12) and estimate.windows == 3
+    sigma = math.sqrt(math.log(2.0) ** 2 / 3 + RULE_2.transfer["6:12"] ** 2)
+    assert estimate.high == pytest.approx(2.0 * math.exp(Z_80 * sigma), rel=1e-12)

@@ -23,7 +23,15 @@ from well_upao.data.datasets import generators
 from well_upao.families.replicas.families import REPLICAS
 
 #: commands that take a dataset or a run, hence a user's modules registering them
-TAKES_IMPORTS = ("generate-exact", "validate", "evaluate", "adapters-report", "export-backbone", "residual-floor")
+TAKES_IMPORTS = (
+    "generate-exact",
+    "validate",
+    "evaluate",
+    "forecast",
+    "adapters-report",
+    "export-backbone",
+    "residual-floor",
+)
 
 GENERATE_EXACT = """\
     Evaluate one of the paper's exact-solution PDE families on a periodic grid x_i = i L / N and
@@ -69,6 +77,22 @@ EVALUATE = """\
       well-upao evaluate "UPAO, norm=runs/a/0" "UPAO, no_norm=runs/b/0"   (LABEL=PATH names a row)
       well-upao evaluate upao=runs/a/0 --match-solver upao   (solver rows at upao's cost and accuracy)
       well-upao evaluate --data wave2d --zero-shot-from "from burgers2d=runs/bg/0"   (cross-dataset)
+    """
+FORECAST = """\
+    Predict the future of each trajectory of --input from its history alone, without labels. The
+    candidates: the model of SOURCE (a run folder, a checkpoint, a shipped backbone: shipped,
+    shipped_extrap2; or `classical` for none), persistence, extrap1, extrap2 and, where the input's PDE
+    is registered and supported, a solver step. Each candidate is backtested on the histories; per
+    window (step 1; steps 2-12 read with the Well's 6:12; 13 on with 13:30) the candidate with the lowest
+    backtest error is used, and its expected VRMSE is stated with a nominal 80% interval.
+
+    Writes OUT/forecast.hdf5 (the Well's layout, time continuing the input's), OUT/forecast.json (per
+    window: predictor, expected VRMSE and interval, evidence) and two figures.
+
+    examples:
+      well-upao forecast experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0 --input hist.hdf5 --steps 30
+      well-upao forecast classical --input datasets/wave2d --split valid --history 8 --steps 12
+      well-upao forecast RUN --input datasets/wave2d --start 20 --steps 12   (forecast from frame 20, to check)
     """
 RESIDUAL_FLOOR = """\
     For each stride, derivative (fd; fd4 and spectral on periodic axes) and time scheme (explicit,
@@ -312,6 +336,42 @@ def evaluate_rows(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true")
 
 
+def forecast(sub) -> None:
+    parser = command(
+        sub,
+        "forecast",
+        "forecast",
+        help="predict each trajectory's future from its history, with the candidate to trust per window",
+        **described(FORECAST),
+    )
+    parser.add_argument("source", help="a run folder, a checkpoint, shipped / shipped_extrap2, or classical")
+    parser.add_argument("--input", type=Path, required=True, help="a Well file, or a dataset folder (with --split)")
+    add_split(parser, "valid")
+    parser.add_argument("--history", type=int, help="frames of history (default: the run's, else 8)")
+    parser.add_argument("--steps", type=int, default=30, help="frames to forecast (default 30)")
+    parser.add_argument("--stride", type=int, help="stored frames between forecast frames (default: the run's, else 1)")
+    parser.add_argument(
+        "--start",
+        type=int,
+        help="forecast from this stored frame (the history ends before it) instead of after the last one",
+    )
+    parser.add_argument("--predictor", help="use this candidate for every step instead of the pick")
+    parser.add_argument(
+        "--with-history", action="store_true", help="put the history first in forecast.hdf5 (for the Well's reader)"
+    )
+    parser.add_argument(
+        "--boundary",
+        type=Path,
+        help="a Well file of observed frames at the forecast's times: their boundary band (1 point wide) is imposed "
+        "at every step (its interior is not read)",
+    )
+    parser.add_argument("--no-solver", action="store_true", help="leave the solver step out of the candidates")
+    add_max_trajectories(parser, None)
+    add_out(parser, "forecast", "folder for forecast.hdf5, forecast.json and the figures (./forecast)")
+    parser.add_argument("--device", default="auto", help="where a model runs: auto, cpu, cuda or cuda:N")
+    parser.add_argument("--quiet", action="store_true")
+
+
 def residual_floor(sub) -> None:
     parser = command(
         sub,
@@ -431,6 +491,7 @@ COMMANDS = (
     convert_pdebench,
     validate,
     evaluate,
+    forecast,
     residual_floor,
     leaderboard,
     adapters_report,

@@ -21,38 +21,33 @@ from well_upao.evaluate.plan import EvaluationError, EvaluationPlan, EvaluationR
 from well_upao.evaluate.report import EvaluationReport, write_report
 from well_upao.evaluate.scores import score
 from well_upao.harness.runs import RunCheckpoint
-from well_upao.predict.predictors import Predictor, classical_predictors, load_predictor, transfer_predictors
+from well_upao.predict.predictors import (
+    Predictor,
+    classical_predictors,
+    load_predictor,
+    place_rows,
+    resolve_device,
+    transfer_predictors,
+)
 
 __all__ = ["EvaluationReport", "EvaluationRequest", "run_evaluation"]
 
 
 def model_device(device: str) -> torch.device:
-    """``auto``: the first CUDA device when one is present, else the CPU; ``cuda`` without one is refused."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    """``auto``: the first CUDA device when one is present, else the CPU (``predict.predictors.model_device``); a
+    device this machine lacks is refused (``EvaluationError``)."""
     try:
-        resolved = torch.device(device)
-    except RuntimeError as error:
-        raise EvaluationError(f"--device {device!r} is not a device: use auto, cpu, cuda or cuda:N") from error
-    if resolved.type not in ("cpu", "cuda"):
-        raise EvaluationError(f"--device {device!r}: evaluate runs models on cpu or cuda")
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise EvaluationError(f"--device {device}: this machine has no CUDA device (use cpu or auto)")
-    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
-        raise EvaluationError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    return resolved
+        return resolve_device(device)
+    except ValueError as error:
+        raise EvaluationError(str(error)) from error
 
 
 def place_models(rows: Sequence[Predictor], device: str) -> None:
-    """Put the model rows' networks on ``device`` (``model_device``); rows on a GPU say so in their notes."""
-    resolved = model_device(device)
-    if resolved.type == "cpu":
-        return
-    name = torch.cuda.get_device_name(resolved)
-    for row in rows:
-        row.place(resolved)
-        if row.device is not None:
-            row.notes["device"] = f"{resolved} ({name})"
+    """Put the model rows' networks on ``device`` (``predict.predictors.place_rows``)."""
+    try:
+        place_rows(rows, device)
+    except ValueError as error:
+        raise EvaluationError(str(error)) from error
 
 
 def model_rows(

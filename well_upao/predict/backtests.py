@@ -45,17 +45,35 @@ def add_history_curves(
     for kind, windows in (("one_step", one_step_starts), ("rollout", list(starts) or [0])):
         for start in windows:
             if start not in cache:
-                window = frames[start : start + history]
-                per_channel = channel_history_curves(predictors, window, context)
-                rho = step_over_spread(window[None], torch.ones(window.shape[-1])) if per_channel else None
-                cache[start] = (
-                    {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()},
-                    {name: expected_curve(with_one_step(r, o), rho) for name, (r, o) in per_channel.items()},
-                )
+                cache[start] = window_curves(predictors, frames[start : start + history], context)
             for held, part in zip((curves, expected), cache[start], strict=True):
                 if held is not None:
                     for name, curve in part.items():
                         held[kind].setdefault(name, []).append(curve)
+
+
+def window_curves(
+    predictors: Sequence[Predictor],
+    window: torch.Tensor,
+    context: Context,
+    solver: bool = False,
+    mask: torch.Tensor | None = None,
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """Every row's backtest curve on one history window ``(T, *space, C)``, ``{name: (1, K)}``, in step units (the
+    pick's evidence, ``predict.evidence``) and in VRMSE units (the expected error's, ``predict.expected``);
+    ``solver``: the solver row is a candidate too (the forecast's; evaluate's rows leave it out); ``mask`` ``(C,)``:
+    the channels the VRMSE-unit curve averages (default all)."""
+    per_channel = channel_history_curves(predictors, window, context, solver)
+    mask = torch.ones(window.shape[-1]) if mask is None else mask
+    active = mask.bool()
+    rho = step_over_spread(window[None], mask) if per_channel else None
+    return (
+        {name: with_one_step(r.mean(-1), o.mean(-1)) for name, (r, o) in per_channel.items()},
+        {
+            name: expected_curve(with_one_step(r[..., active], o[..., active]), rho)
+            for name, (r, o) in per_channel.items()
+        },
+    )
 
 
 def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, context: Context) -> dict[str, torch.Tensor]:
@@ -69,20 +87,20 @@ def history_curves(predictors: Sequence[Predictor], history: torch.Tensor, conte
 
 
 def channel_history_curves(
-    predictors: Sequence[Predictor], history: torch.Tensor, context: Context
+    predictors: Sequence[Predictor], history: torch.Tensor, context: Context, solver: bool = False
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """``history_curves`` per channel before the one-step mean: each row's rollout curve ``(1, K, C)`` and its
-    one-step curve over the window's later frames ``(1, T - START, C)``."""
+    one-step curve over the window's later frames ``(1, T - START, C)``; ``solver``: the solver row's too."""
     window = history[None]
     mask = torch.ones(history.shape[-1])
     out = {}
     for predictor in predictors:
-        if predictor.kind == "solver" or history.shape[0] <= START:
+        if (predictor.kind == "solver" and not solver) or history.shape[0] <= START:
             continue
         if isinstance(predictor, ClassicalRow):
             predicted = predictor.prior.rolled_out(window, START)
             one_step = predictor.prior.one_step(window, START)
-        elif predictor.kind == "model" and predictor.can_start_from(START):
+        elif predictor.kind in ("model", "solver") and predictor.can_start_from(START):
             predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
             one_step = one_step_all(predictor, history, START, context)[None]
         else:

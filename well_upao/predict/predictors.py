@@ -12,6 +12,7 @@ channels and physical units. Classical baselines are first-class entries (INTERF
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -211,6 +212,37 @@ class HarnessModel(Predictor):
             constants = self._on_device(self.space.constants_to_model(constants.expand(len(window), *constants.shape)))
         predicted = one_frame_prediction(self.model, self._on_device(inputs), self.formatter, constants)
         return self.space.to_physical(predicted.to(inputs.device))
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto``: the first CUDA device when one is present, else the CPU; ``cpu``, ``cuda``, ``cuda:N`` as given; a
+    device this machine lacks is refused (``ValueError``, with the fix)."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"--device {device!r} is not a device: use auto, cpu, cuda or cuda:N") from error
+    if resolved.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {device!r}: models run on cpu or cuda")
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: this machine has no CUDA device (use cpu or auto)")
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise ValueError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return resolved
+
+
+def place_rows(rows: Sequence[Predictor], device: str) -> None:
+    """Put the model rows' networks on ``device`` (``resolve_device``); rows on a GPU say so in their notes (inputs,
+    scores and the classical rows stay on the CPU)."""
+    resolved = resolve_device(device)
+    if resolved.type == "cpu":
+        return
+    name = torch.cuda.get_device_name(resolved)
+    for row in rows:
+        row.place(resolved)
+        if row.device is not None:
+            row.notes["device"] = f"{resolved} ({name})"
 
 
 def classical_predictors(pde: PDE | None, grid: Grid | None, solver: bool = True) -> list[Predictor]:

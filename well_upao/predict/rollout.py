@@ -1,7 +1,8 @@
 """The autoregressive loop and the one-step protocol: one implementation, used by the trainers' validation and their
 rollout objective, evaluation, the forecast and pretraining.
 
-* [`autoregress`][well_upao.predict.rollout.autoregress]: the loop itself, on any step function
+* [`autoregressive_frames`][well_upao.predict.rollout.autoregressive_frames] (stacked:
+  [`autoregress`][well_upao.predict.rollout.autoregress]): the loop itself, on any step function
   ``window -> next frame``: ``u^_{k+1} = step(w_k)``, ``w_{k+1} = w_k`` with ``feed(u^_{k+1})`` appended, its first
   frame dropped when the window slides (a fixed history length) or kept when it grows (a causal model served a
   window shorter than its history);
@@ -15,7 +16,7 @@ rollout objective, evaluation, the forecast and pretraining.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -30,6 +31,26 @@ class ProtocolError(ValueError):
     """A trajectory too short for the requested history."""
 
 
+def autoregressive_frames(
+    step: Callable[[torch.Tensor], torch.Tensor],
+    window: torch.Tensor,
+    steps: int,
+    *,
+    slide: bool = True,
+    feed: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> Iterator[torch.Tensor]:
+    """The loop: ``steps`` predictions ``(B, ...)`` of ``step`` (``(B, T, ...) -> (B, ...)``) from ``window``
+    ``(B, T, ...)``, yielded one at a time, each fed back (as ``feed`` makes it, by default itself) as the newest
+    frame of the next window; ``slide``: the next window drops its first frame (a fixed length), else it grows by one
+    frame. A caller that writes each frame as it comes (the forecast) holds one window, not the rollout."""
+    for k in range(steps):
+        frame = step(window)
+        yield frame
+        if k + 1 < steps:
+            fed = frame if feed is None else feed(frame)
+            window = torch.cat([window[:, 1:] if slide else window, fed[:, None]], dim=1)
+
+
 def autoregress(
     step: Callable[[torch.Tensor], torch.Tensor],
     window: torch.Tensor,
@@ -38,17 +59,9 @@ def autoregress(
     slide: bool = True,
     feed: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """``steps`` predictions ``(B, steps, ...)`` of ``step`` (``(B, T, ...) -> (B, ...)``) from ``window``
-    ``(B, T, ...)``, each fed back (as ``feed`` makes it, by default itself) as the newest frame of the next window;
-    ``slide``: the next window drops its first frame (a fixed length), else it grows by one frame."""
-    predicted = []
-    for k in range(steps):
-        frame = step(window)
-        predicted.append(frame)
-        if k + 1 < steps:
-            fed = frame if feed is None else feed(frame)
-            window = torch.cat([window[:, 1:] if slide else window, fed[:, None]], dim=1)
-    return torch.stack(predicted, dim=1)
+    """The predictions of [`autoregressive_frames`][well_upao.predict.rollout.autoregressive_frames] stacked,
+    ``(B, steps, ...)``."""
+    return torch.stack(list(autoregressive_frames(step, window, steps, slide=slide, feed=feed)), dim=1)
 
 
 def one_step_all(

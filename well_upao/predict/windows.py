@@ -18,6 +18,19 @@ import math
 #: 7..12 of a rollout counted from 1, its slice ``[6:12]`` counted from 0); the pick (``predict.evidence``), the
 #: expected error (``predict.expected``) and the forecast read a prediction per window
 WINDOWS: dict[str, tuple[int, int]] = {"one_step": (1, 1), "6:12": (7, 12), "13:30": (14, 30)}
+
+
+def window_of_step(step: int) -> str:
+    """The window whose pick a forecast's step ``step`` (from 1) is taken with: ``one_step`` for step 1, ``6:12`` for
+    steps 2 to 12 (the steps before the Well's window are read with its pick), ``13:30`` from step 13 on (continued
+    past 30)."""
+    if step < 1:
+        raise ValueError(f"a forecast step counts from 1, got {step}")
+    if step == 1:
+        return "one_step"
+    return "6:12" if step <= WINDOWS["6:12"][1] else "13:30"
+
+
 #: the windows of the Well's benchmark tables, ``(a, b)``: 0-based predicted steps ``a .. b - 1``
 WELL_WINDOWS: tuple[tuple[int, int], ...] = ((6, 12), (13, 30))
 #: the rollout length that holds every window of ``WELL_WINDOWS``

@@ -1,0 +1,7 @@
+"""The forecast without labels (``well-upao forecast``): a user's trajectories predicted from their history, each
+window's steps from the candidate its evidence trusts, with the expected error (``forecast.core``)."""
+
+from well_upao.forecast.core import Forecast, ForecastRequest, forecast
+from well_upao.forecast.inputs import ForecastError
+
+__all__ = ["Forecast", "ForecastError", "ForecastRequest", "forecast"]

@@ -41,7 +41,12 @@ API = {
     "models": ["well_upao.models.na_transformer.NATransformer", "well_upao.models.lora"],
     "physics": ["well_upao.physics.pdes.PDE", "well_upao.physics.discretisation.resolve"],
     "trainers": ["well_upao.trainers.upao.UpaoLoss", "well_upao.trainers.guard"],
-    "evaluate": ["well_upao.evaluate.pipeline.run_evaluation", "well_upao.predict.evidence"],
+    "evaluate": [
+        "well_upao.evaluate.pipeline.run_evaluation",
+        "well_upao.predict.evidence",
+        "well_upao.predict.classical",
+        "well_upao.forecast.core.forecast",
+    ],
 }
 
 

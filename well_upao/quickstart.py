@@ -11,7 +11,11 @@
 5. ``well-upao evaluate`` of all of them beside the classical baselines and the solver matched to the UPAO row
    in runtime and in accuracy: the table, JSON and PNG figures, and one line saying whether UPAO beat ``extrap2``
    and the cost-matched solver, with the UPAO run's label-free score and whether its guard fired (from the run's
-   ``metrics.jsonl``, ``label_free_summary``).
+   ``metrics.jsonl``, ``label_free_summary``);
+6. ``well-upao forecast`` of the first validation trajectory from its history alone (the UPAO run beside the
+   classical candidates and the solver step): which candidate it used per window and the expected VRMSE with its
+   interval, and, since the quickstart has the stored frames, the forecast's true VRMSE where they reach
+   (``forecast_summary``).
 
 While a training run works, a second progress bar follows its ``metrics.jsonl``: the epoch, the selection
 criterion and the label-free scores of the last validation (``progress_text``).
@@ -32,8 +36,11 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from well_upao.data.generate import GenerationRequest, generate_dataset
+from well_upao.data.trajectories import TrajectoryFile
+from well_upao.evaluate.metrics import vrmse_well
 from well_upao.evaluate.pipeline import EvaluationRequest, run_evaluation
 from well_upao.evaluate.results import Scores
+from well_upao.forecast import ForecastRequest, forecast
 from well_upao.harness import runs
 from well_upao.harness.metrics_file import read_metrics
 from well_upao.harness.model_factory import na_transformer
@@ -41,7 +48,16 @@ from well_upao.models.assembly import resolve_pretrained
 from well_upao.models.checkpoint import build_payload, migrated_base, read_checkpoint, save_checkpoint
 
 UPAO_ROW = "UPAO + NSLoRA (no labels)"
-STEPS = ("generate data", "zero-shot backbone", "UPAO + NSLoRA (no labels)", "supervised LoRA (labels)", "evaluate")
+STEPS = (
+    "generate data",
+    "zero-shot backbone",
+    "UPAO + NSLoRA (no labels)",
+    "supervised LoRA (labels)",
+    "evaluate",
+    "forecast",
+)
+#: the forecast's steps: through the Well's 6:12 window
+FORECAST_STEPS = 12
 
 
 @dataclass
@@ -294,11 +310,44 @@ def run_quickstart(config: QuickstartConfig) -> str:
     ]
     report = run_evaluation(request, [runs.RunCheckpoint.read(label, path) for label, path in rows])
     bar.update(1)
+
+    bar.set_postfix_str(STEPS[5])
+    forecast_text = forecast_summary(config, base, trained[("na_nslora", "upao")], out / "forecast")
+    bar.update(1)
     bar.close()
     minutes = (time.time() - started) / 60
     commands = "\n".join(f"    {' '.join(harness_command(config, m, t, base, experiments))}" for m, t in RUNS)
     return (
         report.table
         + f"\n\n{verdict(report.evaluation.scores, read_metrics(trained[('na_nslora', 'upao')]))}"
+        + f"\n\n{forecast_text}"
         + f"\n\nquickstart finished in {minutes:.1f} min; figures and JSON in {results}/\nharness runs:\n{commands}"
+    )
+
+
+def forecast_summary(config: QuickstartConfig, base: Path, run: Path, out: Path) -> str:
+    """``well-upao forecast`` of the first validation trajectory from a history in the middle of its stored frames (so
+    the stored frames after it check the first steps; none of them is read): its per-window lines and the true VRMSE
+    (the Well's, mean over the channels) of the steps the file holds."""
+    valid = base / config.pde / "data" / "valid"
+    frames = TrajectoryFile(next(valid.glob("*.hdf5")))[0].frames
+    history = runs.RunCheckpoint.read(None, run).settings.get("history") or 8
+    earliest = history * config.stride  # the first frame a whole history at the stride lies before
+    start = earliest + ((frames.shape[0] - 1 - earliest) // (2 * config.stride)) * config.stride
+    result = forecast(
+        ForecastRequest(str(run), valid, out, steps=FORECAST_STEPS, start=start, max_trajectories=1, progress=False)
+    )
+    predicted = TrajectoryFile(result.hdf5)[0].frames
+    dims = predicted.dim() - 2
+    stored = {k: start + (k - 1) * config.stride for k in range(1, FORECAST_STEPS + 1)}
+    errors = {
+        k: float(vrmse_well(predicted[k - 1][None], frames[frame][None], dims).mean())
+        for k, frame in stored.items()
+        if frame < frames.shape[0]
+    }
+    true = ", ".join(f"step {k} {value:.3g}" for k, value in errors.items())
+    return (
+        f"forecast of validation trajectory 0 from the {history} frames before stored frame {start} (no later frame "
+        f"read), {FORECAST_STEPS} steps at stride {config.stride}, in {out}/:\n{result.summary()}\n"
+        f"true VRMSE where the stored frames reach: {true}"
     )

@@ -27,8 +27,8 @@ carries each curve's own growth there. The pick ([`pick`][well_upao.predict.evid
 lowest evidence, every curve read to the same horizons; only label-free numbers enter it.
 
 The classical predictors' curves are closed forms of the window (their entries of ``predict.classical``); a model's
-comes from its own rollout ([`history_curves`][well_upao.predict.evidence.history_curves], on the windows
-[`add_history_curves`][well_upao.predict.evidence.add_history_curves] chooses; a UPAO run's validation computes its
+comes from its own rollout (``predict.backtests.history_curves``, on the windows
+``predict.backtests.add_history_curves`` chooses; a UPAO run's validation computes its
 model's on its batches, ``trainers/upao_validation.py``).
 """
 

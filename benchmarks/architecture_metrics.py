@@ -14,14 +14,18 @@
   functions that change an ``Evaluation`` they are given (an assignment to an attribute of a parameter annotated
   ``Evaluation``): the evaluation is built once; PDE lookups, the functions besides the registry's own
   (``get_pde``, ``register_pde``) that read ``PDE_REGISTRY`` or call ``get_pde``; outside ``physics/``, calls that
-  build a physics request or decide it past ``physics_of`` (``Requested``, ``refuse_time_varying_parameters``, and
-  ``resolve`` where a module imports it from ``physics.discretisation``); reads through the loss in the UPAO
+  decide a physics request past ``physics_of`` (``refuse_time_varying_parameters``, and ``resolve`` where a module
+  imports it from ``physics.discretisation``); reads through the loss in the UPAO
   validation and the judge (``loss.<name>`` or ``self.loss``: they take the frozen setup); keys of the prior's
   evidence built from a name in the judge and the selection (``f"valid_score_window_{name}"``: the prior is handed
   on, not found again); what ``bind`` means (the distinct first parameters of functions named ``bind``); the
   parameters of the loop's ``Trainer.__init__`` (``self`` aside, ``*args`` and ``**kwargs`` counted) and the mixins it
   inherits from (bases besides the Well's trainer, ``WellTrainer``); in benchmarks/, files over 500 lines and functions
-  over 60 lines.
+  over 60 lines;
+* issue 72's: the package files that compare a time scheme to its name written as a string (``scheme ==
+  "central"``, ``scheme in ("explicit", "central")``; the names are those of the ``TimeScheme(...)`` entries in the
+  package): a scheme is a value that says what it needs, not a string special-cased; the physics request types
+  (classes named for a request, ``...Request`` or ``Requested``, with a ``scheme`` or ``time_scheme`` field).
 
     python benchmarks/architecture_metrics.py [--json]
 
@@ -65,13 +69,18 @@ TARGETS = {
     "trainer_mixins": 0,
     "benchmark_files_over_500_lines": 0,
     "benchmark_functions_over_60_lines": 5,
+    # issue 72
+    "files_comparing_a_time_scheme_to_a_string": 1,
+    "physics_request_types": 1,
 }
 #: the UPAO validation and the judge: they read the setup, never the loss
 SETUP_READERS = ("well_upao/trainers/upao_validation.py", "well_upao/trainers/guard.py")
 #: where the prior's evidence is read, not written
 PRIOR_READERS = ("well_upao/trainers/guard.py", "well_upao/trainers/selection.py")
 #: what builds or decides a run's physics request: only ``physics_of`` may, outside ``physics/``
-REQUEST_BUILDERS = {"Requested", "refuse_time_varying_parameters"}
+REQUEST_BUILDERS = {"refuse_time_varying_parameters"}
+#: the fields that make a request class a physics request
+SCHEME_FIELDS = {"scheme", "time_scheme"}
 
 
 @dataclass
@@ -169,6 +178,48 @@ def keys_built_from_a_name(tree: ast.AST, prefix: str) -> list[int]:
             if isinstance(first, ast.Constant) and str(first.value).endswith(prefix):
                 if isinstance(second, ast.FormattedValue):
                     out.append(node.lineno)
+    return out
+
+
+def scheme_names(mods: list[Module]) -> set[str]:
+    """The names of the package's time schemes: the first argument, a string, of every ``TimeScheme(...)`` call."""
+    names = set()
+    for module in mods:
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Call) and called_name(node) == "TimeScheme" and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    names.add(first.value)
+    return names
+
+
+def scheme_literal_comparisons(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines comparing something to a time scheme's name written as a string literal (``names``): ``x ==
+    "central"``, ``x != "central"``, ``x in ("explicit", "central")``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                items = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand]
+                if any(isinstance(item, ast.Constant) and item.value in names for item in items):
+                    out.append(node.lineno)
+                    break
+    return out
+
+
+def request_types(tree: ast.AST) -> list[str]:
+    """Classes named for a request (``...Request``, ``Requested``) with a time scheme field (an annotated
+    ``scheme`` or ``time_scheme`` in the class body): what a physics request is."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and "Request" in node.name:
+            fields = {
+                item.target.id
+                for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            }
+            if fields & SCHEME_FIELDS:
+                out.append(node.name)
     return out
 
 
@@ -341,9 +392,15 @@ def measure() -> Metrics:
         for node in ast.walk(module.tree):
             if isinstance(node, ast.ClassDef):
                 classes.setdefault(node.name, node)
+    names = scheme_names(mods)
     for module in mods:
         if module.lines > 500:
             metrics.add("files_over_500_lines", f"{module.relative} ({module.lines})")
+        lines = scheme_literal_comparisons(module.tree, names)
+        if lines:
+            metrics.add("files_comparing_a_time_scheme_to_a_string", f"{module.relative}:{lines}")
+        for name in request_types(module.tree):
+            metrics.add("physics_request_types", f"{module.relative}:{name}")
         for number in unformatted_lines(module.text):
             metrics.add("fmt_skips", f"{module.relative}:{number}")
         count_calls(metrics, module)

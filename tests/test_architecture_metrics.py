@@ -84,3 +84,21 @@ def test_the_trainer_count_sees_its_parameters_and_mixins():
         "class Trainer(RunFiles, WellTrainer):\n    def __init__(self, *args, loss, a=1, **kwargs):\n        pass\n"
     )
     assert architecture_metrics.trainer_shape(tree) == (4, ["RunFiles"])
+
+
+def test_the_time_scheme_and_request_counts_see_a_scheme_compared_by_name_and_two_request_types():
+    table = ast.parse('SCHEMES = [TimeScheme("central", theta=0.0, span=2), TimeScheme("explicit", theta=0.0)]\n')
+    module = architecture_metrics.Module(architecture_metrics.PACKAGE / "m.py", table, 1)
+    names = architecture_metrics.scheme_names([module])
+    assert names == {"central", "explicit"}
+    compared = ast.parse('def f(scheme):\n    if scheme == "central":\n        return scheme in ("explicit", "x")\n')
+    assert architecture_metrics.scheme_literal_comparisons(compared, names) == [2, 3]
+    asked = ast.parse('def f(scheme):\n    return scheme.span > 1 or scheme == "auto"\n')  # "auto" is no scheme
+    assert architecture_metrics.scheme_literal_comparisons(asked, names) == []
+    two = ast.parse(
+        "class Requested:\n    derivative: str\n    scheme: str\n"
+        "class PhysicsRequest:\n    scheme: str | None = None\n"
+        "class GenerationRequest:\n    resolution: int\n"
+        "class Physics:\n    scheme: str\n"
+    )
+    assert architecture_metrics.request_types(two) == ["Requested", "PhysicsRequest"]

@@ -17,7 +17,7 @@ from well_upao.evaluate.plan import plan_evaluation
 from well_upao.evaluate.scores import score
 from well_upao.harness.runs import RunCheckpoint
 from well_upao.models.checkpoint import read_checkpoint
-from well_upao.physics.discretisation import FIT_ALL, Physics, PhysicsRequest, Requested, resolve
+from well_upao.physics.discretisation import FIT_ALL, Physics, PhysicsRequest, resolve
 from well_upao.physics.floor import floor_rows
 from well_upao.physics.pdes import get_pde
 from well_upao.physics.stencils import Grid
@@ -35,21 +35,22 @@ def test_fixed_settings_read_no_frame_and_auto_takes_the_lowest_permitted_floor(
     def never():
         raise AssertionError("a fixed discretisation needs no frames")
 
-    fixed = resolve(never, pde, Requested("fd4", "central"))
+    fixed = resolve(never, pde, PhysicsRequest(derivative="fd4", scheme="central"))
     assert (fixed.derivative, fixed.scheme, fixed.floors) == ("fd4", "central", {})
     observed = source.observed(1, max_trajectories=4, max_frames=12)
     rows = floor_rows(observed, 1, pde)  # the floor table itself: every derivative x scheme
-    auto = resolve(observed, pde, Requested("auto", "auto"))
+    auto = resolve(observed, pde, PhysicsRequest(derivative="auto", scheme="auto"))
     best = min(rows, key=lambda r: r.mean)
     assert (auto.derivative, auto.scheme) == (best.derivative, best.scheme) == ("spectral", auto.scheme)
     assert len(auto.floors) == len(rows) and auto.floors[auto.discretisation] == pytest.approx(best.mean)
-    half = resolve(observed, pde, Requested("fd", "auto"))  # a fixed part restricts the candidates
+    # a fixed part restricts the candidates
+    half = resolve(observed, pde, PhysicsRequest(derivative="fd", scheme="auto"))
     fd_best = min((r for r in rows if r.derivative == "fd"), key=lambda r: r.mean)
     assert (half.derivative, half.scheme) == ("fd", fd_best.scheme) and all(k.startswith("fd/") for k in half.floors)
 
 
 def test_no_pde_says_why_and_a_record_round_trips(tg2d):
-    none = resolve(None, None, Requested(), no_pde="no PDE: pass --imports")
+    none = resolve(None, None, PhysicsRequest(), no_pde="no PDE: pass --imports")
     assert not none.available and none.reason == "no PDE: pass --imports" and none.bind(None, {}) is None
     physics = Physics(tg2d[1], "spectral", "central", {"nu": 0.01}, {"spectral/central": 1e-6}, "as set")
     again = Physics.from_record(physics.record())

@@ -355,17 +355,18 @@ def residual_fields(
     bound: BoundResidual, slotted: torch.Tensor, predicted: torch.Tensor, t: int, context: Context
 ) -> dict[str, torch.Tensor]:
     """``|R_k|`` of each sub-equation between the true frame ``t - 1`` of a trajectory in slots and a predicted frame
-    ``t`` (in slots), under the bound residual's derivative and time scheme (the central scheme also reads the true
-    frame ``t - 2``; ``{}`` where there is none, or where the dataset lacks one of the PDE's variables)."""
+    ``t`` (in slots), under the bound residual's derivative and time scheme (a scheme over ``span`` steps, central's 2,
+    also reads the true frame ``t - span``; ``{}`` where there is none, or where the dataset lacks one of the PDE's
+    variables)."""
     names = [SLOT_NAMES[s] for s in context.channel_slots]
-    central = bound.scheme == "central"
-    if not set(bound.pde.variables) <= set(names) or (central and t < 2):
+    scheme = bound.scheme
+    if not set(bound.pde.variables) <= set(names) or t + 1 < scheme.frames:
         return {}
 
     def fields(frame: torch.Tensor) -> dict[str, torch.Tensor]:
         return slot_fields(frame[None, None], names)
 
-    older = fields(slotted[t - 2]) if central else None
+    older = fields(slotted[t - scheme.span]) if scheme.span > 1 else None
     residuals = bound.residuals(fields(slotted[t - 1]), fields(predicted), context.dt.double(), older=older)
     return {k: r[0, 0].abs().float() for k, r in residuals.items()}
 

@@ -4,13 +4,15 @@ trajectory, with the residual, the floor and the scorecard as its methods.
 The pieces a residual needs used to travel as separate arguments (``pde, params, ops, scheme, dims``) through every
 function that evaluates one; they belong together and are decided together (``well_upao.physics.discretisation``
 chooses the derivative and the scheme, the sample's scalars and the run's constants give the parameters, the grid
-the stencils). Build it with [`BoundResidual.of`][well_upao.physics.bound.BoundResidual.of] (the only place that
-constructs its ``Stencils`` and resolves its parameters), evaluate with its methods:
+the stencils, the scheme's name its ``TimeScheme``, ``well_upao.physics.residual``). Build it with
+[`BoundResidual.of`][well_upao.physics.bound.BoundResidual.of] (the only place that constructs its ``Stencils`` and
+resolves its parameters), evaluate with its methods:
 
 * ``residuals`` / ``residuals_and_scales``: ``R_k`` and the term sizes ``|d_t Q_k| + sum_i |N_k,i|``
   between frame sets (``well_upao.physics.residual``);
 * ``relative``: ``rho = mean_k ||R_k|| / ||scale_k||`` over the interior, per sample;
-* ``floor``: ``rho_obs`` of an observed window (pairs, triples for ``central``);
+* ``floor``: ``rho_obs`` of an observed window (every run of the scheme's ``frames`` consecutive frames: pairs,
+  triples for ``central``; ``TimeScheme.within`` where the window is shorter);
 * ``prediction_residual``: ``rho(u_{T-1} -> p)``;
 * ``scorecard`` / ``rollout_scorecard``: the label-free scorecard (its scores are defined in
   ``well_upao.physics.scores``).
@@ -25,26 +27,26 @@ from dataclasses import dataclass
 import torch
 
 from well_upao.physics.pdes import PDE, Fields
-from well_upao.physics.residual import residuals_and_scales, slot_fields
+from well_upao.physics.residual import TimeScheme, frames, residuals_and_scales, slot_fields, time_scheme
 from well_upao.physics.scores import relative_change
 from well_upao.physics.stencils import Grid, Stencils, interior_mean_square
-
-
-def frames(fields: Mapping[str, torch.Tensor], start: int, stop: int | None) -> dict[str, torch.Tensor]:
-    """The time slice ``start:stop`` (axis 1) of every field."""
-    return {k: v[:, start:stop] for k, v in fields.items()}
 
 
 @dataclass(frozen=True)
 class BoundResidual:
     """``pde`` with ``params`` (resolved: per-sample ``(B,)`` tensors or floats), ``ops`` (the grid's stencils with
-    the chosen derivative) and the time ``scheme``; ``band_width``: the band ``S_b`` every interior norm leaves out."""
+    the chosen derivative) and the time ``scheme`` (given by name or as a ``TimeScheme``, held as the
+    ``TimeScheme``: the one place a scheme's name is resolved, ``time_scheme``); ``band_width``: the band ``S_b``
+    every interior norm leaves out."""
 
     pde: PDE
     params: Mapping[str, torch.Tensor | float]
     ops: Stencils
-    scheme: str
+    scheme: TimeScheme
     band_width: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scheme", time_scheme(self.scheme))
 
     @classmethod
     def of(
@@ -52,7 +54,7 @@ class BoundResidual:
         pde: PDE,
         grid: Grid,
         derivative: str,
-        scheme: str,
+        scheme: TimeScheme | str,
         scalars: Mapping[str, torch.Tensor],
         constants: Mapping[str, float] = (),
         band_width: int = 1,
@@ -70,7 +72,8 @@ class BoundResidual:
     def derivative(self) -> str:
         return self.ops.derivative
 
-    def with_scheme(self, scheme: str) -> BoundResidual:
+    def with_scheme(self, scheme: TimeScheme | str) -> BoundResidual:
+        scheme = time_scheme(scheme)
         return self if scheme == self.scheme else dataclasses.replace(self, scheme=scheme)
 
     def in_double(self) -> BoundResidual:
@@ -83,7 +86,7 @@ class BoundResidual:
         self, old: Fields, new: Fields, dt, older: Fields | None = None, with_scales: bool = True
     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """``R_k`` and (``with_scales``) the term sizes between ``old`` and ``new`` (fields ``(B, T, *space)``) a ``dt``
-        apart; ``older``: the frames before ``old`` (the central scheme)."""
+        apart; ``older``: the frames ``span`` steps before ``new`` (a scheme over more than one step, e.g. central)."""
         return residuals_and_scales(self.pde, old, new, dt, self.params, self.ops, self.scheme, with_scales, older)
 
     def residuals(self, old: Fields, new: Fields, dt, older: Fields | None = None) -> dict[str, torch.Tensor]:
@@ -101,23 +104,23 @@ class BoundResidual:
         return torch.stack(ratios).mean(0)
 
     def floor(self, window: Fields, dt) -> torch.Tensor:
-        """``rho_obs`` per sample from an observed window (pairs; triples for ``central``, which needs 3 frames and
-        otherwise falls back to Crank-Nicolson); ``(B,)``."""
+        """``rho_obs`` per sample from an observed window (``TimeScheme.frame_sets``: pairs; triples for
+        ``central``, which needs 3 frames and otherwise falls back to Crank-Nicolson, ``TimeScheme.within``);
+        ``(B,)``."""
         steps = next(iter(window.values())).shape[1]
         if steps < 2:
             raise ValueError("the residual floor of a window needs at least 2 observed frames")
-        if self.scheme == "central" and steps >= 3:
-            return self.relative(frames(window, 1, -1), frames(window, 2, None), dt, older=frames(window, 0, -2))
-        bound = self.with_scheme("crank_nicolson" if self.scheme == "central" else self.scheme)
-        return bound.relative(frames(window, 0, -1), frames(window, 1, None), dt)
+        bound = self.with_scheme(self.scheme.within(steps))
+        old, new, older = bound.scheme.frame_sets(window)
+        return bound.relative(old, new, dt, older)
 
     def prediction_residual(self, window: Fields, prediction: Fields, dt) -> torch.Tensor:
-        """``rho(u_{T-1} -> p)`` per sample (``prediction``: fields ``(B, *space)``); ``(B,)``."""
+        """``rho(u_{T-1} -> p)`` per sample (``prediction``: fields ``(B, *space)``; ``TimeScheme.step_sets``, the
+        central scheme reading ``u_{T-2}`` too where the window has it, else its fallback); ``(B,)``."""
         new = {k: v[:, None] for k, v in prediction.items()}
-        if self.scheme == "central" and next(iter(window.values())).shape[1] >= 2:
-            return self.relative(frames(window, -1, None), new, dt, older=frames(window, -2, -1))
-        bound = self.with_scheme("crank_nicolson" if self.scheme == "central" else self.scheme)
-        return bound.relative(frames(window, -1, None), new, dt)
+        bound = self.with_scheme(self.scheme.within(next(iter(window.values())).shape[1] + 1))
+        old, new, older = bound.scheme.step_sets(window, new)
+        return bound.relative(old, new, dt, older)
 
     # ------------------------------------------------------------------ the scorecard
     def scorecard(self, window, prediction, dt, reference=None, backtest=None) -> dict[str, torch.Tensor]:

@@ -1,6 +1,6 @@
 """One answer to "which physics, which discretisation": the resolver every part calls.
 
-``resolve(observed, pde, requested) -> Physics`` decides, for a source of observed frames, the PDE's constants, the
+``resolve(observed, pde, request) -> Physics`` decides, for a source of observed frames, the PDE's constants, the
 derivative and the time scheme of every residual computed on it, with the floors the choice was made from and a
 reason (or, with no PDE, a ``Physics`` that says so and why). It is the only caller of the residual-floor table and
 of the constant fit (``well_upao.physics.floor``):
@@ -11,9 +11,11 @@ of the constant fit (``well_upao.physics.floor``):
 * fitted constants (``fit``: the coefficients to fit) are least-squares values on the observed frames, jointly with
   an ``auto`` discretisation (the one whose floor *after* the fit is lowest).
 
-Training (``trainer=upao``), ``well-upao evaluate`` (the dataset's default for rows without a run of their own) and
+What is asked is one type, [`PhysicsRequest`][well_upao.physics.discretisation.PhysicsRequest]: which PDE, which
+derivative, time scheme and constants (fixed or fitted), the survey, the frames read and the fallback. Training
+(``trainer=upao``), ``well-upao evaluate`` (the dataset's default for rows without a run of their own) and
 ``well-upao residual-floor`` each make one call, [`physics_of`][well_upao.physics.discretisation.physics_of]: a
-source, what the user asked (``PhysicsRequest``) and a stride in, the physics out; the PDE lookup
+source, the request and a stride in, the physics out; the PDE lookup
 ([`pde_for_dataset`][well_upao.physics.discretisation.pde_for_dataset], the only one), the default chain, the
 fixed-or-fitted checks, the refusal of time-varying parameters, the sample of frames read and the fallback from
 ``auto`` are decided there. A UPAO run stores its ``Physics`` in its checkpoint
@@ -28,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -54,36 +57,6 @@ DEFAULT_SCHEME, DEFAULT_DERIVATIVE = "crank_nicolson", "fd"
 TRAINING_SAMPLE, EVALUATION_SAMPLE = (4, 12), (2, 8)
 #: ``PhysicsRequest.fit`` for every constant of the PDE (``trainer.pde_constants=fitted``)
 FIT_ALL = "all"
-
-
-@dataclass(frozen=True)
-class Requested:
-    """What a run or a dataset asks for: ``derivative`` (``fd`` | ``fd4`` | ``spectral`` | ``auto``), ``scheme``
-    (``explicit`` | ``implicit`` | ``crank_nicolson`` | ``central`` | ``auto``), ``constants`` (fixed coefficients
-    over the PDE's own), ``fit`` (coefficients to fit to the observed frames), ``survey`` (compute every row of the
-    floor table, for a report, even where the choice needs none)."""
-
-    derivative: str = DEFAULT_DERIVATIVE
-    scheme: str = DEFAULT_SCHEME
-    constants: Mapping[str, float] = field(default_factory=dict)
-    fit: tuple[str, ...] = ()
-    survey: bool = False
-
-    @classmethod
-    def of(
-        cls, defaults: Mapping[str, Any], derivative: str | None = None, scheme: str | None = None, **kwargs
-    ) -> Requested:
-        """The settings given, else a dataset's ``defaults`` (its registry entry's ``derivative`` /
-        ``time_scheme``), else the global defaults."""
-        return cls(
-            derivative or defaults.get("derivative", DEFAULT_DERIVATIVE),
-            scheme or defaults.get("time_scheme", DEFAULT_SCHEME),
-            **kwargs,
-        )
-
-    @property
-    def automatic(self) -> bool:
-        return "auto" in (self.derivative, self.scheme)
 
 
 @dataclass(frozen=True)
@@ -169,7 +142,9 @@ class PhysicsRequest:
     (too few at the stride, a parameter the files lack or store as time-varying) give the requested settings with an
     ``auto`` part replaced by the global default and the reason in ``Physics.note``, instead of the error (not with
     ``fit``: a fit that cannot be made would be dropped, so the pair is refused);
-    ``no_pde``: the reason a dataset without a PDE gives (``None``: a PDE is required, the lookup's ``KeyError``)."""
+    ``no_pde``: the reason a dataset without a PDE gives (``None``: a PDE is required, the lookup's ``KeyError``).
+    The one request type: ``physics_of`` reads all of it, and hands ``resolve`` the request with the dataset's
+    defaults filled in (``settled``), of which ``resolve`` reads the derivative, scheme, constants, fit and survey."""
 
     pde: str | None = None
     derivative: str | None = None
@@ -204,6 +179,36 @@ class PhysicsRequest:
         fixed = {} if fitted else dict(constants or {})
         return cls(pde, derivative, scheme, fixed, FIT_ALL if fitted else (), sample=TRAINING_SAMPLE)
 
+    def settled(self, defaults: Mapping[str, Any] = MappingProxyType({})) -> PhysicsRequest:
+        """The request with its derivative and scheme set: the ones given, else a dataset's ``defaults`` (its
+        registry entry's ``derivative`` / ``time_scheme``), else ``DEFAULT_DERIVATIVE`` / ``DEFAULT_SCHEME``."""
+        return dataclasses.replace(
+            self,
+            derivative=self.derivative or defaults.get("derivative", DEFAULT_DERIVATIVE),
+            scheme=self.scheme or defaults.get("time_scheme", DEFAULT_SCHEME),
+        )
+
+    @property
+    def automatic(self) -> bool:
+        """Whether the derivative or the scheme is chosen from the observed frames (``auto``)."""
+        return "auto" in (self.derivative, self.scheme)
+
+    def fitted_names(self, pde: PDE) -> tuple[str, ...]:
+        """The coefficients to fit: every constant of ``pde`` for ``FIT_ALL`` (a PDE without constants refused),
+        else the names given."""
+        if self.fit != FIT_ALL:
+            return tuple(self.fit)
+        if not pde.constants:
+            raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
+        return tuple(pde.constants)
+
+    def as_set(self) -> PhysicsRequest:
+        """The fallback's request: its settings with an ``auto`` part replaced by the global default, nothing to
+        fit, survey or fall back from (decided without reading a frame)."""
+        derivative = DEFAULT_DERIVATIVE if self.derivative == "auto" else self.derivative
+        scheme = DEFAULT_SCHEME if self.scheme == "auto" else self.scheme
+        return dataclasses.replace(self, derivative=derivative, scheme=scheme, fit=(), survey=False, fallback=False)
+
 
 def physics_of(source: WellSource, request: PhysicsRequest, stride: int = 1) -> Physics:
     """The physics of ``source`` at time ``stride`` under ``request``: the PDE (``pde_for_dataset``), the settings
@@ -214,58 +219,54 @@ def physics_of(source: WellSource, request: PhysicsRequest, stride: int = 1) -> 
     pde = pde_for_dataset(request.pde or source.name, required=request.no_pde is None)
     if pde is None:
         return no_physics(request.no_pde)
-    wanted = Requested.of(source.defaults, request.derivative, request.scheme, constants=dict(request.constants))
+    wanted = request.settled(source.defaults)
 
     def decided() -> Physics:
         refuse_time_varying_parameters(pde, source.layout.varying_scalar_names, source.name, request.constants)
-        fit = tuple(pde.constants) if request.fit == FIT_ALL else tuple(request.fit)
-        if request.fit == FIT_ALL and not fit:
-            raise ValueError(f"PDE {pde.name!r} has no constants to fit (pde_constants=fitted)")
-        asked = dataclasses.replace(wanted, fit=fit, survey=request.survey)
-        return resolve(lambda: source.observed(stride, *request.sample), pde, asked, stride)
+        return resolve(lambda: source.observed(stride, *request.sample), pde, wanted, stride)
 
     if not request.fallback:
         return decided()
     try:
         return decided()
     except (ValueError, KeyError) as error:
-        derivative = DEFAULT_DERIVATIVE if wanted.derivative == "auto" else wanted.derivative
-        scheme = DEFAULT_SCHEME if wanted.scheme == "auto" else wanted.scheme
-        fixed = Requested(derivative, scheme, wanted.constants)
-        return dataclasses.replace(resolve(None, pde, fixed), note=str(error).strip("'\""))
+        return dataclasses.replace(resolve(None, pde, wanted.as_set()), note=str(error).strip("'\""))
 
 
 def resolve(
     observed: Callable[[], ObservedFrames] | ObservedFrames | None,
     pde: PDE | None,
-    requested: Requested,
+    request: PhysicsRequest,
     stride: int = 1,
     no_pde: str = "no PDE is registered for this dataset",
 ) -> Physics:
     """The physics of the frames ``observed`` (read only when a choice, a fit or a survey needs them: a callable is
-    called then) under ``requested``, at time ``stride`` (see the module docstring). ``no_pde``: the reason a
-    source without a PDE gives."""
+    called then) under ``request``, at time ``stride`` (see the module docstring): its derivative and scheme (unset:
+    the global defaults; ``physics_of`` sets a dataset's first), constants, fit and survey; which PDE, which frames
+    and the fallback are ``physics_of``'s. ``no_pde``: the reason a source without a PDE gives."""
     if pde is None:
         return no_physics(no_pde)
-    derivative, scheme, constants = requested.derivative, requested.scheme, dict(requested.constants)
-    if not (requested.automatic or requested.fit or requested.survey):
+    request = request.settled()
+    derivative, scheme, constants = request.derivative, request.scheme, dict(request.constants)
+    fit = request.fitted_names(pde)
+    if not (request.automatic or fit or request.survey):
         return Physics(pde, derivative, scheme, constants, reason=f"{derivative}/{scheme} as set")
     frames = observed() if callable(observed) else observed
-    if requested.fit:
-        (derivative, scheme), fitted, floors = fit_discretised(frames, pde, list(requested.fit), derivative, scheme)
-        reason = f"constants {', '.join(requested.fit)} fitted to the observed frames under {derivative}/{scheme}"
-        if requested.automatic:
+    if fit:
+        (derivative, scheme), fitted, floors = fit_discretised(frames, pde, list(fit), derivative, scheme)
+        reason = f"constants {', '.join(fit)} fitted to the observed frames under {derivative}/{scheme}"
+        if request.automatic:
             reason += " (the lowest floor after the fit)"
         return Physics(pde, derivative, scheme, constants | fitted.values, floors, reason, fit=fitted)
-    rows = floor_rows(frames, stride, pde, *(("auto", "auto") if requested.survey else (derivative, scheme)))
+    rows = floor_rows(frames, stride, pde, *(("auto", "auto") if request.survey else (derivative, scheme)))
     candidates = permitted(rows, derivative, scheme, key=lambda row: row.discretisation)
     chosen = choose_discretisation(candidates, derivative, scheme)
     if chosen is None:
         raise ValueError(f"no residual-floor candidate matches {derivative!r} derivatives and a {scheme!r} scheme")
-    floors = {f"{r.derivative}/{r.scheme}": r.mean for r in candidates} if requested.automatic else {}
+    floors = {f"{r.derivative}/{r.scheme}": r.mean for r in candidates} if request.automatic else {}
     reason = (
         f"{chosen.derivative}/{chosen.scheme}: the lowest residual floor of the observed frames"
-        if requested.automatic
+        if request.automatic
         else f"{derivative}/{scheme} as set"
     )
     return Physics(pde, chosen.derivative, chosen.scheme, constants, floors, reason, tuple(rows))

@@ -13,7 +13,8 @@ Everything here works on frames already in memory (``well_upao.data.source.Obser
 registered dataset, a user's included, or a run's ``trainer.pde``) and passed in.
 
 The discretisations a run may use are the derivative choices of its grid (``derivatives_for``) times the time
-schemes (``SCHEMES``) that its settings permit (``permitted``, the one filter: a fixed part as given, an ``auto``
+schemes (the names of the table ``SCHEMES``, ``well_upao.physics.residual``: a scheme added there is a candidate
+here) that its settings permit (``permitted``, the one filter: a fixed part as given, an ``auto``
 part any); ``choose_discretisation`` picks among them the lowest floor, for the UPAO trainer's ``auto`` and for
 ``well-upao evaluate`` alike.
 """
@@ -30,7 +31,7 @@ import torch
 
 from well_upao.axes import uniform_step
 from well_upao.data.source import ObservedFrames
-from well_upao.physics.bound import BoundResidual, frames
+from well_upao.physics.bound import BoundResidual
 from well_upao.physics.pdes import PDE
 from well_upao.physics.residual import SCHEMES
 from well_upao.physics.stencils import Grid, interior
@@ -56,8 +57,8 @@ def permitted(
 
 
 def discretisations(periodic: Sequence[bool], derivative: str = "auto", scheme: str = "auto") -> list[tuple[str, str]]:
-    """``(derivative, time scheme)`` pairs on a grid (``derivatives_for`` x ``SCHEMES``) that the settings
-    permit (``permitted``)."""
+    """``(derivative, time scheme)`` pairs on a grid (``derivatives_for`` x the names in ``SCHEMES``, in the
+    table's order) that the settings permit (``permitted``)."""
     return permitted(product(derivatives_for(periodic), SCHEMES), derivative, scheme)
 
 
@@ -82,8 +83,9 @@ def refuse_time_varying_parameters(pde: PDE, varying: Iterable[str], where: str,
 def relative_residuals(
     observed: ObservedFrames, pde: PDE, derivative: str = "fd", scheme: str = "crank_nicolson"
 ) -> dict[str, float]:
-    """``rho_k`` (see the module docstring) of ``pde`` over the observed frames: consecutive pairs for the two-frame
-    schemes, triples (the middle frame's spatial terms) for ``central``. A parameter stored as a time-varying scalar
+    """``rho_k`` (see the module docstring) of ``pde`` over the observed frames: every run of the scheme's
+    consecutive frames (``TimeScheme.frame_sets``: pairs for the two-frame schemes, triples, the middle frame's
+    spatial terms, for ``central``). A parameter stored as a time-varying scalar
     is refused (``refuse_time_varying_parameters``)."""
     refuse_time_varying_parameters(pde, observed.varying_scalars, observed.dataset)
     return _relative(observed, observed_residual(observed, pde, derivative, scheme))
@@ -240,20 +242,19 @@ def observed_residual(
 
 
 def _residuals(observed: ObservedFrames, bound: BoundResidual):
-    """Residuals and term sizes of every sub-equation over the observed frames (equally spaced)."""
-    fields = observed.fields
-    needed = 2 if bound.scheme == "central" else 1
-    if len(observed.times) < needed + 1:
-        raise ValueError(f"the {bound.scheme} residual needs at least {needed + 1} frames, got {len(observed.times)}")
+    """Residuals and term sizes of every sub-equation over the observed frames (equally spaced; the scheme's
+    ``frames`` at least, no fallback: a floor row is the scheme's own)."""
+    fields, scheme = observed.fields, bound.scheme
+    if len(observed.times) < scheme.frames:
+        raise ValueError(f"the {scheme.name} residual needs at least {scheme.frames} frames, got {len(observed.times)}")
     # the frames' step from the file's whole time axis, else fitted to their times at their stored precision
     # (``well_upao.axes``: refuses, with its numbers, frames that are not equally spaced)
     step = observed.step
     if step is None:
         step = uniform_step(observed.times, observed.time_dtype, "time", observed.dataset)
     dt = torch.tensor(float(step), dtype=torch.float64)
-    if bound.scheme == "central":
-        return bound.residuals_and_scales(frames(fields, 1, -1), frames(fields, 2, None), dt, frames(fields, 0, -2))
-    return bound.residuals_and_scales(frames(fields, 0, -1), frames(fields, 1, None), dt)
+    old, new, older = scheme.frame_sets(fields)
+    return bound.residuals_and_scales(old, new, dt, older)
 
 
 def _relative(observed: ObservedFrames, bound: BoundResidual) -> dict[str, float]:

@@ -12,8 +12,9 @@ if every wrong entry nearby leaves it well above that floor. The mutations, one 
   ``swap`` of two coefficients can be added by the caller as parameter overrides.
 
 The detection ratio of a mutation is ``max_k ||R_k^mutated||_{S_p} / ||R_k||_{S_p}`` over the sub-equations, the
-norms taken over the interior ``S_p`` of every frame pair (or triple for the ``central`` scheme): how far the most
-affected sub-equation moves above its own floor (the tests ask for at least 3 from every mutation).
+norms taken over the interior ``S_p`` of every frame pair (or triple for the ``central`` scheme,
+``TimeScheme.frame_sets``): how far the most affected sub-equation moves above its own floor (the tests ask for at
+least 3 from every mutation).
 
 Check a new PDE the same way (tests/physics/test_negative_controls.py does it for every registered PDE with data):
 
@@ -36,7 +37,7 @@ import torch
 
 from well_upao.physics.bound import BoundResidual
 from well_upao.physics.pdes import PDE, SubEquation
-from well_upao.physics.residual import broadcast_parameters
+from well_upao.physics.residual import TimeScheme, broadcast_parameters, time_scheme
 from well_upao.physics.stencils import Grid, interior
 
 #: the time derivative's place in a mutation's ``term``
@@ -56,20 +57,14 @@ class ObservedWindow:
     scalars: Mapping[str, torch.Tensor | float] = dataclasses.field(default_factory=dict)
     derivative: str = "spectral"
 
-    def bound(self, pde: PDE, scheme: str) -> BoundResidual:
+    def bound(self, pde: PDE, scheme: TimeScheme | str) -> BoundResidual:
         """``pde`` bound to this window (its grid, derivative and scalars) with the time ``scheme``."""
         return BoundResidual.of(pde, self.grid, self.derivative, scheme, self.scalars)
 
-    def frame_sets(self, scheme: str) -> tuple[dict, dict, dict | None]:
-        """``(old, new, older)``: consecutive pairs for the two-frame schemes, triples for ``central``."""
-        f = self.fields
-        if scheme == "central":
-            return (
-                {k: v[:, 1:-1] for k, v in f.items()},
-                {k: v[:, 2:] for k, v in f.items()},
-                {k: v[:, :-2] for k, v in f.items()},
-            )
-        return {k: v[:, :-1] for k, v in f.items()}, {k: v[:, 1:] for k, v in f.items()}, None
+    def frame_sets(self, scheme: TimeScheme | str) -> tuple[dict, dict, dict | None]:
+        """``(old, new, older)`` of the window under ``scheme`` (``TimeScheme.frame_sets``): consecutive pairs for
+        the two-frame schemes, triples for ``central``."""
+        return time_scheme(scheme).frame_sets(self.fields)
 
 
 @dataclass(frozen=True)

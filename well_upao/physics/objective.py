@@ -7,10 +7,12 @@ For each sample and each predicted frame (the model's shifted prediction ``u^_{t
     L     = lambda_BC * L_BC + L_PDE
 
 averaged over frames and samples. ``S_b`` is the band of width 1 on every face of the grid, ``S_p`` the rest.
-With the ``central`` time scheme, ``R_k(u_{tau-1}, u_tau, u^_{tau+1})`` for tau >= 1 (the observed frame before)
-and Crank-Nicolson for tau = 0. ``s_k^2`` is the mean square of ``R_k`` over the input window (pairs, or triples
-for ``central``, of observed frames), floored at ``(floor_rel * scale_k)^2`` where ``scale_k`` is the rms size
-of the equation's terms: on exact data ``s_k`` is only the discretisation error and could be ~0.
+A time scheme over ``s`` steps (``well_upao.physics.residual.TimeScheme``) reads the observed frame ``u_{tau+1-s}``
+too: with the ``central`` scheme (``s = 2``), ``R_k(u_{tau-1}, u_tau, u^_{tau+1})`` for tau >= 1 and, where no
+observed frame lies that far back, the scheme's fallback (Crank-Nicolson for tau = 0). ``s_k^2`` is the mean
+square of ``R_k`` over the input window (every run of the scheme's consecutive observed frames: pairs, or triples
+for ``central``), floored at ``(floor_rel * scale_k)^2`` where ``scale_k`` is the rms size of the equation's terms:
+on exact data ``s_k`` is only the discretisation error and could be ~0.
 Strategies (paper table "normalization strategy"):
 
 * ``norm``: as above, ``lambda_BC = 1e4``;
@@ -29,10 +31,10 @@ from dataclasses import dataclass, field
 import torch
 
 from well_upao.data.slot_inventory import N_SLOTS, SLOT_INDEX
-from well_upao.physics.bound import BoundResidual, frames
+from well_upao.physics.bound import BoundResidual
 from well_upao.physics.discretisation import DEFAULT_DERIVATIVE, DEFAULT_SCHEME, Physics
 from well_upao.physics.pdes import PDE
-from well_upao.physics.residual import SCHEMES, slot_fields
+from well_upao.physics.residual import frames, slot_fields, time_scheme
 from well_upao.physics.stencils import Grid, boundary_band_mask, interior_mean_square
 from well_upao.tensor_cache import cached_tensors
 
@@ -78,8 +80,7 @@ class UpaoObjective:
     def __post_init__(self) -> None:
         if self.normalization not in STRATEGIES:
             raise ValueError(f"normalization must be one of {STRATEGIES}, got {self.normalization!r}")
-        if self.scheme not in SCHEMES:
-            raise ValueError(f"time scheme must be one of {SCHEMES}, got {self.scheme!r}")
+        time_scheme(self.scheme)  # a name the table knows (the error names the known ones)
 
     @classmethod
     def of(cls, physics: Physics, **settings) -> UpaoObjective:
@@ -103,17 +104,23 @@ class UpaoObjective:
         return BoundResidual.of(self.pde, grid, self.derivative, self.scheme, scalars, self.constants, self.band_width)
 
     def residual_mean_squares(self, old, new, dt, bound: BoundResidual) -> dict[str, torch.Tensor]:
-        """Mean over S_p of R_k^2 per sample and frame: ``{k: (B, T)}``. The central scheme needs the frame
-        before ``old``: the first frame (no observed frame before it) uses Crank-Nicolson."""
-        dims, width = bound.dims, self.band_width
-        if bound.scheme != "central":
-            return {k: interior_mean_square(r, dims, width) for k, r in bound.residuals(old, new, dt).items()}
-        first = bound.with_scheme("crank_nicolson").residuals(frames(old, 0, 1), frames(new, 0, 1), dt)
-        out = {k: interior_mean_square(r, dims, width) for k, r in first.items()}
-        if next(iter(old.values())).shape[1] > 1:
-            later = bound.residuals(frames(old, 1, None), frames(new, 1, None), dt, older=frames(old, 0, -1))
-            out = {k: torch.cat([out[k], interior_mean_square(later[k], dims, width)], 1) for k in out}
-        return out
+        """Mean over S_p of R_k^2 per sample and frame: ``{k: (B, T)}``. A scheme over ``s`` steps (central:
+        2) needs the ``s - 1`` observed frames before ``old``: the first ``s - 1`` predicted frames, which lack them,
+        use the scheme it falls back to (``TimeScheme.within``; central: Crank-Nicolson for the first)."""
+        dims, width, scheme = bound.dims, self.band_width, bound.scheme
+        steps = next(iter(old.values())).shape[1]
+        parts = []
+        for tau in range(min(scheme.span - 1, steps)):  # too few observed frames before: the fallback
+            early = bound.with_scheme(scheme.within(tau + 2))
+            step = early.scheme.step_sets(frames(old, 0, tau + 1), frames(new, tau, tau + 1))
+            parts.append(early.residuals(step[0], step[1], dt, step[2]))
+        if steps >= scheme.span:
+            later_old, later_new, older = scheme.shifted_sets(old, new)
+            parts.append(bound.residuals(later_old, later_new, dt, older))
+        squares = [{k: interior_mean_square(r, dims, width) for k, r in part.items()} for part in parts]
+        if len(squares) == 1:
+            return squares[0]
+        return {k: torch.cat([part[k] for part in squares], 1) for k in squares[0]}
 
     def __call__(
         self,
@@ -179,12 +186,9 @@ class UpaoObjective:
         if inputs.shape[1] < 2:
             raise ValueError(f"{self.normalization!r} needs at least 2 history frames to compute s_k")
         fields = slot_fields(inputs, self.pde.variables)
-        if bound.scheme == "central" and inputs.shape[1] >= 3:
-            old, new, older = frames(fields, 1, -1), frames(fields, 2, None), frames(fields, 0, -2)
-            residuals, scales = bound.residuals_and_scales(old, new, dt, older)
-        else:
-            two_frames = bound.with_scheme("crank_nicolson" if bound.scheme == "central" else bound.scheme)
-            residuals, scales = two_frames.residuals_and_scales(frames(fields, 0, -1), frames(fields, 1, None), dt)
+        window = bound.with_scheme(bound.scheme.within(inputs.shape[1]))  # central: triples, pairs from 2 frames
+        old, new, older = window.scheme.frame_sets(fields)
+        residuals, scales = window.residuals_and_scales(old, new, dt, older)
         out = {}
         for k in names:
             mean_square = interior_mean_square(residuals[k], dims, self.band_width).mean(-1)

@@ -229,3 +229,22 @@ def test_a_trajectory_file_serves_what_the_wells_reader_serves(growth):
     frames = torch.cat([theirs["input_fields"], theirs["output_fields"]])
     torch.testing.assert_close(ours.frames, frames.float(), rtol=0, atol=0)
     assert math.isclose(float(ours.scalars["r"]), growth_dataset.RATE)
+
+
+def test_a_channel_without_spatial_spread_is_left_out_of_the_expected_error(growth):
+    """A uniform channel's VRMSE divides by the Well's epsilon alone: the expected error's curve averages the other
+    channels only (here the growing mode's, equal to the one-channel curve), and the channel is named; a channel
+    with spread is not (negative control)."""
+    from well_upao.forecast.inputs import uniform_channels
+    from well_upao.predict.backtests import window_curves
+
+    frames = TrajectoryFile(valid_file(growth))[0].frames[:16]
+    with_flat = torch.cat([frames, torch.full_like(frames, 3.0)], -1)
+    assert uniform_channels(with_flat[-1]) == [1] and uniform_channels(frames[-1]) == []
+    rows = [classical_row("persistence")]
+    _, alone = window_curves(rows, frames, None)
+    mask = torch.tensor([1.0, 0.0])
+    _, masked = window_curves(rows, with_flat, None, mask=mask)
+    torch.testing.assert_close(masked["persistence"], alone["persistence"])
+    _, unmasked = window_curves(rows, with_flat, None)
+    assert not torch.allclose(unmasked["persistence"], alone["persistence"])

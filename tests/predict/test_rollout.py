@@ -41,3 +41,23 @@ def test_a_one_frame_model_reads_the_constant_fields_in_every_batch():
     assert rollout(row, frames, history, 3, context, starts=(0, 2)).shape == (2, 3, 8, 8, channels)
     other = Context(context.dt, context.grid, {}, [0, 1], constants + 1)
     assert not torch.allclose(one_step_all(row, frames, history, other), predicted)
+
+
+def test_the_loop_slides_or_grows_the_window_and_feeds_back_what_feed_makes():
+    """``autoregress``: each step sees the window its predecessor left, the newest frame what ``feed`` made of the
+    last prediction; a sliding window keeps its length, a growing one gains a frame a step. Written out by hand on
+    windows of integers (the step predicts the window's sum, ``feed`` adds 100)."""
+    from well_upao.predict.rollout import autoregress
+
+    seen = []
+
+    def step(window):
+        seen.append(window[0].tolist())
+        return window.sum(1)
+
+    start = torch.tensor([[1.0, 2.0]])
+    slid = autoregress(step, start, 3, feed=lambda frame: frame + 100)
+    assert seen == [[1.0, 2.0], [2.0, 103.0], [103.0, 205.0]] and slid[0].tolist() == [3.0, 105.0, 308.0]
+    seen.clear()
+    grown = autoregress(step, start, 3, slide=False)
+    assert seen == [[1.0, 2.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 6.0]] and grown[0].tolist() == [3.0, 6.0, 12.0]

@@ -140,3 +140,14 @@ def test_a_window_of_a_diverged_rollout_says_where_it_diverged_not_that_it_is_no
     assert window_cell(evaluation, score, (13, 30)) == "diverged (non-finite from step 28)"
     short = SimpleNamespace(rollout_windows=window_means(curve[:20]), rollout_vrmse_well=curve[:20])
     assert window_cell(SimpleNamespace(rollout_steps=20, history=4), short, (13, 30)).startswith("not run")
+
+
+def test_a_forecast_step_is_read_with_its_window():
+    """Step 1 with the one-step pick, 2 to 12 with 6:12's (the Well's window is steps 7-12; the steps before it are
+    read with its pick), 13 on with 13:30's, past 30 too."""
+    from well_upao.predict.windows import window_of_step
+
+    expected = {1: "one_step", 2: "6:12", 7: "6:12", 12: "6:12", 13: "13:30", 30: "13:30", 31: "13:30"}
+    assert {step: window_of_step(step) for step in expected} == expected
+    with pytest.raises(ValueError, match="counts from 1"):
+        window_of_step(0)

@@ -23,7 +23,15 @@ from well_upao.data.datasets import generators
 from well_upao.families.replicas.families import REPLICAS
 
 #: commands that take a dataset or a run, hence a user's modules registering them
-TAKES_IMPORTS = ("generate-exact", "validate", "evaluate", "adapters-report", "export-backbone", "residual-floor")
+TAKES_IMPORTS = (
+    "generate-exact",
+    "import",
+    "validate",
+    "evaluate",
+    "adapters-report",
+    "export-backbone",
+    "residual-floor",
+)
 
 GENERATE_EXACT = """\
     Evaluate one of the paper's exact-solution PDE families on a periodic grid x_i = i L / N and
@@ -81,7 +89,57 @@ RESIDUAL_FLOOR = """\
       well-upao residual-floor --data wave2d --stride 1 5
       well-upao residual-floor --data gray_scott_reaction_diffusion --json floor.json
     """
+IMPORT = """\
+    Write your arrays as a dataset in The Well's layout, where its loaders, our commands and
+    `python -m the_well.benchmark.train data.well_dataset_name=NAME` find it:
+
+      OUT/NAME/data/{train,valid,test}/*.hdf5   and   OUT/NAME/stats.yaml (train/ only, as the Well's
+      statistics script computes it)
+
+    SOURCE is an .npz archive (members saved with np.savez are memory-mapped), a netCDF file or a zarr
+    folder (read lazily with xarray: the io extra). Every axis is named: trajectory, time, x, y, z and the
+    component axes i, j; frames are written as (trajectory, time, x, y, z, components) whatever the stored
+    order. Vector components point along x, y, z in that order. A periodic axis stored with its endpoint
+    twice loses the duplicate (said so). Trajectories are split 80/10/10 by a permutation seeded with
+    --seed; --segments cuts long trajectories in time and splits them in time. Bad input (ragged
+    trajectories, uneven time, NaN, disagreeing shapes, an empty split) is refused with the fix, and
+    nothing is written. Prints what was read, changed and written, then the next step.
+
+    examples:
+      well-upao import heat.npz --name my_heat --dims trajectory time x --spacing x=0.098 --dt 0.05 \\
+          --scalar kappa --slots T=temperature
+      well-upao import run.nc --name ocean --dim-names lat=y lon=x run=trajectory --boundary x=periodic y=wall \\
+          --vector velocity=u,v --time-unit h
+      well-upao import long_run.npz --name long --dims time x y --spacing x=0.1 y=0.1 --dt 0.01 --segments 10
+    """
 DATASETS_OUT = "Well base path (default ./datasets)"
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of an option."""
+    key, sep, value = text.partition("=")
+    if not sep or not key or not value:
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE")
+    return key, value
+
+
+def key_or_pair(text: str) -> tuple[str, str | None]:
+    """``KEY`` or ``KEY=VALUE`` of an option."""
+    key, sep, value = text.partition("=")
+    if not key or (sep and not value):
+        raise argparse.ArgumentTypeError(f"{text!r}: give NAME or NAME=VALUE")
+    return key, value if sep else None
+
+
+def frame_range(text: str) -> slice:
+    """``START:STOP`` (either may be left out), the frames to keep."""
+    start, sep, stop = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return slice(int(start) if start else None, int(stop) if stop else None)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: give START:STOP (frame numbers, e.g. 0:100)") from error
 
 
 def command(sub, name: str, module: str, **kwargs) -> argparse.ArgumentParser:
@@ -214,6 +272,97 @@ def convert_pdebench(sub) -> None:
     parser.add_argument("--viscosity", type=float, default=0.01, help="nu of the incompressible NS subset (0.01)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the train/valid split")
     add_overwrite_and_quiet(parser, None, None)
+
+
+def import_arrays(sub) -> None:
+    parser = command(
+        sub,
+        "import",
+        "import_data",
+        help="write your arrays (.npz, netCDF, zarr) as a dataset in The Well's layout, with splits and stats.yaml",
+        **described(IMPORT),
+    )
+    parser.add_argument("source", type=Path, help=".npz file, netCDF file (.nc) or zarr folder (.zarr)")
+    parser.add_argument("--name", required=True, help="the dataset's name (its folder; data.well_dataset_name)")
+    add_out(parser, "datasets", DATASETS_OUT)
+    what = parser.add_argument_group("which variable is what")
+    what.add_argument("--fields", nargs="+", metavar="VAR", help="the fields (default: every variable over time)")
+    what.add_argument("--rename", nargs="+", type=key_value, default=[], metavar="OLD=NEW", help="rename variables")
+    what.add_argument(
+        "--vector",
+        nargs="+",
+        type=key_value,
+        default=[],
+        metavar="NAME=VX,VY[,VZ]",
+        help="a vector field from one variable per axis, in the order of the axes x, y, z",
+    )
+    what.add_argument(
+        "--components",
+        nargs="+",
+        type=key_value,
+        default=[],
+        metavar="FIELD=y,x",
+        help="the axes a stored component axis points along, in its stored order (default x, y, z)",
+    )
+    what.add_argument(
+        "--scalar",
+        nargs="+",
+        type=key_or_pair,
+        default=[],
+        metavar="NAME[=VALUE]",
+        help="a per-trajectory constant (the PDE's parameter, by the PDE's name): a variable, or one value for all",
+    )
+    what.add_argument("--varying-scalar", nargs="+", default=[], metavar="VAR", help="a scalar given per frame")
+    axes = parser.add_argument_group("axes, grid and time")
+    axes.add_argument(
+        "--dims", nargs="+", metavar="AXIS", help="the axes of .npz arrays in their stored order, e.g. time y x"
+    )
+    axes.add_argument(
+        "--dim-names",
+        nargs="+",
+        type=key_value,
+        default=[],
+        metavar="THEIRS=OURS",
+        help="netCDF/zarr dimensions to ours (trajectory, time, x, y, z, i, j), e.g. lat=y lon=x run=trajectory",
+    )
+    axes.add_argument(
+        "--spacing", nargs="+", type=key_value, default=[], metavar="AXIS=D", help="distance between grid points"
+    )
+    axes.add_argument(
+        "--coordinates", nargs="+", type=key_value, default=[], metavar="AXIS=VAR", help="an axis's coordinates"
+    )
+    axes.add_argument(
+        "--boundary",
+        nargs="+",
+        type=key_or_pair,
+        default=[],
+        metavar="[AXIS=]TYPE",
+        help="periodic (default), wall or open: one for every axis, or one per axis",
+    )
+    axes.add_argument("--time", metavar="VAR", help="the time variable (default: time or t)")
+    axes.add_argument("--dt", type=float, help="time between stored frames (where no time variable gives it)")
+    axes.add_argument(
+        "--time-unit", help="unit of the time (s, min, h, day, ...): needed to read dates; recorded in the files"
+    )
+    axes.add_argument("--frames", type=frame_range, metavar="START:STOP", help="keep these stored frames only")
+    model = parser.add_argument_group("slots, PDE and splits")
+    model.add_argument(
+        "--slots",
+        nargs="+",
+        type=key_value,
+        default=[],
+        metavar="CHANNEL=SLOT",
+        help="the backbone's slot of a channel (default: a channel named as a slot, velocity_x/y/z -> Vx/Vy/Vz)",
+    )
+    model.add_argument("--pde", help="check its parameters and variables against the data (a PDE named by --imports)")
+    model.add_argument("--segments", type=int, help="cut every trajectory into N pieces and split them in time")
+    model.add_argument("--valid-fraction", type=float, default=0.1, help="trajectories for valid/ (0.1)")
+    model.add_argument(
+        "--test-fraction", type=float, default=0.1, help="trajectories for test/ (0.1; 0: test repeats valid)"
+    )
+    model.add_argument("--seed", type=int, default=42, help="seed of the split's permutation (42)")
+    model.add_argument("--traj-per-file", type=int, help="trajectories per HDF5 file (default: ~512 MB files)")
+    add_overwrite_and_quiet(parser, "replace an existing dataset directory", "no progress bar")
 
 
 def validate(sub) -> None:
@@ -429,6 +578,7 @@ COMMANDS = (
     generate_pretrain,
     generate_replica,
     convert_pdebench,
+    import_arrays,
     validate,
     evaluate,
     residual_floor,

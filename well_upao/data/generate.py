@@ -227,7 +227,7 @@ def generate_dataset(
             split_dir.mkdir(parents=True)
             if split == "test" and mirror_test:
                 pipeline.drain()  # valid/ is complete on disk
-                n_files[split] = _mirror_files(staging / "data" / "valid", split_dir, "valid", "test")
+                n_files[split] = mirror_files(staging / "data" / "valid", split_dir, "valid", "test")
                 continue
             indices = splits[split]
             chunks = [indices[i : i + traj_per_file] for i in range(0, len(indices), traj_per_file)]
@@ -404,7 +404,7 @@ class BackgroundWriter:
             self._raise_pending()
 
 
-def _mirror_files(source: Path, target: Path, old: str, new: str) -> int:
+def mirror_files(source: Path, target: Path, old: str, new: str) -> int:
     """Hard-link (or copy, where links are impossible) every file of ``source`` into ``target``."""
     count = 0
     for path in split_files(source):

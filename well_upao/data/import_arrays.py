@@ -235,8 +235,9 @@ def _stored(
             )
         for ours, theirs in zip(named, own, strict=True):
             coordinate = getattr(sample, "coords", {}).get(theirs) if ours in COMPONENTS else None
-            if coordinate is not None and coordinate.dtype.kind in "US":
-                labels[ours] = tuple(str(v) for v in np.asarray(coordinate))
+            values = np.asarray(coordinate) if coordinate is not None else None
+            if values is not None and values.dtype.kind in "USO" and all(isinstance(v, str) for v in values.tolist()):
+                labels[ours] = tuple(values.tolist())
         stored = StoredArray(name, value, named, labels)
         if extra == 0 and any(d in COMPONENTS for d in named):
             raise ImportInputError(f"component {name!r} has a component axis itself: give each component as a scalar")

@@ -207,7 +207,7 @@ def _changes_in_time(value: Any, named: bool, dims: Mapping[str, str]) -> bool:
     if named:
         ours = _our_dims(value, dims)
         return TIME in ours and any(d in AXIS_NAMES for d in ours)
-    return np.ndim(value) >= 2
+    return len(getattr(value, "shape", np.shape(value))) >= 2
 
 
 def _classify_scalars(variables, claimed, found: Gathered, dims, fields) -> None:

@@ -446,7 +446,7 @@ def _coordinate_of(sources: list[FieldSource], dim: str, dim_names: Mapping[str,
 
 def _time_axis(times, dt, time_unit, stored, frames, sources, dim_names, notes):
     """The kept frames' float64 times, their uniform step and unit (see the module docstring)."""
-    origin = "given"
+    origin = "the given times"
     if times is None:
         times = _coordinate_of(sources, TIME, dim_names)
         origin = "the time coordinate"

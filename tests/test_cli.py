@@ -294,7 +294,7 @@ def test_help_does_not_import_torch():
     code = (
         "import sys\n"
         "from well_upao.cli import main\n"
-        "for argv in (['--help'], ['evaluate', '--help'], ['generate-replica', '--help']):\n"
+        "for argv in (['--help'], ['evaluate', '--help'], ['generate-replica', '--help'], ['import', '--help']):\n"
         "    try:\n"
         "        main(argv)\n"
         "    except SystemExit:\n"

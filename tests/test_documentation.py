@@ -37,7 +37,11 @@ USER_PATH = (
 )
 #: the public classes and functions the README and the issue name, and the API page that must render each
 API = {
-    "data": ["well_upao.data.source.WellSource", "well_upao.data.datasets.DatasetSpec"],
+    "data": [
+        "well_upao.data.source.WellSource",
+        "well_upao.data.datasets.DatasetSpec",
+        "well_upao.data.importing.write_dataset",
+    ],
     "models": ["well_upao.models.na_transformer.NATransformer", "well_upao.models.lora"],
     "physics": ["well_upao.physics.pdes.PDE", "well_upao.physics.discretisation.resolve"],
     "trainers": ["well_upao.trainers.upao.UpaoLoss", "well_upao.trainers.guard"],

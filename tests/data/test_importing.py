@@ -8,9 +8,7 @@ transpose, component order or split in the writer shows. Bad input is refused wi
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -153,25 +151,20 @@ def test_the_wells_dataset_reads_the_folder_by_its_path(imported):
     assert float(sample["constant_scalars"][0]) == pytest.approx(arrays["kappa"][first])
 
 
-def test_validate_accepts_the_folder_once_the_dataset_is_registered(imported, tmp_path):
-    """``validate_dataset`` in this process, and ``well-upao validate --imports`` with the user's module."""
+def test_validate_accepts_the_folder_once_the_dataset_is_registered(imported, tmp_path, monkeypatch, capsys):
+    """``validate_dataset``, and ``well-upao validate --imports`` with the user's module (which registers the same
+    entry again: a no-op)."""
     base, _, _ = imported
     assert validate_dataset(base / "import_rt") == []
-    module = tmp_path / "import_rt_module.py"
-    module.write_text(
+    (tmp_path / "import_rt_module.py").write_text(
         "from well_upao.data.datasets import DatasetSpec, register_dataset\n"
         "register_dataset(DatasetSpec('import_rt',\n"
         "    slots={'T': 'temperature', 'velocity_x': 'Vx', 'velocity_y': 'Vy'}))\n"
     )
-    cli = Path(sys.executable).with_name("well-upao")
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    done = subprocess.run(
-        [str(cli), "validate", str(base / "import_rt"), "--imports", "import_rt_module"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stdout + done.stderr
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = main(["validate", str(base / "import_rt"), "--imports", "import_rt_module"])
+    printed = capsys.readouterr()
+    assert code == 0 and printed.out.strip().endswith("OK"), printed.out + printed.err
 
 
 def test_a_stored_component_axis_in_y_x_order_is_written_x_y(tmp_path):

@@ -408,3 +408,35 @@ def test_generate_exact_on_a_registered_pde_without_a_generator_points_to_import
     assert main(["generate-exact", "--pde", "shear_flow", "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert "well-upao generate-replica --dataset shear_flow" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_tensor_field_is_stored_with_its_components_and_left_out_of_the_slots(tmp_path):
+    """A tensor ``D`` stored ``(trajectory, time, y, x, i, j)``: written ``(x, y)`` with ``D[..., i, j]`` the
+    component along axes (i, j) (the Well flattens it to D_xx, D_xy, D_yx, D_yy); it needs no slot, and the
+    registration the import prints keeps the other fields."""
+    from the_well.data import WellDataset
+
+    rng = np.random.default_rng(10)
+    temperature = rng.normal(size=(5, 6, NY, NX))
+    tensor = rng.normal(size=(5, 6, NY, NX, 2, 2))
+    name = registered("import_tensor", {"T": "temperature"})
+    summary = write_dataset(
+        {"T": temperature, "D": tensor},
+        name,
+        tmp_path,
+        dims="trajectory time y x",
+        spacing={"x": 1.0, "y": 1.0},
+        dt=1.0,
+        slots={"T": "temperature"},
+        progress=False,
+    )
+    assert summary.fields == [("T", 0), ("D", 2)] and summary.kept_fields == ("T",)
+    assert "slots={'T': 'temperature'}, fields=('T',), pde=YOUR_PDE" in summary.registration()
+    path = WellSource(tmp_path, name, "train").files[0]
+    (trajectory, _), *_ = stored_trajectories(path)
+    with h5py.File(path) as f:
+        expected = np.transpose(tensor[trajectory], (0, 2, 1, 3, 4)).astype(np.float32)  # (time, x, y, i, j)
+        np.testing.assert_array_equal(f["t2_fields"]["D"][0], expected)
+    well = WellDataset(path=str(tmp_path / name), well_split_name="train", n_steps_input=2, n_steps_output=1)
+    assert [n for names in well.metadata.field_names.values() for n in names] == ["T", "D_xx", "D_xy", "D_yx", "D_yy"]
+    np.testing.assert_array_equal(well[0]["input_fields"][0, ..., 2].numpy(), expected[0, ..., 0, 1])

@@ -298,10 +298,13 @@ class ImportPlan:
         start = self.frames.start + first
         return source.read(trajectory, slice(start, start + count), self.keep(), len(self.axes))
 
-    def channels(self) -> list[str]:
-        """The flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, ...)."""
+    def channels(self, max_order: int = 2) -> list[str]:
+        """The flattened channel names in the Well's order (t0 fields, then each component of the t1 fields, ...), of
+        the fields of tensor order up to ``max_order``."""
         out = []
         for source in self.fields:
+            if source.order > max_order:
+                continue
             suffixes = ["".join(AXIS_NAMES[k] for k in key) for key in component_keys(source.order, len(self.axes))]
             out += [f"{source.name}_{s}" if s else source.name for s in suffixes]
         return out

@@ -49,12 +49,12 @@ from tqdm.auto import tqdm
 from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.datasets import DATASETS
 from well_upao.data.generate import FILE_BYTES, check_free_space, mirror_files, split_trajectories
-from well_upao.data.import_arrays import ImportInputError, ImportPlan, plan_import
+from well_upao.data.import_arrays import ImportInputError, ImportPlan, component_keys, plan_import
 from well_upao.data.import_sources import gather
 from well_upao.data.slot_inventory import SLOT_INDEX, SLOT_NAMES
 from well_upao.data.source import SPLITS
 from well_upao.data.stats import FieldStatistics
-from well_upao.data.well_format import write_layout
+from well_upao.data.well_format import AXIS_NAMES, write_layout
 
 #: the root attribute each imported file carries (JSON: source, trajectories, what was changed)
 IMPORT_ATTRIBUTE = "well_upao_import"
@@ -99,6 +99,8 @@ class ImportSummary:
     bytes_written: int
     seconds: float
     pde: str | None = None
+    #: the fields to register when some have no slot (tensor fields), else ``None`` (all)
+    kept_fields: tuple[str, ...] | None = None
 
     def describe(self) -> str:
         """The lines ``well-upao import`` prints."""
@@ -134,7 +136,8 @@ class ImportSummary:
     def registration(self) -> str:
         """The registry entry to put in the user's module (``register_dataset``)."""
         pde = self.pde or "YOUR_PDE"
-        return f'register_dataset(DatasetSpec("{self.name}", slots={self.slots!r}, pde={pde}))'
+        fields = f", fields={self.kept_fields!r}" if self.kept_fields else ""
+        return f'register_dataset(DatasetSpec("{self.name}", slots={self.slots!r}{fields}, pde={pde}))'
 
 
 def write_dataset(
@@ -238,7 +241,19 @@ def write_dataset(
     registered = DATASETS.get(name)
     if pde is None and registered is not None and not isinstance(registered.pde, str | type(None)):
         pde = registered.pde
-    row = resolve_slots(plan.channels(), slots, name)
+    # the backbone reads scalar and vector fields; a tensor field's channels get a slot only when asked
+    tensor_channels = [c for c in plan.channels() if c not in plan.channels(max_order=1)]
+    row = resolve_slots(
+        plan.channels(max_order=1), {c: s for c, s in (slots or {}).items() if c not in tensor_channels}, name
+    )
+    row |= {c: s for c, s in (slots or {}).items() if c in tensor_channels}
+    tensors = sorted({s.name for s in plan.fields if s.order > 1 and not all(c in row for c in _channels_of(s, plan))})
+    if tensors:
+        kept = tuple(s.name for s in plan.fields if s.name not in tensors)
+        plan.notes.append(
+            f"{', '.join(tensors)}: tensor field(s) without slots, stored but not read by the backbone; register the "
+            f"dataset with fields={kept!r} to keep the others"
+        )
     check_pde(pde, plan, row)
     splits, length, rule = assign_splits(plan, segments, valid_fraction, test_fraction, seed)
     per_file = traj_per_file or max(1, FILE_BYTES // plan.bytes_per_trajectory(length))
@@ -274,8 +289,9 @@ def write_dataset(
         name=name,
         path=destination,
         source=source,
-        channels=plan.channels(),
+        channels=[c for c in plan.channels() if c in row],
         slots=row,
+        kept_fields=tuple(s.name for s in plan.fields if s.name not in tensors) if tensors else None,
         fields=[(s.name, s.order) for s in plan.fields],
         splits=splits,
         split_rule=rule,
@@ -294,6 +310,12 @@ def write_dataset(
         seconds=perf_counter() - started,
         pde=getattr(pde, "name", None),
     )
+
+
+def _channels_of(source, plan: ImportPlan) -> list[str]:
+    """The flattened channel names of one field."""
+    keys = component_keys(source.order, len(plan.axes))
+    return [source.name + ("_" + "".join(AXIS_NAMES[k] for k in key) if key else "") for key in keys]
 
 
 def resolve_slots(channels: list[str], given: Mapping[str, str] | None, name: str) -> dict[str, str]:

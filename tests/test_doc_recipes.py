@@ -197,3 +197,35 @@ def test_the_command_check_refuses_what_the_command_line_refuses():
     assert parse_problem(".venv/bin/python -m the_well.benchmark.train model=na_nslora trainer=upao") is None
     assert substituted("--dataset $DATASET ${DATASET}_x", {"DATASET": "d"}) == "--dataset d d_x"
     assert CONSOLE_SCRIPT == ".venv/bin/well-upao"
+
+
+def calls_with_unknown_keywords(code: str, function) -> list[str]:
+    """Keywords of the calls of ``function`` (by its name) in ``code`` that it does not take."""
+    import ast
+    import inspect
+
+    accepted = set(inspect.signature(function).parameters)
+    unknown = []
+    for node in ast.walk(ast.parse(code)):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) == function.__name__
+        ):
+            unknown += [k.arg for k in node.keywords if k.arg not in accepted]
+    return unknown
+
+
+def test_the_reference_python_of_a_recipe_page_parses_and_calls_with_real_arguments():
+    """The Python blocks below a recipe (not run: they name the reader's arrays) compile, and their calls of
+    ``write_dataset`` use its own keywords."""
+    from well_upao.data import write_dataset
+
+    for page in RECIPES:
+        markdown = (DOCS / page).read_text()
+        recipe = {b.line for b in blocks(markdown, recipe_only=True)}
+        reference = [b for b in blocks(markdown) if b.language == "python" and b.line not in recipe]
+        assert reference, f"{page}: no Python in its reference"
+        for block in reference:
+            compile(block.text, f"{page}:{block.line}", "exec")
+            assert calls_with_unknown_keywords(block.text, write_dataset) == [], f"{page}:{block.line}"
+    assert calls_with_unknown_keywords("write_dataset(a, 'n', no_such_keyword=1)", write_dataset) == ["no_such_keyword"]

@@ -167,7 +167,7 @@ def test_a_user_module_in_the_current_directory_is_found(registry, tmp_path, mon
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path), str(elsewhere))])
     monkeypatch.delitem(sys.modules, "cwd_user_module", raising=False)
     monkeypatch.chdir(elsewhere)
-    with pytest.raises(datasets.UserModuleError, match="cannot import 'cwd_user_module' .--imports."):
+    with pytest.raises(datasets.UserModuleError, match=r"cannot import 'cwd_user_module' \(--imports\)"):
         datasets.import_modules(["cwd_user_module"], "--imports")
     monkeypatch.chdir(tmp_path)
     datasets.import_modules(["cwd_user_module"], "--imports")

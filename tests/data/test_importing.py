@@ -359,7 +359,7 @@ def test_the_command_imports_an_npz_and_says_what_it_read_and_what_comes_next(tm
     np.savez(tmp_path / "sim.npz", T=arrays["T"], kappa=arrays["kappa"], time=np.arange(N_STEPS) * DT)
     monkeypatch.chdir(tmp_path)
     code = main([
-        "import", "sim.npz", "--name", "my_sim", "--dims", "trajectory", "time", "y", "x", "--spacing", f"x={DX}",
+        "import", "sim.npz", "--dataset", "my_sim", "--dims", "trajectory", "time", "y", "x", "--spacing", f"x={DX}",
         f"y={DY}", "--boundary", "x=periodic", "y=wall", "--scalar", "kappa", "--slots", "T=temperature", "--quiet",
     ])  # fmt: skip
     printed = capsys.readouterr()
@@ -404,7 +404,7 @@ def test_generate_exact_on_a_registered_pde_without_a_generator_points_to_import
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "'my_heat_nogen' is registered but has no generator" in err
-    assert "`well-upao import FILE --name my_heat_nogen`" in err
+    assert "`well-upao import FILE --dataset my_heat_nogen`" in err
     assert main(["generate-exact", "--pde", "shear_flow", "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert "well-upao generate-replica --dataset shear_flow" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

@@ -106,11 +106,11 @@ IMPORT = """\
     nothing is written. Prints what was read, changed and written, then the next step.
 
     examples:
-      well-upao import heat.npz --name my_heat --dims trajectory time x --spacing x=0.098 --dt 0.05 \\
+      well-upao import heat.npz --dataset my_heat --dims trajectory time x --spacing x=0.098 --dt 0.05 \\
           --scalar kappa --slots T=temperature
-      well-upao import run.nc --name ocean --dim-names lat=y lon=x run=trajectory --boundary x=periodic y=wall \\
+      well-upao import run.nc --dataset ocean --dim-names lat=y lon=x run=trajectory --boundary x=periodic y=wall \\
           --vector velocity=u,v --time-unit h
-      well-upao import long_run.npz --name long --dims time x y --spacing x=0.1 y=0.1 --dt 0.01 --segments 10
+      well-upao import long_run.npz --dataset long --dims time x y --spacing x=0.1 y=0.1 --dt 0.01 --segments 10
     """
 DATASETS_OUT = "Well base path (default ./datasets)"
 
@@ -283,7 +283,13 @@ def import_arrays(sub) -> None:
         **described(IMPORT),
     )
     parser.add_argument("source", type=Path, help=".npz file, netCDF file (.nc) or zarr folder (.zarr)")
-    parser.add_argument("--name", required=True, help="the dataset's name (its folder; data.well_dataset_name)")
+    parser.add_argument(
+        "--dataset",
+        "--name",
+        dest="name",
+        required=True,
+        help="the dataset's name (its folder; data.well_dataset_name)",
+    )
     add_out(parser, "datasets", DATASETS_OUT)
     what = parser.add_argument_group("which variable is what")
     what.add_argument("--fields", nargs="+", metavar="VAR", help="the fields (default: every variable over time)")

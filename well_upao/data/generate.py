@@ -144,7 +144,7 @@ def no_generator(name: str, kind: str) -> str:
         return f"{name!r} has no solver here: convert PDEBench's files of it with `well-upao convert-pdebench FILE`"
     return (
         f"{kind} {name!r} is registered but has no generator (no DatasetSpec with family=... makes its data): "
-        f"write your own arrays as its dataset with `well-upao import FILE --name {name}` (docs/your-data.md), or "
+        f"write your own arrays as its dataset with `well-upao import FILE --dataset {name}` (docs/your-data.md), or "
         "register a TrajectoryFamily as its DatasetSpec's family"
     )
 

@@ -209,7 +209,7 @@ def write_dataset(
     started = perf_counter()
     if not NAME_PATTERN.match(name):
         raise ImportInputError(
-            f"dataset name {name!r}: use letters, digits and _ (starting with a letter), e.g. --name my_system"
+            f"dataset name {name!r}: use letters, digits and _ (starting with a letter), e.g. --dataset my_system"
         )
     found = gather(
         data,

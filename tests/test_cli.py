@@ -294,7 +294,7 @@ def test_help_does_not_import_torch():
     code = (
         "import sys\n"
         "from well_upao.cli import main\n"
-        "for argv in (['--help'], ['evaluate', '--help'], ['generate-replica', '--help']):\n"
+        "for argv in (['--help'], ['evaluate', '--help'], ['generate-replica', '--help'], ['import', '--help']):\n"
         "    try:\n"
         "        main(argv)\n"
         "    except SystemExit:\n"
@@ -304,3 +304,87 @@ def test_help_does_not_import_torch():
     done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "torch loaded: False"
+
+
+def fixes_named(source: str) -> dict[str, set[str]]:
+    """The commands (``well-upao NAME``), options (``--name``) and config keys (``trainer.x``, ``data.x``, ``model.x``,
+    ``optimizer.x``) the string literals of a module name: what a message tells the user to run or set."""
+    import ast
+    import re
+
+    named: dict[str, set[str]] = {"commands": set(), "options": set(), "keys": set()}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            # a command as a message gives one: quoted, or followed by its options
+            quoted = re.findall(r"`(?:\S*/)?well-upao ([a-z][a-z-]+)|well-upao ([a-z][a-z-]+) -", text)
+            named["commands"] |= {a or b for a, b in quoted}
+            named["options"] |= set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", text))
+            named["keys"] |= set(
+                # a key in full, not a template (trainer.rollout_<field>) nor a file name (your-data.md)
+                re.findall(r"(?<![\w./-])((?:trainer|data|model|optimizer)\.[a-z][a-z0-9_.]*[a-z0-9])(?![\w<])", text)
+            )
+    return named
+
+
+#: options of the programs beside ours that messages name (the harness's Hydra, torchrun)
+OTHER_PROGRAMS_OPTIONS = {"--config-name", "--nnodes", "--nproc", "--rdzv"}
+#: dotted names in messages that are code, not config keys
+CODE_NAMES = {"model.blocks", "model.config", "model.forward_sequence"}
+
+
+def config_keys() -> set[str]:
+    """Every key of the harness's configs, over the model and trainer choices messages name."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    keys: set[str] = set()
+
+    def walk(node: dict, prefix: str) -> None:
+        for key, value in node.items():
+            keys.add(prefix + key)
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+
+    GlobalHydra.instance().clear()
+    choices = [
+        ["model=na_nslora", "trainer=upao"],
+        ["experiment=fno_well"],
+        ["model=pde_transformer"],
+        ["model=poseidon"],
+    ]
+    with initialize_config_module(config_module="well_upao.configs", version_base=None):
+        for overrides in choices:
+            walk(OmegaConf.to_container(compose(config_name="config", overrides=overrides)), "")
+        walk(OmegaConf.to_container(compose(config_name="pretrain")), "")
+    return keys
+
+
+def test_every_fix_a_message_names_exists():
+    """A message that tells the user to run ``well-upao NAME``, pass ``--option`` or set ``trainer.key`` names a
+    command, an option of one and a config key that exist (ours, or the harness's and torchrun's own options)."""
+    from well_upao.commands.parsers import build_parser
+
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    options = {o for sub in commands.values() for action in sub._actions for o in action.option_strings}
+    keys = config_keys()
+    missing = []
+    package = Path(__import__("well_upao").__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        named = fixes_named(path.read_text())
+        missing += [f"{path.name}: well-upao {c}" for c in named["commands"] - set(commands)]
+        missing += [f"{path.name}: {o}" for o in named["options"] - options - OTHER_PROGRAMS_OPTIONS]
+        missing += [f"{path.name}: {k}" for k in named["keys"] - keys - CODE_NAMES]
+    assert not missing, missing
+
+
+def test_the_fix_check_sees_a_fix_that_does_not_exist():
+    """Negative control: a made-up command, option and key are found in a message."""
+    source = 'raise CommandError("run `well-upao frobnicate --no-such-flag` or set trainer.no_such_key=1")'
+    assert fixes_named(source) == {
+        "commands": {"frobnicate"},
+        "options": {"--no-such-flag"},
+        "keys": {"trainer.no_such_key"},
+    }

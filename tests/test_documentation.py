@@ -37,7 +37,11 @@ USER_PATH = (
 )
 #: the public classes and functions the README and the issue name, and the API page that must render each
 API = {
-    "data": ["well_upao.data.source.WellSource", "well_upao.data.datasets.DatasetSpec"],
+    "data": [
+        "well_upao.data.source.WellSource",
+        "well_upao.data.datasets.DatasetSpec",
+        "well_upao.data.importing.write_dataset",
+    ],
     "models": ["well_upao.models.na_transformer.NATransformer", "well_upao.models.lora"],
     "physics": ["well_upao.physics.pdes.PDE", "well_upao.physics.discretisation.resolve"],
     "trainers": ["well_upao.trainers.upao.UpaoLoss", "well_upao.trainers.guard"],
@@ -166,17 +170,18 @@ def test_the_api_reference_renders_the_public_classes(site):
 
 @needs_mkdocs
 def test_what_you_get_is_one_source_rendered_in_both(site):
-    """The home page includes README.md's generated block (not a copy): every number of the README's table is on
-    the built page, and docs/index.md holds the include, not the table."""
+    """The results page includes README.md's generated block (not a copy): every number of the README's table is on
+    the built page, docs/what-you-get.md holds the include, not the table, and the home page links it."""
     readme = README.read_text()
     block = readme[readme.index(readings.WHAT_YOU_GET[0]) : readme.index(readings.WHAT_YOU_GET[1])]
     table = "\n".join(line for line in block.splitlines() if line.startswith("| "))
     assert len(table.splitlines()) >= 2 and len(numbers_in(table)) >= 5  # the header and a row at least
-    home = re.sub(r"<[^>]+>", " ", (site / "index.html").read_text())
-    missing = numbers_in(table) - numbers_in(home)
-    assert not missing, f"numbers of the README's table not on the home page: {sorted(missing)}"
-    source = (DOCS / "index.md").read_text()
+    results = re.sub(r"<[^>]+>", " ", (site / "what-you-get" / "index.html").read_text())
+    missing = numbers_in(table) - numbers_in(results)
+    assert not missing, f"numbers of the README's table not on the results page: {sorted(missing)}"
+    source = (DOCS / "what-you-get.md").read_text()
     assert '--8<-- "README.md:what_you_get"' in source and readings.WHAT_YOU_GET[0] not in source
+    assert "](what-you-get.md)" in (DOCS / "index.md").read_text()
 
 
 @needs_mkdocs
@@ -494,3 +499,105 @@ def test_pages_github_cannot_render_say_so_in_their_first_lines():
 def test_the_site_drops_the_notes_for_github(site):
     text = (site / "datasets" / "wave2d" / "index.html").read_text()
     assert "On GitHub" not in prose_of(text) and "datasets_exact.wave2d" in text
+
+
+# Issue 74: the home page as the Well's, short paragraphs, no internal issue numbers ------------------------------
+
+#: the rendered home page's words at most (the Well's home page renders about 860)
+MAX_HOME_WORDS = 900
+#: words of one paragraph (or list item) of a hand-written page at most
+MAX_PARAGRAPH_WORDS = 150
+
+
+def article_words(html_text: str) -> int:
+    """Words of a built page's article (its text, code and tables included: what a reader scrolls through)."""
+    article = re.search(r"<article[^>]*>(.*?)</article>", html_text, flags=re.S).group(1)
+    return len(html.unescape(re.sub(r"<[^>]+>", " ", article)).split())
+
+
+@needs_mkdocs
+def test_the_home_page_renders_at_most_900_words_in_the_wells_order(site):
+    """What it is, install and quickstart first, the path, then the results (the table on its own page, linked)."""
+    page = (site / "index.html").read_text()
+    assert article_words(page) <= MAX_HOME_WORDS, article_words(page)
+    headings = re.findall(r"^## (.+)$", (DOCS / "index.md").read_text(), flags=re.M)
+    assert headings[:3] == ["Install and quickstart", "The path", "Results"], headings
+    assert article_words("<article>" + "word " * (MAX_HOME_WORDS + 1) + "</article>") > MAX_HOME_WORDS
+
+
+def test_the_home_page_defines_its_terms_and_typesets_the_loss():
+    """extrap2, stride and 6:12 defined where they first appear; the UPAO loss as a formula; python3.11 (3.12 is
+    refused) and NATTEN optional on the CPU."""
+    text = (DOCS / "index.md").read_text()
+    for term, definition in (("extrap2", "quadratic"), ("stride", "stored frames"), ("6:12", "predicted steps")):
+        first = text.index(term)
+        assert definition in text[first : first + 400], f"{term} is not defined where it first appears"
+    assert re.search(r"\$\$\n.*\\lambda_\{\\mathrm\{BC\}\}.*R_k.*\n\$\$", text, flags=re.S)
+    assert "python3.11 -m venv" in text and "3.12" in text and re.search(r"NATTEN[^.]*optional on the CPU", text)
+
+
+def paragraphs(markdown: str) -> list[str]:
+    """A page's paragraphs and list items, without code, tables, headings, comments and includes."""
+    text = re.sub(r"<!--.*?-->", "", markdown, flags=re.S)
+    text = re.sub(r"^(```|~~~).*?^\1[ \t]*$", "", text, flags=re.S | re.M)
+    found: list[list[str]] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        item = re.match(r"^([-*+]|\d+\.)\s", stripped)
+        if not stripped or item or stripped.startswith(("#", "|", "--8<--", ":::", "$$")):
+            if current:
+                found.append(current)
+            current = [stripped] if item else []
+            continue
+        current.append(stripped)
+    if current:
+        found.append(current)
+    return [" ".join(lines) for lines in found]
+
+
+def paragraph_words(paragraph: str) -> int:
+    return len(re.sub(r"\]\([^)]*\)", "]", paragraph).split())
+
+
+def long_paragraphs(markdown: str) -> list[tuple[int, str]]:
+    return [(n, p[:60]) for p in paragraphs(markdown) if (n := paragraph_words(p)) > MAX_PARAGRAPH_WORDS]
+
+
+def test_no_paragraph_of_a_hand_written_page_is_over_150_words():
+    found = {str(p.relative_to(ROOT)): long_paragraphs(p.read_text()) for p in guide_pages()}
+    found = {page: items for page, items in found.items() if items}
+    assert not found, f"paragraphs over {MAX_PARAGRAPH_WORDS} words: {found}"
+
+
+def test_the_paragraph_check_sees_a_long_paragraph_and_not_code():
+    """Negative control: 151 words in a paragraph or a list item are found; in code, a table or a comment not."""
+    words = " ".join(["word"] * 151)
+    assert [n for n, _ in long_paragraphs(f"Intro.\n\n{words}\n")] == [151]
+    assert [n for n, _ in long_paragraphs(f"- short\n- {words}\n")] == [152]
+    hidden = f"```bash\n{words}\n```\n\n| {words} |\n\n<!-- {words} -->\n\n[{'a ' * 20}](x)\n"
+    assert long_paragraphs(hidden) == []
+
+
+#: this project's issue or pull-request numbers, as a page would cite them (another project's, linked, are facts)
+INTERNAL_ISSUE = re.compile(r"\b(?:[Ii]ssues?|PRs?|[Pp]ull requests?)\s*#?\d+")
+
+
+def internal_issue_numbers(markdown: str) -> list[str]:
+    """Issue numbers a reader sees that are not links to another project's issue or pull request."""
+    text = re.sub(r"<!--.*?-->", "", markdown, flags=re.S)
+    text = re.sub(r"\[[^\]]*\]\(https://github\.com/(?!well-upao)[^)]*/(?:issues|pull)/\d+\)", "", text)
+    return INTERNAL_ISSUE.findall(text)
+
+
+def test_no_page_names_an_internal_issue_number():
+    found = {str(p.relative_to(ROOT)): internal_issue_numbers(p.read_text()) for p in [README, *guide_pages()]}
+    found = {page: numbers for page, numbers in found.items() if numbers}
+    assert not found, found
+
+
+def test_the_issue_number_check_sees_one():
+    """Negative control: ours in prose is found; the Well's, linked, and a comment are not."""
+    assert internal_issue_numbers("Fixed (issue 53) and PR #12.") == ["issue 53", "PR #12"]
+    linked = "[the Well's issue 49](https://github.com/PolymathicAI/the_well/issues/49) <!-- issue 73 -->"
+    assert internal_issue_numbers(linked) == []

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[str]:
-    """The README's set-up: install and main job, the optional foundation-model extra, the tests."""
+    """The README's set-up: install and main job, the optional extras (one line each), the tests."""
     blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
     return [blocks[0].strip(), blocks[1].strip(), blocks[2].strip()]
 
@@ -19,7 +19,8 @@ def test_ci_runs_the_readme_commands_verbatim():
     install, extra, tests = readme_commands()
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert install in ci, "the README's install command must appear verbatim in .ci/run"
-    assert extra in ci and ci.index(extra) > ci.index(install), "CI installs the extra after the project"
+    for line in extra.splitlines():
+        assert line in ci and ci.index(line) > ci.index(install), f"CI installs the extra {line!r} after the project"
     assert any(line.strip().startswith(tests) for line in ci), "the README's test command must run in .ci/run"
 
 

@@ -151,3 +151,25 @@ def test_auto_discretisation_is_the_default_exactly_where_it_won():
     measured = set(re.findall(r"^\| (\w+) \| 1 \| [0-9.e+-]+ \| [0-9.e+-]+ \|", report, flags=re.M))
     chosen = {name for name in measured if datasets.DATASETS[name].defaults == datasets.AUTO_DISCRETISATION}
     assert chosen == _auto_wins_on_every_seed(report) and measured >= {"wave2d", "advdiff2d", "burgers2d", "tg2d"}
+
+
+def test_a_user_module_in_the_current_directory_is_found(registry, tmp_path, monkeypatch):
+    """``--imports my_pdes`` finds ``./my_pdes.py`` as ``python -m`` (the harness) does, though a console script's
+    ``sys.path`` does not hold the current directory; from another directory it is a one-line error."""
+    import sys
+
+    (tmp_path / "cwd_user_module.py").write_text(
+        "from well_upao.data.datasets import DatasetSpec, register_dataset\n"
+        "register_dataset(DatasetSpec('cwd_user_set', slots={'u': 'height'}))\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path), str(elsewhere))])
+    monkeypatch.delitem(sys.modules, "cwd_user_module", raising=False)
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(datasets.UserModuleError, match=r"cannot import 'cwd_user_module' \(--imports\)"):
+        datasets.import_modules(["cwd_user_module"], "--imports")
+    monkeypatch.chdir(tmp_path)
+    datasets.import_modules(["cwd_user_module"], "--imports")
+    assert datasets.DATASETS["cwd_user_set"].slots == {"u": "height"}
+    monkeypatch.delitem(sys.modules, "cwd_user_module")

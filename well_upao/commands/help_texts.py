@@ -73,3 +73,26 @@ RESIDUAL_FLOOR = """\
       well-upao residual-floor --data wave2d --stride 1 5
       well-upao residual-floor --data gray_scott_reaction_diffusion --json floor.json
     """
+IMPORT = """\
+    Write your arrays as a dataset in The Well's layout, where its loaders, our commands and
+    `python -m the_well.benchmark.train data.well_dataset_name=NAME` find it:
+
+      OUT/NAME/data/{train,valid,test}/*.hdf5   and   OUT/NAME/stats.yaml (train/ only, as the Well's
+      statistics script computes it)
+
+    SOURCE is an .npz archive (members saved with np.savez are memory-mapped), a netCDF file or a zarr
+    folder (read lazily with xarray: the io extra). Every axis is named: trajectory, time, x, y, z and the
+    component axes i, j; frames are written as (trajectory, time, x, y, z, components) whatever the stored
+    order. Vector components point along x, y, z in that order. A periodic axis stored with its endpoint
+    twice loses the duplicate (said so). Trajectories are split 80/10/10 by a permutation seeded with
+    --seed; --segments cuts long trajectories in time and splits them in time. Bad input (ragged
+    trajectories, uneven time, NaN, disagreeing shapes, an empty split) is refused with the fix, and
+    nothing is written. Prints what was read, changed and written, then the next step.
+
+    examples:
+      well-upao import heat.npz --dataset my_heat --dims trajectory time x --spacing x=0.098 --dt 0.05 \\
+          --scalar kappa --slots T=temperature
+      well-upao import run.nc --dataset ocean --dim-names lat=y lon=x run=trajectory --boundary x=periodic y=wall \\
+          --vector velocity=u,v --time-unit h
+      well-upao import long_run.npz --dataset long --dims time x y --spacing x=0.1 y=0.1 --dt 0.01 --segments 10
+    """

@@ -4,6 +4,7 @@ commands take (argparse only: building a parser loads no torch)."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 
 EXIT_BAD_INPUT = 2
@@ -50,3 +51,18 @@ def add_imports(parser: argparse.ArgumentParser) -> None:
         help="modules to import first, where your own datasets and PDEs are registered (a run's checkpoint remembers "
         "its data.imports, so runs need none)",
     )
+
+
+DATASETS_OUT = "Well base path (default ./datasets)"
+
+
+def command(sub, name: str, module: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand run by ``well_upao.commands.<module>``."""
+    parser = sub.add_parser(name, **kwargs)
+    parser.set_defaults(command_module=f"well_upao.commands.{module}")
+    return parser
+
+
+def described(text: str) -> dict:
+    """A description kept as written (its line breaks and indented examples)."""
+    return {"formatter_class": argparse.RawDescriptionHelpFormatter, "description": textwrap.dedent(text)}

@@ -18,7 +18,9 @@ from well_upao.commands.help_texts import (
     REPLICA_EXAMPLES,
     RESIDUAL_FLOOR,
 )
+from well_upao.commands.import_parser import import_arrays
 from well_upao.commands.options import (
+    DATASETS_OUT,
     add_base_path,
     add_debug,
     add_imports,
@@ -26,6 +28,8 @@ from well_upao.commands.options import (
     add_out,
     add_overwrite_and_quiet,
     add_split,
+    command,
+    described,
 )
 from well_upao.data.datasets import generators
 from well_upao.families.replicas.families import REPLICAS
@@ -33,6 +37,7 @@ from well_upao.families.replicas.families import REPLICAS
 #: commands that take a dataset or a run, hence a user's modules registering them
 TAKES_IMPORTS = (
     "generate-exact",
+    "import",
     "validate",
     "evaluate",
     "forecast",
@@ -40,20 +45,6 @@ TAKES_IMPORTS = (
     "export-backbone",
     "residual-floor",
 )
-
-DATASETS_OUT = "Well base path (default ./datasets)"
-
-
-def command(sub, name: str, module: str, **kwargs) -> argparse.ArgumentParser:
-    """A subcommand run by ``well_upao.commands.<module>``."""
-    parser = sub.add_parser(name, **kwargs)
-    parser.set_defaults(command_module=f"well_upao.commands.{module}")
-    return parser
-
-
-def described(text: str) -> dict:
-    """A description kept as written (its line breaks and indented examples)."""
-    return {"formatter_class": argparse.RawDescriptionHelpFormatter, "description": textwrap.dedent(text)}
 
 
 def generator_parser(sub, name: str, module: str, origin: str, help: str, intro: str, examples: list[str]):
@@ -425,6 +416,7 @@ COMMANDS = (
     generate_pretrain,
     generate_replica,
     convert_pdebench,
+    import_arrays,
     validate,
     evaluate,
     forecast,

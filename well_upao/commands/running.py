@@ -11,6 +11,7 @@ from well_upao.commands.options import EXIT_BAD_INPUT, EXIT_FAILED, CommandError
 from well_upao.data.atomic import OutputExistsError
 from well_upao.data.datasets import UserModuleError, import_modules
 from well_upao.data.generate import GenerationError
+from well_upao.data.import_arrays import ImportInputError
 from well_upao.data.source import DatasetNotFoundError
 from well_upao.data.specification import SpecificationError
 from well_upao.models.checkpoint import CheckpointError
@@ -24,6 +25,7 @@ BAD_INPUT = (
     CheckpointError,
     SpecificationError,
     DatasetNotFoundError,
+    ImportInputError,
 )
 
 

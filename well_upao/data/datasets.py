@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,7 +108,12 @@ class UserModuleError(ValueError):
 
 def import_modules(names: Sequence[str], where: str = "") -> None:
     """Import the user modules ``names`` (which register datasets and PDEs): ``data.imports`` of a run,
-    ``--imports`` of a command, or the imports a checkpoint recorded (``where`` says which, for the error)."""
+    ``--imports`` of a command, or the imports a checkpoint recorded (``where`` says which, for the error).
+
+    A module is looked up on ``sys.path`` and then in the current directory (where ``python -m`` finds it too, so
+    ``well-upao ... --imports my_pdes`` finds ``./my_pdes.py`` as the harness's ``data.imports=[my_pdes]`` does)."""
+    if names and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
     for name in names:
         try:
             importlib.import_module(name)

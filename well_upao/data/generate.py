@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from well_upao.data.atomic import atomic_write_text, staged_directory
-from well_upao.data.datasets import generators
+from well_upao.data.datasets import DATASETS, generators
 from well_upao.data.source import SPLITS, split_files
 from well_upao.data.stats import FieldStatistics
 from well_upao.data.well_format import GridSpec, WellFileWriter
@@ -131,12 +131,32 @@ def bytes_per_trajectory(pde: TrajectoryFamily, grid: GridSpec) -> int:
     return 4 * per_step * grid.n_steps
 
 
+def no_generator(name: str, kind: str) -> str:
+    """What to do about a registered dataset or PDE (``kind``) that nothing generates: re-make or download one of
+    the Well's datasets, convert PDEBench's files, or import the user's own arrays."""
+    origin = DATASETS[name].origin if name in DATASETS else "user"
+    if origin == "well":
+        return (
+            f"{name!r} is one of the Well's datasets, which generate-exact does not make: re-make it at CPU size with "
+            f"`well-upao generate-replica --dataset {name}` or download it with the-well-download"
+        )
+    if origin == "simulated":
+        return f"{name!r} has no solver here: convert PDEBench's files of it with `well-upao convert-pdebench FILE`"
+    return (
+        f"{kind} {name!r} is registered but has no generator (no DatasetSpec with family=... makes its data): "
+        f"write your own arrays as its dataset with `well-upao import FILE --dataset {name}` (docs/your-data.md), or "
+        "register a TrajectoryFamily as its DatasetSpec's family"
+    )
+
+
 def resolve_request(
     request: GenerationRequest, family: TrajectoryFamily | None = None
 ) -> tuple[TrajectoryFamily, GridSpec, int, int]:
     """Apply the family's defaults and validate sizes; returns (family, grid, n_traj, traj_per_file)."""
     if family is None:
         families = generators()
+        if request.pde in DATASETS and request.pde not in families:
+            raise GenerationError(no_generator(request.pde, "dataset"))
         if request.pde not in families:
             raise GenerationError(
                 f"unknown PDE {request.pde!r}; choose from {', '.join(generators('exact'))} or 'all' "
@@ -227,7 +247,7 @@ def generate_dataset(
             split_dir.mkdir(parents=True)
             if split == "test" and mirror_test:
                 pipeline.drain()  # valid/ is complete on disk
-                n_files[split] = _mirror_files(staging / "data" / "valid", split_dir, "valid", "test")
+                n_files[split] = mirror_files(staging / "data" / "valid", split_dir, "valid", "test")
                 continue
             indices = splits[split]
             chunks = [indices[i : i + traj_per_file] for i in range(0, len(indices), traj_per_file)]
@@ -404,7 +424,7 @@ class BackgroundWriter:
             self._raise_pending()
 
 
-def _mirror_files(source: Path, target: Path, old: str, new: str) -> int:
+def mirror_files(source: Path, target: Path, old: str, new: str) -> int:
     """Hard-link (or copy, where links are impossible) every file of ``source`` into ``target``."""
     count = 0
     for path in split_files(source):

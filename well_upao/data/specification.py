@@ -273,6 +273,21 @@ def marked_edges(group: h5py.Group, where: str, bc_type: str, dims: list[str], s
 DUPLICATE_TOLERANCE = 1e-5
 
 
+def stores_endpoint_twice(samples: Sequence[tuple[np.ndarray, int]]) -> bool:
+    """Whether an axis holds its endpoint twice: ``samples`` are ``(frames of one field, the axis's position in
+    them)``; true when some field varies along the axis and every field's first and last slices along it agree to
+    ``DUPLICATE_TOLERANCE`` of the field's largest magnitude (the same point stored twice, one period apart). The
+    readers refuse such a periodic axis (``check_periodic_endpoints``); ``well-upao import`` drops the duplicate."""
+    same_ends, varies = bool(samples), False
+    for data, along in samples:
+        data = np.asarray(data, dtype=np.float64)
+        scale = max(float(np.abs(data).max()), 1e-30)
+        first, last = data.take(0, axis=along), data.take(-1, axis=along)
+        same_ends &= bool(np.abs(first - last).max() <= DUPLICATE_TOLERANCE * scale)
+        varies |= bool(np.abs(data - np.expand_dims(first, along)).max() > DUPLICATE_TOLERANCE * scale)
+    return same_ends and varies
+
+
 def check_periodic_endpoints(f: h5py.File, path: str, spatial: Sequence[str], edges: Sequence[tuple[str, str]]) -> None:
     """Refuse a PERIODIC axis stored endpoint-inclusive (e.g. ``linspace(0, L, N)``, the Well's dummy writer's grid):
     its first and last points are one period apart, the same point stored twice, so every field holds the same
@@ -284,7 +299,7 @@ def check_periodic_endpoints(f: h5py.File, path: str, spatial: Sequence[str], ed
     for axis, (low, _) in enumerate(edges):
         if low != "PERIODIC" or not entries:
             continue
-        same_ends, varies = True, False
+        samples: list[tuple[np.ndarray, int]] = []
         for entry in entries:
             group = f[FIELD_GROUPS[entry.order]]
             if entry.name not in group or len(entry.dim_varying) != len(spatial) or not entry.dim_varying[axis]:
@@ -297,17 +312,13 @@ def check_periodic_endpoints(f: h5py.File, path: str, spatial: Sequence[str], ed
             frames = sorted({0, n_steps // 2, n_steps - 1})
             lead = ((0,) if entry.sample_varying else ()) + (frames,)
             data = np.asarray(dataset[lead], dtype=np.float64)  # (frames, *space[, components])
-            along = 1 + stored_axes.index(axis)
-            scale = max(float(np.abs(data).max()), 1e-30)
-            first, last = data.take(0, axis=along), data.take(-1, axis=along)
-            same_ends &= bool(np.abs(first - last).max() <= DUPLICATE_TOLERANCE * scale)
-            varies |= bool(np.abs(data - np.expand_dims(first, along)).max() > DUPLICATE_TOLERANCE * scale)
-        if same_ends and varies:
+            samples.append((data, 1 + stored_axes.index(axis)))
+        if stores_endpoint_twice(samples):
             name = spatial[axis]
             raise SpecificationError(
                 f"{path}: /dimensions/{name}: the periodic axis {name!r} stores its endpoint twice (its first and last "
                 f"points hold the same values in every field: one period apart, e.g. linspace(0, L, N)); read as "
                 f"{int(f['dimensions'][name].shape[-1])} distinct periodic points it would be another grid. Store it "
                 "without the endpoint (linspace(0, L, N - 1, endpoint=False), dropping the last point of every field "
-                "along it) or mark the axis other than PERIODIC"
+                "along it; `well-upao import` does so) or mark the axis other than PERIODIC"
             )

@@ -186,6 +186,7 @@ def write_layout(
     scalar_names: Sequence[str],
     fields: Sequence[tuple[str, int, tuple[int, ...]]],
     scalar_values: dict[str, float] | None = None,
+    varying_scalar_names: Sequence[str] = (),
 ) -> dict[str, h5py.Dataset]:
     """The Well's layout of one file (see the module docstring), every writer's: root attributes, ``/dimensions``
     and ``/boundary_conditions`` (``write_grid_groups``), ``/scalars`` and the three ``t*_fields`` groups with
@@ -193,7 +194,10 @@ def write_layout(
 
     ``scalar_values``: the file's parameters when they are the same for all its trajectories (one 0-d float32
     dataset each, ``sample_varying`` false, as the Well stores a parameter set per file); else one ``(n,)`` float64
-    dataset per name, per trajectory, filled by the caller. Returns the field datasets by name."""
+    dataset per name, per trajectory, filled by the caller. ``varying_scalar_names``: time-varying scalars (the
+    Well's ``scalar_names``, served per frame), one ``(n, T)`` float64 dataset each (``sample_varying`` and
+    ``time_varying`` true), filled by the caller; they are not simulation parameters. Returns the field datasets by
+    name."""
     f.attrs["dataset_name"] = dataset_name
     f.attrs["grid_type"] = "cartesian"
     f.attrs["n_spatial_dims"] = len(coordinates)
@@ -201,7 +205,7 @@ def write_layout(
     f.attrs["simulation_parameters"] = list(scalar_names)
     write_grid_groups(f, times, coordinates, boundary_types)
     scalars = f.create_group("scalars")
-    scalars.attrs["field_names"] = list(scalar_names)
+    scalars.attrs["field_names"] = [*scalar_names, *varying_scalar_names]
     for name in scalar_names:
         if scalar_values is None:
             ds = scalars.create_dataset(name, shape=(n_trajectories,), dtype=np.float64)
@@ -209,6 +213,10 @@ def write_layout(
             ds = scalars.create_dataset(name, data=np.float32(scalar_values[name]))
         ds.attrs["sample_varying"] = scalar_values is None
         ds.attrs["time_varying"] = False
+    for name in varying_scalar_names:
+        ds = scalars.create_dataset(name, shape=(n_trajectories, times.shape[-1]), dtype=np.float64)
+        ds.attrs["sample_varying"] = True
+        ds.attrs["time_varying"] = True
     groups = {order: f.create_group(g) for order, g in enumerate(FIELD_GROUPS)}
     for order, group in groups.items():
         group.attrs["field_names"] = [name for name, field_order, _ in fields if field_order == order]

@@ -54,7 +54,7 @@ def kept(name: str, fields: Sequence[str] | None) -> bool:
 
 class TrajectoryFile:
     """The trajectories of the Well file at ``path``, the time-varying fields restricted to ``fields`` (``None``: all;
-    a dataset's registered selection, ``data.datasets.selected_fields``)."""
+    a dataset's registered selection, ``selected_fields`` of ``well_upao.data.datasets``)."""
 
     def __init__(self, path: str | Path, fields: Sequence[str] | None = None):
         self.path, self.fields = Path(path), None if fields is None else tuple(fields)

@@ -5,7 +5,7 @@ the kept time-varying fields, at times continuing the input's (the history's las
 forecast's step), with the input's coordinates, boundary conditions, constant fields and constant ``/scalars`` (the
 PDE's parameters); ``with_history`` puts the history's frames first, so the Well's ``WellDataset`` can cut windows
 from the file. Time-varying ``/scalars`` are not forecast and not written. The whole folder is staged and moved into
-place when complete (``data.atomic.staged_directory``): an interrupted forecast leaves nothing.
+place when complete (``staged_directory`` of ``well_upao.data.atomic``): an interrupted forecast leaves nothing.
 """
 
 from __future__ import annotations

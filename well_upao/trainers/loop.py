@@ -1,21 +1,13 @@
-"""The one training loop: The Well's ``Trainer`` with the paper's protocol, pluggable losses and validations.
+"""The one training loop: The Well's ``Trainer`` with the paper's protocol, and the run's one composition root.
 
-``Trainer`` runs epochs of optimizer steps and validations, writes ``best.pt`` as the selection decides,
-stops early, and resumes from ``recent.pt``. Its concerns live beside it: which candidate ``best.pt`` holds and why
-(``selection``, asking the run's ``judge``, ``guard``), its settings in typed groups (``settings``), the per-step LR
-schedule and the budgets (``schedule``), its files, an object it holds (``run_files``: checkpoints and
-``metrics.jsonl``; ``records``), the LoRA -> NSLoRA switch (``switch``), the diagnosis of a non-finite loss
-(``diagnosis``) and ``trainer.init_from`` (``warm_start``).
-
-What varies is pluggable:
-
-* the loss (``trainers.training_loss.TrainingLoss``): the objective of one step and, where it has one, its own
-  validation criterion: ``shifted`` (dense shifted supervision, ``trainers/shifted.py``), ``supervised`` (one
-  frame through the harness's formatter, ``trainers/supervised.py``), ``upao`` (PDE residual + boundary band,
-  ``trainers/upao.py``);
-* the validation: The Well's, on its validation, rollout and test loaders, by default; pretraining (the shifted
-  loss on a multi-dataset mixture) validates each dataset of the mixture instead (``trainers/pretraining.py``),
-  and otherwise runs, checkpoints and resumes like every other run.
+``Trainer`` runs epochs of optimizer steps and validations, writes ``best.pt`` as the selection decides, stops
+early, and resumes from ``recent.pt``. It builds the run's ``RunContext`` and composes the run from it
+(``compose``): the loss (``shifted``, ``supervised``; ``upao`` with its label-free validation and judge,
+``trainers/upao.py``); none of them holds the loop. Its concerns live beside it: the selection (``selection``, asking
+the judge, ``guard``), its settings in typed groups (``settings``), the per-step LR schedule and budgets
+(``schedule``), its files (``run_files``, ``records``), the LoRA -> NSLoRA switch (``switch``), the diagnosis of a
+non-finite loss (``diagnosis``) and ``trainer.init_from`` (``warm_start``). The validation is the Well's on its
+loaders by default; pretraining validates each dataset of its mixture (``trainers/pretraining.py``).
 """
 
 from __future__ import annotations
@@ -135,11 +127,7 @@ class Trainer(WellTrainer):
             meta = self.dset_metadata
             history = self.datamodule.train_dataset.n_steps_input
             initialize_from(self.bare_model, settings.start.init_from, meta.n_fields, meta.n_constant_fields, history)
-        adapters = settings.adapters
-        schedule, patience = resolve_nslora_schedule(
-            adapters.nslora_schedule, adapters.switch_patience, adapters.legacy
-        )
-        self.switch = AdapterSwitch(self.bare_model, schedule, patience)
+        self.switch = self.adapter_switch()
         if self.lr_scheduler is not None:
             logger.info("well-upao trainers schedule the LR per step; the harness's epoch scheduler is ignored")
             self.lr_scheduler = None
@@ -152,6 +140,14 @@ class Trainer(WellTrainer):
         #: (``None``: the Well's, its ``loss_fn`` on the validation rollout); the run's judge (the guard and the prior
         #: rule, which the selection asks; ``None`` without one)
         self.loss, self.criterion, self.judge = self.compose(self.run, loss)
+
+    def adapter_switch(self) -> AdapterSwitch:
+        """The LoRA -> NSLoRA switch of ``trainer.nslora_schedule`` (``trainers/switch.py``)."""
+        adapters = self.settings.adapters
+        schedule, patience = resolve_nslora_schedule(
+            adapters.nslora_schedule, adapters.switch_patience, adapters.legacy
+        )
+        return AdapterSwitch(self.bare_model, schedule, patience)
 
     def run_context(self) -> RunContext:
         """The run as the parts composed from it read it (after the Well's constructor built model, data, device)."""

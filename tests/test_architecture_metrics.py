@@ -1,13 +1,16 @@
 """Issue 52's reading-cost numbers, measured on the package's source by ``benchmarks/quality/architecture_metrics.py``,
 stay within their targets: no discretisation chosen outside physics/, the physics built in few places, no argument
 clump, evaluation as one road, UpaoLoss and TrainingLoss small, no guard in physics/, short files and functions, imports
-at the top. The script itself is checked on a hand-made module (a negative control for each count it reports)."""
+at the top; and issue 72's (no import cycle in the package or in benchmarks/, and today's counts of the run's
+composition as ceilings until the restructuring lowers them). The script itself is checked on a hand-made module (a
+negative control for each count it reports); its issue 72 parts in tests/test_import_cycles.py and
+tests/test_run_composition.py."""
 
 from __future__ import annotations
 
 import ast
 
-from quality import architecture_metrics
+from quality import architecture_metrics, import_cycles
 
 
 def test_the_package_meets_every_target():
@@ -80,3 +83,22 @@ def test_the_trainer_count_sees_its_parameters_and_mixins():
         "class Trainer(RunFiles, WellTrainer):\n    def __init__(self, *args, loss, a=1, **kwargs):\n        pass\n"
     )
     assert architecture_metrics.trainer_shape(tree) == (4, ["RunFiles"])
+
+
+def test_the_time_scheme_count_sees_a_comparison_with_central_and_not_a_call():
+    tree = ast.parse(
+        'a = scheme == "central"\nif scheme in ("explicit", "central"):\n    pass\nbound("central")\nb = "central"\n'
+    )
+    assert architecture_metrics.compares_constant(tree, "central") == [1, 2]
+    assert architecture_metrics.compares_constant(ast.parse('x = scheme == "centred"\n'), "central") == []
+
+
+def test_the_issue_72_counts_are_measured_and_the_old_gpu_circle_would_count():
+    metrics = architecture_metrics.measure()
+    for name in ("import_cycles_package", "import_cycles_benchmarks", "trainer_carried_untyped", "metric_reads_by_key"):
+        assert name in metrics.values
+    # the circle issue 72 names, as it stood (benchmarks/gpu_check.py <-> gpu_product.py / gpu_stages.py, under
+    # TYPE_CHECKING), is what the benchmarks' count is made of: three modules in one component
+    graph = {"gpu_check": {"gpu_product", "gpu_stages", "gpu_common"}, "gpu_product": {"gpu_check", "gpu_common"}}
+    graph |= {"gpu_stages": {"gpu_check", "gpu_common"}, "gpu_common": set()}
+    assert import_cycles.cycles(graph) == [["gpu_check", "gpu_product", "gpu_stages"]]

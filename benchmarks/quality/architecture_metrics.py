@@ -22,8 +22,16 @@
   parameters of the loop's ``Trainer.__init__`` (``self`` aside, ``*args`` and ``**kwargs`` counted) and the mixins it
   inherits from (bases besides the Well's trainer, ``WellTrainer``); in benchmarks/, files over 500 lines and functions
   over 60 lines.
+* issue 72's: import cycles, counted here from the files (``import_cycles.py``: the module import graph, imports
+  under ``TYPE_CHECKING`` and inside functions included, and its strongly connected components by Tarjan's
+  algorithm), for the package (``well_upao/`` with ``datasets_exact/``) and for ``benchmarks/`` apart; and how a run
+  is composed (``run_composition.py``, each rule stated there): parameters and attributes below the trainer that
+  carry it untyped (``Any`` or no annotation), reads of a metric by its log key (``valid_``, ``train_``, ``test_``)
+  outside the modules of ``metrics.jsonl``, assignments to the run's guard outside ``trainers/guard.py``, and the
+  functions that change the guard's state anywhere; the package files that compare a value with the time scheme's
+  name ``"central"`` (``==``, ``!=``, ``in``, ``not in``; alone or in a tuple, list or set of names).
 
-    python benchmarks/quality/architecture_metrics.py [--json]
+    python benchmarks/quality/architecture_metrics.py [--json] [--where]
 
 ``tests/test_architecture_metrics.py`` runs it in the default suite against the issue's targets (:data:`TARGETS`).
 """
@@ -33,11 +41,18 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "well_upao"
-BENCHMARKS = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its groups import as packages
+
+from quality import import_cycles, run_composition
+
+PACKAGE = Path(__file__).resolve().parents[2] / "well_upao"
+#: installed as ``well_upao.datasets_exact``: part of the package's import graph
+DATASETS_EXACT = PACKAGE.parent / "datasets_exact"
+BENCHMARKS = Path(__file__).resolve().parents[1]
 CHOOSERS = {"floor_rows", "choose_discretisation", "best_row", "fit_discretised", "dataset_defaults"}
 CLUMP = {"pde", "params", "ops", "scheme", "dims", "dt"}
 #: issue 52's "done when", as upper bounds
@@ -65,6 +80,14 @@ TARGETS = {
     "trainer_mixins": 0,
     "benchmark_files_over_500_lines": 0,
     "benchmark_functions_over_60_lines": 5,
+    # issue 72
+    "import_cycles_package": 0,
+    "import_cycles_benchmarks": 0,
+    "trainer_carried_untyped": 8,  # issue 72 lowers this to 0
+    "metric_reads_by_key": 3,  # issue 72 lowers this to 0
+    "guard_writes_outside_guard": 5,  # issue 72 lowers this to 0
+    "guard_state_writers": 3,  # issue 72 lowers this to 1
+    "central_compared_files": 6,  # issue 72 lowers this to 1
 }
 #: the UPAO validation and the judge: they read the setup, never the loss
 SETUP_READERS = ("well_upao/trainers/upao_validation.py", "well_upao/trainers/guard.py")
@@ -170,6 +193,19 @@ def keys_built_from_a_name(tree: ast.AST, prefix: str) -> list[int]:
                 if isinstance(second, ast.FormattedValue):
                     out.append(node.lineno)
     return out
+
+
+def compares_constant(tree: ast.AST, value: str) -> list[int]:
+    """Lines of comparisons with the string ``value`` as an operand, alone or in a tuple, list or set literal."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in [node.left, *node.comparators]:
+                items = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand]
+                if any(isinstance(i, ast.Constant) and i.value == value for i in items):
+                    out.append(node.lineno)
+                    break
+    return sorted(out)
 
 
 def called_name(call: ast.Call) -> str | None:
@@ -328,9 +364,37 @@ def count_places(metrics: Metrics, module: Module) -> None:
     if relative in PRIOR_READERS:
         for line in keys_built_from_a_name(module.tree, "valid_score_window_"):
             metrics.add("prior_found_by_key", f"{relative}:{line}")
+    central = compares_constant(module.tree, "central")
+    if central:
+        metrics.add("central_compared_files", f"{relative} (lines {', '.join(map(str, central))})")
     if relative == "well_upao/evaluate/pipeline.py":
         for statement in statements_after_score(module.tree):
             metrics.add("statements_after_score", statement)
+
+
+def count_composition(metrics: Metrics, mods: list[Module]) -> None:
+    """Issue 72's counts of a run's composition (``run_composition.py``: each rule in its docstring)."""
+    trees = {module.relative: module.tree for module in mods}
+    for name, places in (
+        ("trainer_carried_untyped", run_composition.trainer_carriers(trees)),
+        ("metric_reads_by_key", run_composition.metric_key_reads(trees)),
+        ("guard_writes_outside_guard", run_composition.guard_writes(trees)),
+        ("guard_state_writers", run_composition.guard_writers(trees)),
+    ):
+        for place in places:
+            metrics.add(name, place)
+
+
+def count_cycles(metrics: Metrics) -> None:
+    """The import cycles of the package and of benchmarks/ (``import_cycles.py``), each as its modules."""
+    package = import_cycles.module_names(PACKAGE, "well_upao")
+    package |= import_cycles.module_names(DATASETS_EXACT, "well_upao.datasets_exact")
+    for name, graph in (
+        ("import_cycles_package", import_cycles.import_graph(package)),
+        ("import_cycles_benchmarks", import_cycles.import_graph(import_cycles.module_names(BENCHMARKS), beside=True)),
+    ):
+        for cycle in import_cycles.cycles(graph):
+            metrics.add(name, " <-> ".join(cycle))
 
 
 def measure() -> Metrics:
@@ -353,6 +417,8 @@ def measure() -> Metrics:
         if module.lines > 500:
             metrics.add("benchmark_files_over_500_lines", f"{module.relative} ({module.lines})")
         count_functions(metrics, module, prefix="benchmark_")
+    count_composition(metrics, mods)
+    count_cycles(metrics)
     meanings = bind_meanings(mods)
     metrics.values["bind_meanings"] = len(meanings)
     metrics.where["bind_meanings"] = [f"{first}: {', '.join(places)}" for first, places in meanings.items()]

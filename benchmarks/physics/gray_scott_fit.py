@@ -116,13 +116,18 @@ def span(values: list[float], form: str) -> str:
     return f"{low:{form}}" if f"{low:{form}}" == f"{high:{form}}" else f"{low:{form}} to {high:{form}}"
 
 
+def sets_argument(sets: list[int]) -> str:
+    """``--sets`` as the command line gave it, or nothing for the default (all six)."""
+    return "" if sets == list(range(len(PATTERNS))) else " --sets " + " ".join(map(str, sets))
+
+
 def report_lines(results: list[dict], args: argparse.Namespace, seconds: float) -> list[str]:
     lines = [
         "# Gray-Scott's diffusivities fitted at the Well's frame spacing",
         "",
         f"Command: `python benchmarks/physics/gray_scott_fit.py --work {args.work} --resolutions "
-        f"{' '.join(map(str, args.resolutions))}` (each fit: `well-upao residual-floor --data {NAME} --stride 1 "
-        "--fit delta_A delta_B --json`).",
+        f"{' '.join(map(str, args.resolutions))}{sets_argument(args.sets)}` (each fit: `well-upao residual-floor "
+        f"--data {NAME} --stride 1 --fit delta_A delta_B --json`).",
         "",
         "Data: our Gray-Scott replica solver (ETDRK4, 1 s steps), frames 10 s apart, the Well's six (F, k) sets, "
         f"{N_TRAJ_PER_SET} trajectories per set from the replica's initial conditions (random Fourier series and "
@@ -228,13 +233,21 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("gray_scott_fit_data"))
     parser.add_argument("--out", type=Path, default=Path("reports"))
     parser.add_argument("--resolutions", type=int, nargs="+", default=[32, 128])
+    parser.add_argument(
+        "--sets",
+        type=int,
+        nargs="+",
+        default=list(range(len(PATTERNS))),
+        choices=range(len(PATTERNS)),
+        help="the Well's (F, k) sets by index (default: all six)",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     results = []
     for delta in DIFFUSIVITIES:
         for window in WINDOWS:
             for resolution in args.resolutions:
-                for set_index in range(len(PATTERNS)):
+                for set_index in args.sets:
                     results.append(fit_one(args.work, resolution, set_index, delta, window))
                     print(f"{delta[0]}, {window[0]}, {resolution}^2, {list(PATTERNS)[set_index]}", flush=True)
     lines = report_lines(results, args, time.perf_counter() - started)

@@ -35,15 +35,20 @@ DERIVATIVES = ("fd", "fd4", "spectral")
 REPLICA_SETS = {"gray_scott_reaction_diffusion": [2, 5], "shear_flow": [0, 4], "rayleigh_benard": [0, 1]}
 
 
-def make_datasets(work: Path) -> list[str]:
+def make_datasets(work: Path, chosen: list[str]) -> list[str]:
+    """Generate the ``chosen`` datasets under ``work`` unless they are there; their names, exact sets first."""
     names = []
     for name, family in EXACT_PDES.items():
+        if name not in chosen:
+            continue
         if not (work / name).exists():
             resolution = {1: 256, 2: 64, 3: 32}[family.n_spatial_dims]
             request = GenerationRequest(pde=name, out=work, n_traj=4, resolution=resolution, n_steps=60, seed=5)
             generate_dataset(request, progress=False)
         names.append(name)
     for name, sets in REPLICA_SETS.items():
+        if name not in chosen:
+            continue
         if not (work / name).exists():
             generate_replica(ReplicaRequest(name, work, n_traj_per_set=3, sets=sets, seed=5), progress=False)
         names.append(name)
@@ -77,15 +82,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("reports"))
     parser.add_argument("--work", type=Path, default=Path("residual_floor_data"))
+    every = [*EXACT_PDES, *REPLICA_SETS]
+    parser.add_argument("--datasets", nargs="+", default=every, choices=every, help="default: every one")
     args = parser.parse_args()
     torch.set_num_threads(1)
     started = time.perf_counter()
-    names = make_datasets(args.work)
+    names = make_datasets(args.work, args.datasets)
+    chosen = "" if args.datasets == every else " --datasets " + " ".join(args.datasets)
     columns = [(d, s) for d in DERIVATIVES for s in SCHEMES]
     lines = [
         "# Residual floors of the exact sets and the Well replicas",
         "",
-        f"Command: `python benchmarks/physics/residual_floor_report.py --work {args.work}` (one torch thread).",
+        f"Command: `python benchmarks/physics/residual_floor_report.py --work {args.work}{chosen}` (one torch thread).",
         "",
         "Mean over sub-equations of the relative residual `||R_k|| / ||scale_k||` of observed training frames (4",
         "trajectories, 12 frames from the second, interior points), for each derivative and time scheme: the floor",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from quality import architecture_metrics, import_cycles
+from quality import architecture_metrics
 
 
 def test_the_package_meets_every_target():
@@ -91,14 +91,3 @@ def test_the_time_scheme_count_sees_a_comparison_with_central_and_not_a_call():
     )
     assert architecture_metrics.compares_constant(tree, "central") == [1, 2]
     assert architecture_metrics.compares_constant(ast.parse('x = scheme == "centred"\n'), "central") == []
-
-
-def test_the_issue_72_counts_are_measured_and_the_old_gpu_circle_would_count():
-    metrics = architecture_metrics.measure()
-    for name in ("import_cycles_package", "import_cycles_benchmarks", "trainer_carried_untyped", "metric_reads_by_key"):
-        assert name in metrics.values
-    # the circle issue 72 names, as it stood (benchmarks/gpu_check.py <-> gpu_product.py / gpu_stages.py, under
-    # TYPE_CHECKING), is what the benchmarks' count is made of: three modules in one component
-    graph = {"gpu_check": {"gpu_product", "gpu_stages", "gpu_common"}, "gpu_product": {"gpu_check", "gpu_common"}}
-    graph |= {"gpu_stages": {"gpu_check", "gpu_common"}, "gpu_common": set()}
-    assert import_cycles.cycles(graph) == [["gpu_check", "gpu_product", "gpu_stages"]]

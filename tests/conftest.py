@@ -12,6 +12,9 @@ import well_upao
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # the test helpers (harness_command, well_synthetic, user_heat_dataset) import by name
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# benchmarks/ as its scripts see it (their first line puts it on the path): its groups import as packages, e.g.
+# ``from studies import horizon_study``, ``from harness.jobs import run_all``
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 from doc_blocks import CONSOLE_SCRIPT, blocks, commands, expected_lines_missing, run_recipe
+from harness import readings  # benchmarks/ is on the path (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import readings  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 #: pages whose recipe (every block above ``## Reference``) the suite runs as written
 RECIPES = ("your-data.md",)

@@ -18,11 +18,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from harness import readings
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import readings  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"

@@ -1,4 +1,4 @@
-"""The prepared device call of the foundation backbone (benchmarks/foundation_call.py) rehearsed on the CPU: the
+"""The prepared device call of the foundation backbone (benchmarks/device/foundation_call.py) rehearsed on the CPU: the
 profile and two training calls, the second resuming from the first one's artifact, as a lent GPU would run them
 (``--dry-run``: tiny sizes, a few optimizer steps). What a call returns must fit the device's return limits."""
 
@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from device import foundation_call
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import foundation_call  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 from well_upao.models.resume import read_resume_record  # noqa: E402
 

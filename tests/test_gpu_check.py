@@ -1,5 +1,5 @@
-"""The prepared GPU check (benchmarks/gpu_check.py) rehearsed on the CPU, and the wheels that carry its import chain
-to a lent GPU machine (benchmarks/gpu_wheels.py) checked against that machine's package list."""
+"""The prepared GPU check (benchmarks/device/gpu_check.py) rehearsed on the CPU, and the wheels that carry its import
+chain to a lent GPU machine (benchmarks/device/gpu_wheels.py) checked against that machine's package list."""
 
 from __future__ import annotations
 
@@ -12,12 +12,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from device import gpu_check, gpu_wheels
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import gpu_check  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
-import gpu_wheels  # noqa: E402
 
 
 def canonical(name: str) -> str:
@@ -32,7 +29,7 @@ def image_packages() -> set[str]:
 
     from packaging.requirements import Requirement
 
-    lines = (ROOT / "benchmarks" / "gpu_image_packages.txt").read_text().splitlines()
+    lines = (ROOT / "benchmarks" / "device" / "gpu_image_packages.txt").read_text().splitlines()
     names = {canonical(line) for line in lines if line.strip() and not line.startswith("#")}
     todo = list(names)
     while todo:
@@ -128,7 +125,7 @@ def test_the_wandb_stand_in_does_what_the_harness_calls(tmp_path):
 
 
 def dry_run(out, stages: tuple[str, ...]) -> dict:
-    command = [sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--dry-run", "--device", "cpu"]
+    command = [sys.executable, str(ROOT / "benchmarks" / "device" / "gpu_check.py"), "--dry-run", "--device", "cpu"]
     command += ["--out", str(out), "--stages", ",".join(stages)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -208,7 +205,7 @@ def test_the_rollout_section_reports_ratios_to_k1_of_the_same_setting():
 
 
 def test_a_failing_stage_is_recorded_and_the_next_one_runs(tmp_path):
-    results = gpu_check.Results(tmp_path, "python benchmarks/gpu_check.py", dry_run=True, budget_s=60)
+    results = gpu_check.Results(tmp_path, "python benchmarks/device/gpu_check.py", dry_run=True, budget_s=60)
 
     def broken(_):
         raise RuntimeError("planted failure")
@@ -223,13 +220,13 @@ def test_a_failing_stage_is_recorded_and_the_next_one_runs(tmp_path):
 
 
 def test_stages_past_the_budget_are_skipped_and_say_so(tmp_path):
-    results = gpu_check.Results(tmp_path, "python benchmarks/gpu_check.py", dry_run=True, budget_s=0)
+    results = gpu_check.Results(tmp_path, "python benchmarks/device/gpu_check.py", dry_run=True, budget_s=0)
     results.stage("env", lambda _: pytest.fail("a stage past the budget ran"))
     assert json.loads((tmp_path / "gpu_check.json").read_text())["stages"]["env"]["status"] == "skipped"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / ".gpu_wheels").is_dir(), reason="needs python benchmarks/gpu_wheels.py first")
+@pytest.mark.skipif(not (ROOT / ".gpu_wheels").is_dir(), reason="needs python benchmarks/device/gpu_wheels.py first")
 def test_the_device_install_line_works_with_the_wheels(tmp_path):
     """Opt-in: the install line of the device, here (``--target``, the project built from this checkout), then the
     import chain from that folder alone for what the wheels carry."""

@@ -1,4 +1,4 @@
-"""``benchmarks/horizon_study.py`` (issue 53's evidence, a section of reports/trust.md) reads an evaluation's
+"""``benchmarks/studies/horizon_study.py`` (issue 53's evidence, a section of reports/trust.md) reads an evaluation's
 ``trust`` and counts the goal from it: a pick within 1.2x of the true best counts, one above does not, a window the
 trajectories do not hold is named, not counted; the section replaces an earlier one and keeps the rest."""
 
@@ -7,14 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import horizon_study  # benchmarks/ is a folder of scripts, not a package
+from studies import horizon_study
 
 
 def evaluation(one_step_ratio: float, window_ratio: float | None) -> dict:

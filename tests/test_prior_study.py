@@ -1,18 +1,15 @@
-"""``benchmarks/prior_study.py`` (issue 42's evidence, a section of reports/trust.md): what a run kept, what an
+"""``benchmarks/studies/prior_study.py`` (issue 42's evidence, a section of reports/trust.md): what a run kept, what an
 oracle with labels would have kept, and the section written into the report without touching the rest of it. The
 expected values are worked out by hand from the lines below."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from studies import prior_study
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import prior_study  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 
 def lines(truths: list[float], prior: float, best_epoch: int, kept: bool) -> list[dict]:

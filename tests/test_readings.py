@@ -1,18 +1,16 @@
-"""Every number a report's reading states is backed by its tables (``benchmarks/readings.py``), and a regenerated
-table that no longer holds a reading's number marks the reading stale instead of keeping it silently."""
+"""Every number a report's reading states is backed by its tables (``benchmarks/harness/readings.py``), and a
+regenerated table that no longer holds a reading's number marks the reading stale instead of keeping it silently."""
 
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from harness import readings
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import readings  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 REPORTS = sorted((ROOT / "reports").glob("*.md"))
 

@@ -1,5 +1,5 @@
-"""``benchmarks/rollout_study.py`` (issue 41's study, reports/rollout.md): its rule for a resolved difference, the
-guard's record against a label oracle on the 6:12 window, and the tables from evaluate's JSON, on hand-written
+"""``benchmarks/studies/rollout_study.py`` (issue 41's study, reports/rollout.md): its rule for a resolved difference,
+the guard's record against a label oracle on the 6:12 window, and the tables from evaluate's JSON, on hand-written
 inputs whose expected values are worked out by hand."""
 
 from __future__ import annotations
@@ -8,11 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from studies import rollout_study
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import rollout_study  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
 
 
 def test_a_difference_is_resolved_only_when_every_seed_agrees_and_the_gap_exceeds_the_ranges():

@@ -1,5 +1,6 @@
-"""The studies' shared plumbing (``benchmarks/jobs.py``, ``benchmarks/study_data.py``): every row of a resumable
-study runs even when one fails, a row's marker exists only complete, and a report names only data it was run on."""
+"""The studies' shared plumbing (``benchmarks/harness/jobs.py``, ``benchmarks/harness/study_data.py``): every row of a
+resumable study runs even when one fails, a row's marker exists only complete, and a report names only data it was run
+on."""
 
 from __future__ import annotations
 
@@ -8,12 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import jobs, study_data
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import jobs  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
-import study_data  # noqa: E402
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
@@ -83,7 +81,7 @@ def test_the_study_replicas_hold_what_the_studies_need():
 def test_reproduce_study_trust_is_the_trust_study_command_line(tmp_path, monkeypatch):
     """``reproduce.py --study trust`` hands every other argument to ``trust_study.py`` (arguments reproduce.py does not
     know, such as ``--analyse-only``, reach it): an empty study folder is refused by the trust study's own check."""
-    import reproduce
+    from studies import reproduce
 
     argv = ["reproduce.py", "--study", "trust", "--analyse-only", "--out", str(tmp_path), "--replicas"]
     monkeypatch.setattr(sys, "argv", argv)

@@ -1,6 +1,6 @@
-"""``benchmarks/validation_cost.py`` reads an epoch's training and validation seconds from the lines the loop writes:
-training is ``time_per_train_iter`` times the epoch's steps, the rest of the epoch's wall time is validation and
-checkpoints; lines without training (the start's epoch 0, the test line) are skipped."""
+"""``benchmarks/performance/validation_cost.py`` reads an epoch's training and validation seconds from the lines the
+loop writes: training is ``time_per_train_iter`` times the epoch's steps, the rest of the epoch's wall time is
+validation and checkpoints; lines without training (the start's epoch 0, the test line) are skipped."""
 
 from __future__ import annotations
 
@@ -8,14 +8,10 @@ import itertools
 import json
 import re
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import validation_cost  # benchmarks/ is a folder of scripts, not a package
+from performance import validation_cost
 
 
 def test_epoch_costs_split_each_epochs_wall_time_into_training_and_the_rest():

@@ -1,20 +1,19 @@
-"""The README's "What you get" table and its full page are what ``benchmarks/what_you_get.py`` makes from the study's
-records (``reports/what_you_get/*.json``) now: a record removed or changed without regenerating fails the check."""
+"""The README's "What you get" table and its full page are what ``benchmarks/studies/what_you_get.py`` makes from the
+study's records (``reports/what_you_get/*.json``) now: a record removed or changed without regenerating fails the
+check."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from harness import readings
+from studies import what_you_get
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import readings  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
-import what_you_get  # noqa: E402
 
 RECORDS = ROOT / "reports" / "what_you_get"
 

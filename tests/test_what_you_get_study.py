@@ -1,5 +1,5 @@
-"""``benchmarks/what_you_get_study.py`` reuses a training run only when an earlier invocation finished it: a run cut
-short (its folder there, no ``<role>.done.json``) is removed and trained again, a finished one is not trained twice,
+"""``benchmarks/studies/what_you_get_study.py`` reuses a training run only when an earlier invocation finished it: a run
+cut short (its folder there, no ``<role>.done.json``) is removed and trained again, a finished one is not trained twice,
 and ``--force`` retrains a case from the beginning. The harness is replaced by a stand-in that writes what it would."""
 
 from __future__ import annotations
@@ -7,15 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import what_you_get_study as study  # benchmarks/ is a folder of scripts, not a package
-from jobs import Finished
+from harness.jobs import Finished
+from studies import what_you_get_study as study
 
 
 @pytest.fixture

@@ -221,7 +221,7 @@ def test_an_impossible_device_is_refused_with_its_fix(small_datasets, tmp_path, 
 
 def test_a_placed_model_row_predicts_what_it_predicted_in_place():
     """``place`` moves a row's network and its inputs; on the CPU it must not change a prediction (CUDA is checked by
-    benchmarks/gpu_check.py on a GPU) and a row without a network ignores it."""
+    benchmarks/device/gpu_check.py on a GPU) and a row without a network ignores it."""
     from well_upao.predict.predictors import HarnessModel, classical_row
 
     torch.manual_seed(0)

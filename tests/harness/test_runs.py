@@ -10,17 +10,13 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
+from studies import prior_study, reproduce, trust_study, well_protocols
 
 from well_upao.harness import runs
 from well_upao.models.checkpoint import CheckpointError
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import prior_study  # noqa: E402  (benchmarks/ is a folder of scripts, not a package)
-import reproduce  # noqa: E402
-import trust_study  # noqa: E402
-import well_protocols  # noqa: E402
 
 FAKE = "fake_harness.train"
 

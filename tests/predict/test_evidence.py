@@ -64,7 +64,7 @@ def test_a_ranking_at_the_reach_can_turn_by_the_window():
     """The shear-flow replica's validation curves to step 5 (a UPAO run at history 8, its metrics.jsonl): extrap1 is
     below persistence at step 5 (4.451 against 4.572), but its error grows faster, and over 6:12, where
     persistence's true VRMSE was 0.953 and extrap1's 2.37 (the horizon study's evaluation of shear flow at history 8,
-    `benchmarks/horizon_study.py`), the continued curves rank persistence
+    `benchmarks/studies/horizon_study.py`), the continued curves rank persistence
     first. The expected values are numpy's quadratic through each curve's last three values (extrap1's, bending up),
     or its line through the last two (persistence's, bending down)."""
     import numpy as np

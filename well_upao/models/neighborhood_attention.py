@@ -149,10 +149,10 @@ def _natten_importable() -> bool:
 def chosen_backend(backend: str, query: torch.Tensor, n_axes: int) -> str:
     """The backend that runs (``tiles``, ``flex`` or ``natten``) for ``backend`` on ``query``'s device.
 
-    ``auto`` follows the measured rule of ``reports/attention_backends.md`` (``benchmarks/attention_backends.py``):
-    on the CPU ``tiles`` (FlexAttention has no backward there, and its compiled forward did not beat the tiles at the
-    tiny preset's grids); on CUDA, where the GPU rows are not measured yet, the earlier rule: NATTEN's fused kernels
-    for 1-3 axes when ``natten`` is installed, else ``tiles``.
+    ``auto`` follows the measured rule of ``reports/attention_backends.md``
+    (``benchmarks/performance/attention_backends.py``): on the CPU ``tiles`` (FlexAttention has no backward there, and
+    its compiled forward did not beat the tiles at the tiny preset's grids); on CUDA, where the GPU rows are not
+    measured yet, the earlier rule: NATTEN's fused kernels for 1-3 axes when ``natten`` is installed, else ``tiles``.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown neighborhood-attention backend {backend!r}; choose from {', '.join(BACKENDS)}")

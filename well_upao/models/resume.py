@@ -1,4 +1,4 @@
-"""The resume artifact of a backbone pretrained across lent device calls (``benchmarks/foundation_call.py``).
+"""The resume artifact of a backbone pretrained across lent device calls (``benchmarks/device/foundation_call.py``).
 
 A lent GPU session gets about 15 minutes of device time, so the paper's pretraining schedule is many calls, each
 starting from the weights the last one left. The artifact is a well-upao checkpoint (INTERFACES.md section 4, so

@@ -30,7 +30,7 @@ Two rules, kept side by side (reports/expected_error.md compares them): `RULE_1`
 (the windows' part ``s^2 (1 + 1/n)``, the spread of one more window, and ``sigma_transfer = log 1.25`` at every
 window); `RULE_2`, the default, revised on the tuned sets before any held-out cell was read (the windows' part
 ``s^2 / n``: the table's true value is a mean over the windows' targets, not one window's; ``sigma_transfer`` per
-window fitted so that 80% of the tuned sets' cells are covered, ``benchmarks/expected_error_study.py --fit``).
+window fitted so that 80% of the tuned sets' cells are covered, ``benchmarks/studies/expected_error_study.py --fit``).
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ class IntervalRule:
 #: fixed before anything was measured
 RULE_1 = IntervalRule(1, False, {window: math.log(1.25) for window in WINDOWS})
 #: revised on the tuned sets before a held-out cell was read: the transfer spreads that cover 80% of the tuned
-#: sets' cells (56, 56 and 40), from ``python benchmarks/expected_error_study.py --out RUNS/ee --groups tuned --fit``
-#: on 2026-11-28 (at 13:30 the continuation's widening alone covers 80%)
+#: sets' cells (56, 56 and 40), from
+#: ``python benchmarks/studies/expected_error_study.py --out RUNS/ee --groups tuned --fit`` on 2026-11-28 (at 13:30
+#: the continuation's widening alone covers 80%)
 RULE_2 = IntervalRule(2, True, {"one_step": 0.160, "6:12": 0.808, "13:30": 0.0})
 # untested regime: at histories of 33 frames or more 13:30 is read, not continued, and its interval is the windows'
 # part alone (docs/label-free.md says so)

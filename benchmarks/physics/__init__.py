@@ -1,0 +1,2 @@
+"""The datasets and their physics: the replica solvers' validation, residual floors, fitted coefficients, the
+dataset pages' figures."""

@@ -20,8 +20,9 @@ from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.data.trajectories import TrajectoryFile
 from well_upao.forecast import ForecastError, ForecastRequest, forecast
 from well_upao.forecast.candidates import candidates
-from well_upao.forecast.core import WindowPick, roll_trajectory
+from well_upao.forecast.core import roll_trajectory
 from well_upao.forecast.inputs import ForecastInput
+from well_upao.forecast.results import WindowPick
 from well_upao.predict.predictors import classical_row
 from well_upao.predict.rollout import rollout
 

@@ -15,7 +15,6 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
@@ -24,9 +23,7 @@ from well_upao.data.atomic import atomic_write_text, staged_directory
 from well_upao.data.specification import FieldEntry
 from well_upao.data.well_format import FIELD_GROUPS
 from well_upao.forecast.inputs import ForecastError, ForecastInput, History
-
-if TYPE_CHECKING:  # the forecast's result type; core imports this module to write it
-    from well_upao.forecast.core import Forecast, ForecastRequest
+from well_upao.forecast.results import Forecast, ForecastRequest
 
 #: the files a forecast folder holds (a folder holding anything else is not replaced)
 FORECAST_FILES = ("forecast.hdf5", "forecast.json")

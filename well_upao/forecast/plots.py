@@ -12,7 +12,6 @@ Drawing only: every field is read back from ``forecast.hdf5`` and every number c
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -22,9 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from well_upao.forecast.inputs import ForecastInput
-
-if TYPE_CHECKING:  # the result drawn; core imports this module to draw it
-    from well_upao.forecast.core import Forecast
+from well_upao.forecast.results import Forecast
 
 
 def view(field: np.ndarray) -> np.ndarray:

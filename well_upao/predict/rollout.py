@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from well_upao.harness.samples import Context
 
-if TYPE_CHECKING:  # predictors import this module (a predictor is what a rollout steps)
-    from well_upao.predict.predictors import Predictor
+
+class Predictor(Protocol):
+    """What a rollout steps: a row of ``well_upao.predict.predictors`` (``predict(window, context) -> next frame``)."""
+
+    def predict(self, window: torch.Tensor, context: Context | None) -> torch.Tensor: ...
 
 
 class ProtocolError(ValueError):

@@ -21,11 +21,9 @@ selection keys of every ``metrics.jsonl`` validation line (``Selection.facts``, 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from well_upao.physics.scores import Scorecard
 from well_upao.trainers.guard import Candidate
 
 logger = logging.getLogger(__name__)
@@ -172,14 +170,7 @@ class Selection:
 
 
 def restored_candidate(train: dict[str, Any]) -> Candidate | None:
-    """The selected candidate a checkpoint's ``train`` section keeps (``best_candidate``); a checkpoint written before
-    the selection kept it typed stored its validation scores instead (``best_scores``, by their log keys)."""
-    if train.get("best_candidate"):
-        return Candidate.from_record(train["best_candidate"])
-    scores = train.get("best_scores")
-    if not scores:
-        return None
-    from_logs = Scorecard.from_logs
-    start = from_logs(scores, prefix="valid_score_start_")
-    window = float(scores.get("valid_score_window_model", math.nan))
-    return Candidate(from_logs(scores), None if math.isnan(start.residual_ratio) else start, window)
+    """The selected candidate a checkpoint's ``train`` section keeps (``best_candidate``); ``None`` for a checkpoint
+    written before the selection kept it typed (its prior check then waits for the next selected candidate)."""
+    record = train.get("best_candidate")
+    return Candidate.from_record(record) if record else None

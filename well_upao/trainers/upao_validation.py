@@ -113,12 +113,13 @@ class ValidationSettings:
 class Measured:
     """What one pass over the validation batches measured, label-free: ``logs`` (keys without the ``valid_``
     prefix), the model's ``card``, the start's on the same batches (``start_card``, ``None`` where it was not scored)
-    and the trust window's ``evidence``."""
+    and the trust window's ``evidence``; ``upao_loss``: the mean validation UPAO loss, the label-free criterion."""
 
     logs: dict[str, Any]
     card: Scorecard
     start_card: Scorecard | None
     evidence: TrustEvidence
+    upao_loss: float
 
 
 class UpaoValidation:
@@ -141,8 +142,9 @@ class UpaoValidation:
         their ``valid_`` prefix (the label-free measurements and the labelled record), the model as a candidate and
         the trust window's evidence."""
         measured = self.run_batches(dataloader, full, step, first)
-        logs = {f"valid_{k}": v for k, v in measured.logs.items()} | self.paper_vrmse(full, measured.evidence.prior)
-        value = logs["valid_paper_VRMSE"] if self.settings.paper_protocol else measured.logs["upao_loss"]
+        paper, record = self.labelled_record(full, measured.evidence.prior)
+        logs = {f"valid_{k}": v for k, v in measured.logs.items()} | record
+        value = paper if self.settings.paper_protocol else measured.upao_loss
         window = measured.evidence.values.get("model", math.nan)
         return Validated(value, logs, Candidate(measured.card, measured.start_card, window), measured.evidence)
 
@@ -191,7 +193,8 @@ class UpaoValidation:
         if start_card is not None:
             logs |= start_card.logs(prefix="score_start_")
         horizons, evidence = self.horizon_logs(curves, expected)
-        return Measured(logs | horizons | classical_residual_logs(cards["classical_"]), card, start_card, evidence)
+        logs |= horizons | classical_residual_logs(cards["classical_"])
+        return Measured(logs, card, start_card, evidence, totals["upao_loss"] / max(count, 1))
 
     def unavailable_scores(self, card: Scorecard, has_reference: bool) -> str | None:
         """Why scores of the validation card are ``nan`` (``valid_unavailable_scores`` in ``metrics.jsonl``; logged
@@ -402,6 +405,11 @@ class UpaoValidation:
     # ------------------------------------------------------------------ the labelled record
     @torch.no_grad()
     def paper_vrmse(self, full: bool, prior: str | None = None) -> dict[str, float]:
+        """The labelled record's logs (``labelled_record``)."""
+        return self.labelled_record(full, prior)[1]
+
+    @torch.no_grad()
+    def labelled_record(self, full: bool, prior: str | None = None) -> tuple[float, dict[str, float]]:
         """The paper's VRMSE (one-step predictions over whole validation trajectories), per channel and mean, and the
         Well's rollout windows ([`rollout_curve`][well_upao.trainers.upao_validation.UpaoValidation.rollout_curve]);
         with a ``prior`` (the picked classical predictor, for a model that can keep one) also the prior's,
@@ -433,12 +441,13 @@ class UpaoValidation:
         values = torch.stack(per_channel).mean(0)
         names = run.field_names
         logs = {f"valid_paper_VRMSE_{name}": v.item() for name, v in zip(names, values, strict=True)}
-        logs["valid_paper_VRMSE"] = values.mean().item()
+        paper = values.mean().item()
+        logs["valid_paper_VRMSE"] = paper
         logs |= rollout_window_logs(curves["model"], "valid_rollout_VRMSE")
         if prior_per_channel:
             logs["valid_prior_paper_VRMSE"] = torch.stack(prior_per_channel).mean().item()
             logs |= rollout_window_logs(curves["prior"], "valid_prior_rollout_VRMSE")
-        return logs
+        return paper, logs
 
     def rollout_curve(self, predictor, trajectory: torch.Tensor) -> list[float]:
         """The Well's VRMSE (mean over channels) at each step of a rollout of up to ``trainer.rollout_vrmse_steps``

@@ -81,13 +81,42 @@ def test_the_cells_are_means_over_the_seeds_and_the_goals_count_settings(copy):
     assert what_you_get.ratio(wave, "6:12") == pytest.approx(0.5 / 0.45)  # 1.11: above the guard's 1.1
     assert what_you_get.ratio(adv, "6:12") is None
     readme = (copy / "README.md").read_text()
-    assert "| wave2d (test) | 2 x 3 | 0.02 / 0.5 | extrap2: 0.025 / 0.45 | 0.01 / 0.4 | 1e-07 / 2e-07 |" in readme
+    row = "| wave2d (test) | 2 x 3 | 0.02 / 0.5 | not made yet | extrap2: 0.025 / 0.45 | 0.01 / 0.4 | 1e-07 / 2e-07 |"
+    assert row in readme
     assert "one step UPAO is 0.8x the best extrapolation (extrap2, below)" in readme
     assert "best.pt kept: prior (extrap2) x 1." in readme
     page = (copy / "reports" / "what_you_get.md").read_text()
     assert "at most 1.1x the best extrapolation one step ahead and over 6:12 (where reached): 0 of 2 settings" in page
     assert "below extrap2 one step ahead or over 6:12: 1 of 2 settings (wave2d)" in page
     assert "made 2026-11-28 at abc" in page
+
+
+def test_the_forecast_column_is_the_mean_of_the_seeds_that_have_it_and_its_cells_are_counted(copy):
+    """One seed of wave2d with a forecast record (one step 0.03, 6:12 0.4; two cells, one interval holding the truth):
+    the column shows it with its seed count, the sentence its ratio to the best extrapolation in that seed (0.03 /
+    0.025 = 1.2 one step, 0.4 / 0.45 = 0.889 over 6:12), the goals count the setting above 1.1x and the cells."""
+    records = copy / "reports" / "what_you_get"
+    path = records / "wave2d-seed1.json"
+    data = json.loads(path.read_text())
+    data["forecast"] = {
+        "windows": {"one_step": 0.03, "6:12": 0.4},
+        "cells": [
+            {"start": 0, "window": "one_step", "predictor": "extrap2", "low": 0.01, "high": 0.02, "true": 0.03,
+             "covered": False},
+            {"start": 0, "window": "6:12", "predictor": "persistence", "low": 0.1, "high": 0.9, "true": 0.4,
+             "covered": True},
+        ],
+        "steps": 12,
+    }  # fmt: skip
+    path.write_text(json.dumps(data))
+    assert what_you_get.main([]) == 0
+    readme = (copy / "README.md").read_text()
+    assert "| 0.02 / 0.5 | 0.03 / 0.4 (1 seed) | extrap2:" in readme
+    assert "the forecast (no labels) is 1.2x the best extrapolation one step ahead and 0.889x over 6:12" in readme
+    page = (copy / "reports" / "what_you_get.md").read_text()
+    assert "the forecast (no labels) at most 1.1x the best extrapolation one step ahead and over 6:12: 0 of 1" in page
+    assert "held the true VRMSE in 1 of 2 cells" in page
+    assert "candidates used: one_step extrap2; 6:12 persistence" in page
 
 
 def test_a_record_changed_or_removed_without_regenerating_fails_the_check(copy, capsys):

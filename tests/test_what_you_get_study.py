@@ -38,6 +38,8 @@ def harness(tmp_path, monkeypatch) -> list[str]:
         return Finished(0, 1.0, 1.0)
 
     monkeypatch.setattr(study, "logged", logged)
+    forecast = {"windows": {}, "cells": [], "steps": 0, "cost": {}}
+    monkeypatch.setattr(study, "forecast_of", lambda *args: forecast)  # tests/test_forecast_column.py tests it
     monkeypatch.setattr(study, "data_for", lambda args, setting, seed: (tmp_path / "data", ["generate"]))
     return ran
 

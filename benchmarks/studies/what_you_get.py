@@ -5,12 +5,16 @@
 and date). This script reads those records only and writes:
 
 * the README's block (between ``readings.WHAT_YOU_GET``'s markers, included on the documentation's home page): per
-  setting, UPAO + NSLoRA without labels, the best extrapolation of the history (the lowest of persistence, extrap1
-  and extrap2, named), supervised LoRA and the solver, each as one-step / 6:12 VRMSE (the Well's definition), means
-  over the seeds; and one generated sentence per setting;
+  setting, UPAO + NSLoRA without labels, what ``well-upao forecast`` returns for the same run without labels (the
+  seeds whose record has it), the best extrapolation of the history (the lowest of persistence, extrap1 and extrap2,
+  named), supervised LoRA and the solver, each as one-step / 6:12 VRMSE (the Well's definition), means over the
+  seeds; and one generated sentence per setting;
 * the full table in ``reports/what_you_get.md`` (between :data:`FULL` markers; ``docs/what-you-get.md`` includes
   it): every row per setting, both VRMSE definitions, the ratios the goals of issue 61 read, what ``best.pt`` kept,
-  the evidence's picks, the costs, and when and at which commit each setting's records were made.
+  the evidence's picks, the forecast's picks and whether its intervals held the truth, the costs, and when and at
+  which commit each setting's records were made, with how many commits and package files changed between that commit
+  and the newest record's (``commit_distances.json`` beside the records: computed by git when the blocks are
+  written, read when they are checked, so the check needs no history).
 
     python benchmarks/studies/what_you_get.py            # rewrites both blocks and reports/figures/what_you_get.png
     python benchmarks/studies/what_you_get.py --check    # exit 1 if a block is not what the records give now
@@ -24,6 +28,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -46,12 +51,52 @@ ORDER = ("quickstart", "wave2d", "advdiff2d", "tg2d", "burgers2d", "burgers1d", 
 GUARD_FACTOR = 1.1
 
 
+#: the forecast column's windows, and how close to the best extrapolation it is promised to be (issue 73)
+FORECAST_WINDOWS, FORECAST_FACTOR = ("one_step", "6:12"), 1.1
+#: beside the records: per record commit, the commits and package files between it and the newest record's
+DISTANCES = "commit_distances.json"
+
+
 def records_folder() -> Path:
     return ROOT / "reports" / "what_you_get"
 
 
 def load_records(folder: Path) -> list[dict]:
-    return [json.loads(path.read_text()) | {"file": path.name} for path in sorted(folder.glob("*.json"))]
+    return [
+        json.loads(path.read_text()) | {"file": path.name}
+        for path in sorted(folder.glob("*.json"))
+        if path.name != DISTANCES
+    ]
+
+
+def commit_distances(records: list[dict]) -> dict[str, object]:
+    """By git: the newest record's commit (of the latest commit date) and, per record commit, the commits and the
+    package files (``well_upao/``, ``datasets_exact/``) changed between it and that one; commits this clone does not
+    hold are left out (``{}`` without any)."""
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+    dated = {}
+    for commit in sorted({r["made"]["commit"] for r in records}):
+        try:
+            dated[commit] = int(git("log", "-1", "--format=%ct", commit).strip())
+        except subprocess.CalledProcessError:
+            continue  # a commit this clone does not hold
+    if not dated:
+        return {}
+    newest = max(dated, key=dated.get)
+    out: dict[str, object] = {"newest": newest}
+    for commit in dated:
+        count = int(git("rev-list", "--count", f"{commit}..{newest}").strip())
+        files = git("diff", "--name-only", commit, newest, "--", "well_upao", "datasets_exact").split()
+        out[commit] = {"commits": count, "package_files": len(files)}
+    return out
+
+
+def read_distances(folder: Path) -> dict:
+    path = folder / DISTANCES
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 @dataclass
@@ -60,6 +105,8 @@ class Setting:
 
     key: str
     records: list[dict]
+    #: ``commit_distances.json``: per record commit, the commits and package files before the newest record's
+    distances: dict = None
 
     @property
     def label(self) -> str:
@@ -106,6 +153,16 @@ class Setting:
             values.append(value)
         return statistics.fmean(values)
 
+    def forecast_records(self) -> list[dict]:
+        """The seeds whose record holds the forecast column (``studies/forecast_column.py``)."""
+        return [r for r in self.records if r.get("forecast")]
+
+    def forecast_mean(self, window: str) -> float | None:
+        """The mean over the seeds with a forecast of its true VRMSE in ``window`` (``None`` where none holds it)."""
+        values = [r["forecast"]["windows"].get(window) for r in self.forecast_records()]
+        values = [v for v in values if v is not None]
+        return statistics.fmean(values) if values else None
+
     def best_extrapolation(self, measure: str) -> str | None:
         scored = [(self.mean(n, measure), n) for n in EXTRAPOLATIONS if self.mean(n, measure) is not None]
         return min(scored)[1] if scored else None
@@ -125,17 +182,28 @@ class Setting:
         trained = sorted(
             {run["trained_at"] for r in self.records for run in r["runs"].values() if "trained_at" in run} - made
         )  # a run reused from an earlier invocation at another commit
-        return f"{'/'.join(dates)} at {'/'.join(commits)}" + (
-            f" (runs trained at {'/'.join(trained)})" if trained else ""
+        behind = []
+        newest = (self.distances or {}).get("newest")
+        for commit in sorted(made):
+            distance = (self.distances or {}).get(commit)
+            if distance and commit != newest:
+                behind.append(
+                    f"{commit}: {plural(distance['commits'], 'commit')} and "
+                    f"{plural(distance['package_files'], 'package file')} changed before {newest}"
+                )
+        return (
+            f"{'/'.join(dates)} at {'/'.join(commits)}"
+            + (f" (runs trained at {'/'.join(trained)})" if trained else "")
+            + (f" ({'; '.join(behind)}, the newest record's commit)" if behind else "")
         )
 
 
-def settings_of(records: Iterable[dict]) -> list[Setting]:
+def settings_of(records: Iterable[dict], distances: dict | None = None) -> list[Setting]:
     grouped: dict[str, list[dict]] = {}
     for record in records:
         grouped.setdefault(record["setting"], []).append(record)
     order = [k for k in ORDER if k in grouped] + sorted(k for k in grouped if k not in ORDER)
-    return [Setting(key, sorted(grouped[key], key=lambda r: r["seed"])) for key in order]
+    return [Setting(key, sorted(grouped[key], key=lambda r: r["seed"]), distances or {}) for key in order]
 
 
 def number(value: float | None) -> str:
@@ -156,6 +224,28 @@ def ratio(setting: Setting, measure: str) -> float | None:
     return None if upao is None or not reference else upao / reference
 
 
+def forecast_pair(setting: Setting) -> str:
+    """``one-step / 6:12`` of the forecast column, with its seed count where fewer seeds than the row's have it."""
+    seeds = len(setting.forecast_records())
+    if not seeds:
+        return "not made yet"
+    text = " / ".join(number(setting.forecast_mean(w)) for w in FORECAST_WINDOWS)
+    return text if seeds == len(setting.records) else f"{text} ({plural(seeds, 'seed')})"
+
+
+def forecast_ratio(setting: Setting, window: str) -> float | None:
+    """The forecast column over the best extrapolation row in ``window`` (means over the seeds that have both)."""
+    measure = "one_step_well" if window == "one_step" else window
+    best = setting.best_extrapolation(measure)
+    pairs = [
+        (r["forecast"]["windows"].get(window), seed_value(r, best, measure))
+        for r in setting.forecast_records()
+        if best is not None
+    ]
+    pairs = [(f, b) for f, b in pairs if f is not None and b]
+    return statistics.fmean(f for f, _ in pairs) / statistics.fmean(b for _, b in pairs) if pairs else None
+
+
 def plural(count: int, noun: str) -> str:
     """``1 seed``, ``3 seeds``."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
@@ -173,6 +263,13 @@ def sentence(setting: Setting) -> str:
         shown = f"{value:.4g}" if side != "equal" and abs(value - 1) < 5e-3 else f"{value:.3g}"  # 1.002, not 1
         parts.append(f"{label} UPAO is {shown}x the best extrapolation ({best}, {side})")
     text = "; ".join(parts) if parts else "no UPAO row"
+    forecast = [
+        f"{value:.3g}x{' the best extrapolation' if not index else ''} {label}"
+        for index, (window, label) in enumerate(zip(FORECAST_WINDOWS, ("one step ahead", "over 6:12"), strict=True))
+        if (value := forecast_ratio(setting, window)) is not None
+    ]
+    if forecast:
+        text += f"; the forecast (no labels) is {' and '.join(forecast)}"
     return f"{text}; best.pt kept: {setting.kept()}."
 
 
@@ -187,14 +284,18 @@ def compact_block(settings: list[Setting], files: list[str]) -> str:
         "*best extrapolation*: the lowest of persistence, extrap1 and extrap2 one step ahead. Every row made by "
         "today's commands at the commit the full table (`reports/what_you_get.md`) names for it.",
         "",
-        "| setting | seeds x trajectories | UPAO + NSLoRA (no labels) | best extrapolation | supervised LoRA "
-        "| solver |",
-        "|---|---|---|---|---|---|",
+        "*Forecast (no labels)*: what `well-upao forecast` returns for the same UPAO run from the validation "
+        "histories alone, each window's steps from the candidate its evidence trusts (the run, an extrapolation or the "
+        "solver step), scored against the stored frames it did not read.",
+        "",
+        "| setting | seeds x trajectories | UPAO + NSLoRA (no labels) | forecast (no labels) | best extrapolation "
+        "| supervised LoRA | solver |",
+        "|---|---|---|---|---|---|---|",
     ]
     for s in settings:
         best = s.best_extrapolation("one_step_well")
         lines.append(
-            f"| {s.label} | {s.size()} | {pair(s, UPAO)} | {best or '—'}: {pair(s, best)} "
+            f"| {s.label} | {s.size()} | {pair(s, UPAO)} | {forecast_pair(s)} | {best or '—'}: {pair(s, best)} "
             f"| {pair(s, SUPERVISED)} | {pair(s, 'solver')} |"
         )
     lines.append("")
@@ -223,7 +324,24 @@ def goals(settings: list[Setting]) -> list[str]:
     complete = [s.key for s in settings if len(s.seeds) >= 3 and s.trajectories >= 3]
     above = [s.key for s in held if s.key not in within]
     fewer = [f"{s.key} ({len(s.seeds)})" for s in settings if len(s.seeds) < 3]
+    forecast = [s for s in settings if s.forecast_records()]
+    forecast_within = [
+        s.key
+        for s in forecast
+        if all(forecast_ratio(s, w) is None or forecast_ratio(s, w) <= FORECAST_FACTOR for w in FORECAST_WINDOWS)
+    ]
+    cells = [c for s in forecast for r in s.forecast_records() for c in r["forecast"]["cells"]]
+    judged = [c["covered"] for c in cells if c.get("covered") is not None]
+    forecast_above = [s.key for s in forecast if s.key not in forecast_within]
     return [
+        f"- the forecast (no labels) at most {FORECAST_FACTOR}x the best extrapolation one step ahead and over 6:12: "
+        f"{len(forecast_within)} of {len(forecast)} settings with a forecast record"
+        + (f" ({', '.join(forecast_above)} above)" if forecast_above else "")
+        + (
+            f"; its nominal 80% intervals held the true VRMSE in {sum(judged)} of {len(judged)} cells (start x window)"
+            if judged
+            else ""
+        ),
         f"- settings made at 3 seeds x at least 3 validation trajectories: {len(complete)} of 12"
         + (f"; on fewer seeds so far: {', '.join(fewer)}" if fewer else ""),
         f"- UPAO at most {GUARD_FACTOR}x the best extrapolation one step ahead and over 6:12 (where reached): "
@@ -296,12 +414,32 @@ def setting_section(s: Setting) -> list[str]:
         *lines,
         "",
         f"- the evidence's pick per seed: one step {picks['one_step']}; 6:12 {picks['6:12']}; 13:30 {picks['13:30']}",
+        *forecast_lines(s),
         f"- best.pt kept: {s.kept()}; optimizer steps (UPAO, supervised): {steps}",
         "- CPU seconds: " + ", ".join(f"{part} {value:.0f}" for part, value in mean_costs(s).items()),
         f"- commands (seed {s.seeds[0]}):",
         "",
         *[f"    {command}" for command in s.records[0]["commands"].values()],
         "",
+    ]
+
+
+def forecast_lines(s: Setting) -> list[str]:
+    """The forecast column's part of a setting's section: its true VRMSE per window, the candidates it used and how
+    many of its cells' intervals held the truth (the seeds that have it)."""
+    records = s.forecast_records()
+    if not records:
+        return ["- forecast (no labels): not made yet for this setting"]
+    windows = ", ".join(f"{w} {number(s.forecast_mean(w))}" for w in ("one_step", "6:12", "13:30"))
+    cells = [c for r in records for c in r["forecast"]["cells"]]
+    used: dict[str, set[str]] = {}
+    for cell in cells:
+        used.setdefault(cell["window"], set()).add(cell["predictor"])
+    judged = [c["covered"] for c in cells if c.get("covered") is not None]
+    picks = "; ".join(f"{w} {', '.join(sorted(names))}" for w, names in used.items())
+    return [
+        f"- forecast (no labels), {plural(len(records), 'seed')}: true VRMSE {windows}; candidates used: {picks}; "
+        f"its intervals held the truth in {sum(judged)} of {len(judged)} cells (start x window)"
     ]
 
 
@@ -381,7 +519,7 @@ def render(folder: Path | None = None) -> tuple[str, str]:
     records = load_records(folder or records_folder())
     if not records:
         raise SystemExit(f"no records in {folder or records_folder()}: run benchmarks/studies/what_you_get_study.py")
-    settings = settings_of(records)
+    settings = settings_of(records, read_distances(folder or records_folder()))
     return compact_block(settings, [r["file"] for r in records]), full_block(settings)
 
 
@@ -409,6 +547,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.check and missing:
         print(f"{args.readme}: the table names records that are missing: {', '.join(missing)}", file=sys.stderr)
         return 1
+    if not args.check:  # the distances are computed when the blocks are written, read when they are checked
+        distances = commit_distances(load_records(folder))
+        temporary = folder / (DISTANCES + ".tmp")
+        temporary.write_text(json.dumps(distances, indent=1, sort_keys=True) + "\n")
+        os.replace(temporary, folder / DISTANCES)
     blocks = render(folder)
     stale = [
         path for (path, markers), block in zip(targets(args.readme, args.page), blocks, strict=True)

@@ -10,7 +10,10 @@ Twelve settings (:data:`SETTINGS`), each on several seeds (3 by default); a case
   ``model=na_lora trainer=shifted``, the quickstart's backbone and base, ``data.shuffle_seed=S +seed=S``), each
   ``trainer.epochs`` x ``trainer.epoch_steps`` optimizer steps so that the two network rows take the same number
   (:data:`EPOCHS`, :data:`EPOCH_STEPS`, about the quickstart's own count), then ``well-upao evaluate`` of both runs
-  beside the classical rows and the solver.
+  beside the classical rows and the solver;
+* then, for every case, ``well-upao forecast`` of the UPAO run from evaluate's rollout starts of the validation
+  split, without its labels, scored against the stored frames (``studies/forecast_column.py``): the table's
+  "forecast (no labels)" column.
 
 Each finished case leaves a compact record in ``reports/what_you_get/<setting>-seed<S>.json`` (:func:`compact`): every
 row's one-step VRMSE (both definitions), the Well's rollout windows and the last rollout step, the label-free pick per
@@ -51,6 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its
 from harness.jobs import WELL_UPAO, Finished, add_study_arguments, run_all, run_logged, study_arguments, thread_env
 from harness.readings import portable_paths
 from harness.study_data import STUDY_REPLICAS
+
+from studies.forecast_column import forecast_case
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "reports" / "what_you_get"
@@ -224,15 +229,25 @@ def run_harness_case(args, setting: Setting, seed: int) -> dict:
                "--out", str(evaluation), "--quiet"]  # fmt: skip
     costs["evaluate"] = cost(logged(args, command, folder / "evaluate.log"))
     commands["evaluate"] = command
+    result = json.loads(next(evaluation.glob("evaluation_*.json")).read_text())
+    forecast = forecast_of(args, trained["upao"], base, setting, result.get("history"), folder)
     return {
-        "evaluation": json.loads(next(evaluation.glob("evaluation_*.json")).read_text()),
+        "evaluation": result,
+        "forecast": forecast,
         "runs": {
             role: training_facts(run) | {k: v for k, v in costs.get(role, {}).items() if k != "command"}
             for role, run in trained.items()
         },  # the command is in "commands", made portable
         "commands": commands,
-        "cost": {"evaluate": costs["evaluate"]},
+        "cost": {"evaluate": costs["evaluate"], "forecast": forecast["cost"]},
     }
+
+
+def forecast_of(args, run: Path, base: Path, setting: Setting, history: int, folder: Path) -> dict:
+    """The forecast column of a case (``studies/forecast_column.py``), its commands run as the study runs them."""
+    return forecast_case(
+        run, base, setting.dataset, setting.stride, history, folder, lambda command, log: logged(args, command, log)
+    )
 
 
 def run_quickstart_case(args, setting: Setting, seed: int) -> dict:
@@ -245,11 +260,16 @@ def run_quickstart_case(args, setting: Setting, seed: int) -> dict:
     experiments = folder / "quickstart" / "experiments"
     found = {role: runs.latest_run(experiments, f"wave2d-{pattern}-*")
              for role, pattern in (("upao", "na_nslora-upao"), ("supervised", "na_lora-shifted"))}  # fmt: skip
+    result = json.loads(next((folder / "quickstart" / "results").glob("evaluation_*.json")).read_text())
+    forecast = forecast_of(
+        args, found["upao"], folder / "quickstart" / "datasets", setting, result.get("history"), folder
+    )
     return {
-        "evaluation": json.loads(next((folder / "quickstart" / "results").glob("evaluation_*.json")).read_text()),
+        "evaluation": result,
+        "forecast": forecast,
         "runs": {role: training_facts(run) for role, run in found.items()},
         "commands": {"quickstart": command},
-        "cost": {"quickstart": cost(finished)},
+        "cost": {"quickstart": cost(finished), "forecast": forecast["cost"]},
     }
 
 
@@ -291,6 +311,14 @@ def compact(setting: Setting, seed: int, made: dict, case: dict) -> dict:
         "rows": rows,
         "trust": trust,
         "runs": case["runs"],
+        "forecast": {
+            "windows": {w: number(v) for w, v in case["forecast"]["windows"].items()},
+            "cells": [
+                {k: number(v) if isinstance(v, float) else v for k, v in cell.items()}
+                for cell in case["forecast"]["cells"]
+            ],
+            "steps": case["forecast"]["steps"],
+        },
         "cost": case["cost"],
         "commands": {role: portable(command) for role, command in case["commands"].items()},
     }

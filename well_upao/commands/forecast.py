@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
         boundary=args.boundary,
         max_trajectories=args.max_trajectories,
         solver=not args.no_solver,
+        solver_budget=args.solver_budget,
         device=args.device,
         progress=not args.quiet,
     )

@@ -8,7 +8,7 @@ prior: then that prior is the model row's prediction), a well-upao checkpoint fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from well_upao.data.source import WellSource
@@ -34,6 +34,8 @@ class Candidates:
     model: str | None
     run: dict
     pde: PDE | None
+    #: why a candidate was left out (the forecast's notes)
+    dropped: list[str] = field(default_factory=list)
 
     def named(self, name: str) -> Predictor:
         """The row ``name`` (``model``: the model row), refused with the names there are."""

@@ -226,8 +226,28 @@ def prepared(request: ForecastRequest) -> tuple[ForecastInput, Candidates]:
         place_rows(rows.rows, request.device)
     except ValueError as error:
         raise ForecastError(str(error)) from error
-    next(iter(given.histories()))  # the first history read and checked before anything is written
+    first = next(iter(given.histories()))  # the first history read and checked before anything is written
+    within_budget(rows, first, request)
     return given, rows
+
+
+def within_budget(rows: Candidates, history: History, request: ForecastRequest) -> None:
+    """Leave the solver step out of the candidates (said in the notes) when one prediction of it takes longer than
+    ``request.solver_budget`` seconds: its backtests and rollout take about ``2 (H - 3) + steps`` predictions a
+    trajectory (a stiff PDE can make one prediction take minutes); ``--predictor solver`` keeps it whatever it costs."""
+    solver = next((row for row in rows.rows if row.kind == "solver"), None)
+    if solver is None or request.predictor == solver.name or request.solver_budget is None:
+        return
+    started = time.perf_counter()
+    solver.predict(history.frames[None], history.context)
+    seconds = time.perf_counter() - started
+    solver.seconds, solver.calls = 0.0, 0
+    if seconds > request.solver_budget:
+        rows.rows.remove(solver)
+        rows.dropped.append(
+            f"the solver step took {seconds:.1f} s for one prediction, over the budget of {request.solver_budget:g} s "
+            f"(--solver-budget): left out of the candidates (--predictor solver keeps it)"
+        )
 
 
 def roll_trajectory(
@@ -265,9 +285,10 @@ def notes_of(given: ForecastInput, rows: Candidates, evidence: Evidence) -> list
             f"channels {sorted(evidence.uniform)} have no spatial spread in a history's last frame: their VRMSE "
             "would divide by the Well's epsilon alone, so the expected VRMSE leaves them out"
         )
+    notes += rows.dropped
     if rows.pde is None:
         notes.append(f"no PDE is registered for {given.dataset!r}: no solver candidate")
-    elif not any(r.kind == "solver" for r in rows.rows):
+    elif not any(r.kind == "solver" for r in rows.rows) and not rows.dropped:
         notes.append(f"the solver step does not support {rows.pde.name} on this grid: no solver candidate")
     dropped = [e.name for e in given.files[0].entries if e.time_varying and e not in given.files[0].varying_entries]
     if dropped:

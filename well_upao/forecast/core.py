@@ -119,16 +119,22 @@ class Evidence:
 
 
 def band_imposer(
-    boundary: Path | None, given: ForecastInput, history: History
+    boundary: Path | None, given: ForecastInput, history: History, slot: int
 ) -> Callable[[int, torch.Tensor], torch.Tensor]:
     """``impose(k, frame)``: forecast step ``k``'s frame ``(1, *space, C)`` with the observed boundary band of that
-    step (width ``BAND_WIDTH``, gathered by index from the boundary file: no interior point is read); the frame itself
-    without ``boundary``."""
+    step (width ``BAND_WIDTH``, gathered by index from trajectory ``slot`` of the boundary file, the forecast's
+    ``slot``-th trajectory: no interior point is read); the frame itself without ``boundary``."""
     if boundary is None:
         return lambda k, frame: frame
-    observed = TrajectoryFile(boundary, given.files[0].fields)[history.index]
-    if list(TrajectoryFile(boundary, given.files[0].fields).channels) != given.channels:
+    observations = TrajectoryFile(boundary, given.files[0].fields)
+    if list(observations.channels) != given.channels:
         raise ForecastError(f"--boundary {boundary} holds other channels than the input: give the same fields")
+    if slot >= len(observations):
+        raise ForecastError(
+            f"--boundary {boundary} holds {len(observations)} trajectories; the forecast has more: give one per "
+            "forecast trajectory, in the input's order"
+        )
+    observed = observations[slot]
     space = tuple(history.frames.shape[1:-1])
     index = band_index(space, BAND_WIDTH)
     first = 0 if given.start is None else given.start
@@ -191,7 +197,7 @@ def forecast(request: ForecastRequest) -> Forecast:
                 total=given.n_trajectories * request.steps, desc="forecast", unit="step", disable=not request.progress
             )
             for slot, history in enumerate(given.histories()):
-                frames = roll_trajectory(rows, picks, history, given, request)
+                frames = roll_trajectory(rows, picks, history, given, request, slot)
                 for step, frame in enumerate(frames, 1):
                     writer.write(slot, history, step, frame[0])
                     bar.update()
@@ -251,14 +257,19 @@ def within_budget(rows: Candidates, history: History, request: ForecastRequest) 
 
 
 def roll_trajectory(
-    rows: Candidates, picks: list[WindowPick], history: History, given: ForecastInput, request: ForecastRequest
+    rows: Candidates,
+    picks: list[WindowPick],
+    history: History,
+    given: ForecastInput,
+    request: ForecastRequest,
+    slot: int = 0,
 ) -> Iterator[torch.Tensor]:
     """The forecast frames of one trajectory, step by step: each candidate a pick uses rolls out in lockstep from the
     history, as long as it is used; each step takes the frame of its window's pick."""
     last_use: dict[str, int] = {}
     for p in picks:
         last_use[p.predictor] = max(last_use.get(p.predictor, 0), p.last)
-    impose = band_imposer(request.boundary, given, history)
+    impose = band_imposer(request.boundary, given, history, slot)
     streams = {name: rolled_out(rows.named(name), history, steps, impose) for name, steps in last_use.items()}
     for step in range(1, request.steps + 1):
         frames = {name: next(stream) for name, stream in streams.items() if step <= last_use[name]}

@@ -127,7 +127,8 @@ class HeldoutFamily(TrajectoryFamily):
 
     Subclasses give the equation in Fourier space (``linear``: ``L`` of ``d_t v = L v + N(v)``, ``nonlinear``:
     ``N``), the scheme (``stepper``), the parameter ranges (``ranges``), the initial field (``k_max``, ``rms``) and
-    the solver's largest step (``max_step``). ``spin_up`` and ``refine`` may be set per instance (the tests use
+    the solver's largest step between stored frames and in the spin-up (``max_step``, ``spin_up_step``). ``spin_up``
+    and ``refine`` may be set per instance (the tests use
     small values)."""
 
     kind = "simulation"
@@ -141,6 +142,7 @@ class HeldoutFamily(TrajectoryFamily):
     k_max: float
     rms: float
     max_step: float
+    spin_up_step: float
     default_spin_up: float
     default_refine = 2
 
@@ -172,16 +174,20 @@ class HeldoutFamily(TrajectoryFamily):
     def solve(
         self, params: TrajectoryParameters, n: int, times: np.ndarray, steps_per_frame: int | None = None
     ) -> np.ndarray:
-        """The field ``(len(times), n, n)`` on the solver's own ``n x n`` grid at ``times`` (after ``spin_up``)."""
+        """The field ``(len(times), n, n)`` on the solver's own ``n x n`` grid at ``times``, ``t = 0`` being the end
+        of the spin-up. The spin-up runs at steps of at most ``spin_up_step`` (where the state goes matters, not how
+        accurately it gets there), the stored frames at ``steps_per_frame`` steps a frame (default: at most
+        ``max_step``)."""
         times = np.asarray(times, dtype=np.float64)
         dt = float(times[1] - times[0]) if len(times) > 1 else self.max_step
         substeps = steps_per_frame or self.steps_per_frame(dt)
-        h = dt / substeps
         grid = SpectralGrid(n, self.domain_length)
         rng = np.random.default_rng(int(params.modes["seed"][0]))
-        v0 = grid.to_spectral(smooth_random_state(rng, grid, self.k_max, self.rms))[None]
-        lead = round(self.spin_up / h) * h
-        states = integrate(self.make_stepper(grid, params.scalars, h), v0, times + lead, substeps, start=0.0)
+        v = grid.to_spectral(smooth_random_state(rng, grid, self.k_max, self.rms))[None]
+        if self.spin_up > 0:
+            spin_steps = math.ceil(self.spin_up / self.spin_up_step - 1e-9)
+            v = self.make_stepper(grid, params.scalars, self.spin_up / spin_steps).advance(v, spin_steps)
+        states = integrate(self.make_stepper(grid, params.scalars, dt / substeps), v, times, substeps, start=0.0)
         return np.stack([grid.to_grid(state[0]) for state in states])
 
     def evaluate(self, params, axes, times, dtype=np.float64):
@@ -197,7 +203,7 @@ class AllenCahn(HeldoutFamily):
     equation = "d_t u = epsilon^2 Lap u + u - u^3"
     stepper = Sbdf2
     ranges = (("epsilon", 0.1, 0.15),)
-    k_max, rms, max_step, default_spin_up = 6.0, 0.2, 0.05, 3.0
+    k_max, rms, max_step, spin_up_step, default_spin_up = 6.0, 0.2, 0.025, 0.05, 3.0
     default_resolution, default_n_steps, default_dt, default_n_traj = 64, 128, 0.5, 24
 
     def linear(self, grid, scalars):
@@ -218,8 +224,8 @@ class KuramotoSivashinsky(HeldoutFamily):
     equation = "d_t u + Lap u + nu Lap^2 u + (|grad u|^2 - <|grad u|^2>) / 2 = 0"
     domain_length = 8 * math.pi
     ranges = (("nu", 0.7, 1.0),)
-    k_max, rms, max_step, default_spin_up = 1.0, 0.1, 0.05, 40.0
-    default_resolution, default_n_steps, default_dt, default_n_traj = 48, 128, 0.1, 24
+    k_max, rms, max_step, spin_up_step, default_spin_up = 1.0, 0.1, 0.025, 0.05, 40.0
+    default_resolution, default_n_steps, default_dt, default_n_traj = 48, 128, 0.05, 24
 
     def linear(self, grid, scalars):
         return (grid.k2 - scalars["nu"] * grid.k2**2,)
@@ -240,7 +246,7 @@ class SwiftHohenberg(HeldoutFamily):
     equation = "d_t u = r u - (1 + Lap)^2 u + g u^2 - u^3"
     domain_length = 12 * math.pi
     ranges = (("r", 0.1, 0.4), ("g", 0.0, 0.8))
-    k_max, rms, max_step, default_spin_up = 2.0, 0.05, 0.1, 5.0
+    k_max, rms, max_step, spin_up_step, default_spin_up = 2.0, 0.05, 0.1, 0.1, 5.0
     default_resolution, default_n_steps, default_dt, default_n_traj = 48, 128, 1.0, 24
 
     def linear(self, grid, scalars):

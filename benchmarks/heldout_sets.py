@@ -59,7 +59,7 @@ SETS = {
     s.name: s
     for s in (
         HeldoutSet("heldout_allen_cahn", resolution=64, n_steps=128, dt=0.5, seed=751),
-        HeldoutSet("heldout_kuramoto_sivashinsky", resolution=48, n_steps=128, dt=0.1, seed=752),
+        HeldoutSet("heldout_kuramoto_sivashinsky", resolution=48, n_steps=128, dt=0.05, seed=752),
         HeldoutSet("heldout_swift_hohenberg", resolution=48, n_steps=128, dt=1.0, seed=753),
     )
 }
@@ -166,8 +166,9 @@ def generate(spec: HeldoutSet, out: Path, quick: bool, records: Path) -> None:
 
 def run_command(command: list[str], log: Path) -> tuple[float, float]:
     """Run ``command`` (printed first) with its output in ``log``; its wall and CPU seconds, or exit on failure."""
-    print("$ PYTHONPATH=benchmarks OMP_NUM_THREADS=1 " + shlex.join(command), flush=True)
-    finished = run_logged(command, log, study_env())
+    env = study_env()
+    print(f"$ PYTHONPATH={env['PYTHONPATH']} OMP_NUM_THREADS=1 " + shlex.join(command), flush=True)
+    finished = run_logged(command, log, env)
     if finished.returncode != 0:
         tail = "\n".join(log.read_text().splitlines()[-15:])
         raise SystemExit(f"failed (exit {finished.returncode}), log {log}:\n{tail}")

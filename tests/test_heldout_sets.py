@@ -11,6 +11,7 @@ registered PDEs (the project's residual) are checked with ``well_upao.physics.ne
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -293,3 +294,47 @@ def test_a_generated_set_has_its_splits_and_each_trajectory_is_remade_from_its_f
     assert low <= params.scalars["epsilon"] <= high
     remade = fam.evaluate(params, fam.grid_axes(16), time)["u"]
     np.testing.assert_allclose(stored, remade, rtol=0, atol=1e-6)
+
+
+# ------------------------------------------------------------------ the generation script
+def test_the_script_generates_resumes_and_refuses_a_folder_it_did_not_make(tmp_path, capsys):
+    import heldout_sets
+
+    heldout_sets.main(["--out", str(tmp_path), "--only", "heldout_allen_cahn", "--quick", "--tables"])
+    first = capsys.readouterr().out
+    assert first.startswith("command: heldout_sets.py --out ")
+    files = sorted((tmp_path / "heldout_allen_cahn" / "data").rglob("*.hdf5"))
+    assert [f.parent.name for f in files] == ["test", "train", "valid"]
+    record = json.loads((tmp_path / "heldout_records" / "heldout_allen_cahn.generation.json").read_text())
+    assert record["split_sizes"] == {"train": 3, "valid": 2, "test": 1} and record["solver"] == "Sbdf2"
+    assert "| heldout_allen_cahn | `d_t u = epsilon^2 Lap u + u - u^3` | epsilon in [0.1, 0.15] | 16^2" in first
+    stamps = [f.stat().st_mtime_ns for f in files]
+
+    heldout_sets.main(["--out", str(tmp_path), "--only", "heldout_allen_cahn", "--quick"])
+    assert "generated already" in capsys.readouterr().out
+    assert [f.stat().st_mtime_ns for f in files] == stamps
+    with pytest.raises(SystemExit, match="records other sizes"):
+        heldout_sets.main(["--out", str(tmp_path), "--only", "heldout_allen_cahn"])
+
+    (tmp_path / "heldout_records" / "heldout_allen_cahn.generation.json").unlink()
+    with pytest.raises(SystemExit, match="this script did not make it"):
+        heldout_sets.main(["--out", str(tmp_path), "--only", "heldout_allen_cahn", "--quick"])
+
+
+def test_the_smoke_test_keeps_the_rows_true_errors_and_not_the_rules_expected_errors():
+    import heldout_sets
+
+    row = {
+        "name": "extrap2", "mean_vrmse_well": 0.1, "mean_vrmse_paper": 0.2, "seconds_per_prediction": 2e-5,
+        "rollout_windows": {"6:12": 0.3, "13:30": 0.4},
+    }  # fmt: skip
+    full = {
+        "dataset": "d", "split": "valid", "stride": 2, "dt": 0.5, "history": 16, "n_trajectories": 6,
+        "rollout_steps_run": 30, "rollout_starts": 3, "residual_floor": {"lowest": {}}, "scores": [row],
+        "expected": {"one_step": {"extrap2": {"value": 0.1, "low": 0.05, "high": 0.2}}}, "trust": {"one_step": {}},
+    }  # fmt: skip
+    compact = heldout_sets.compact_evaluation(full)
+    assert "expected" not in json.dumps(compact) and "trust" not in compact
+    assert compact["rows"]["extrap2"] == {
+        "one_step_well": 0.1, "one_step_paper": 0.2, "6:12": 0.3, "13:30": 0.4, "ms_per_prediction": 0.02,
+    }  # fmt: skip

@@ -230,6 +230,33 @@ def smoke(spec: HeldoutSet, out: Path, records: Path) -> None:
             print(f"{spec.name}: history {history}, stride {stride}: {wall:.0f} s", flush=True)
 
 
+def figure(out: Path, sets: list[HeldoutSet], path: Path) -> None:
+    """Four frames (first, last and two between) of each set's first validation trajectory, one row a set, to
+    ``path`` (PNG)."""
+    import h5py
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(sets), 4, figsize=(2.4 * 4, 2.4 * len(sets)), squeeze=False)
+    for row, spec in zip(axes, sets, strict=True):
+        (first,) = sorted((out / spec.name / "data" / "valid").glob("*.hdf5"))[:1]
+        with h5py.File(first) as f:
+            u = np.asarray(f["t0_fields"]["u"][0])
+            time = np.asarray(f["dimensions"]["time"])
+            scalars = ", ".join(f"{k} = {float(f['scalars'][k][0]):.3g}" for k in f["scalars"])
+        for ax, index in zip(row, np.linspace(0, len(u) - 1, 4).astype(int), strict=True):
+            ax.imshow(u[index].T, origin="lower", cmap="RdBu_r", vmin=u.min(), vmax=u.max())
+            ax.set_xticks([]), ax.set_yticks([])
+            ax.set_title(f"t = {time[index]:g}", fontsize=8)
+        row[0].set_ylabel(f"{spec.name.removeprefix('heldout_')}\n{scalars}", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True, help="the Well base path to write the sets under")
@@ -237,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--floors", action="store_true", help="also run well-upao residual-floor on each set")
     parser.add_argument("--smoke", nargs="+", choices=sorted(SETS), default=[], help="also evaluate these sets")
     parser.add_argument("--tables", action="store_true", help="print the report's tables from the records")
+    parser.add_argument("--figure", type=Path, help="write a PNG of four frames of each set here")
     parser.add_argument("--quick", action="store_true", help="tiny sizes that only check the script")
     args = parser.parse_args(argv)
     print("command: " + shlex.join(["python", *sys.argv] if argv is None else ["heldout_sets.py", *argv]), flush=True)
@@ -253,6 +281,8 @@ def main(argv: list[str] | None = None) -> None:
         smoke(SETS[name], out, records)
     if args.tables:
         print_tables(records, list(SETS.values()))
+    if args.figure:
+        figure(out, chosen, args.figure)
 
 
 if __name__ == "__main__":

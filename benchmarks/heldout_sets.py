@@ -22,6 +22,7 @@ current rule on held-out data before the rule is fixed on the tuned sets.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shlex
@@ -75,8 +76,9 @@ def write_json(path: Path, record: dict) -> None:
     partial.replace(path)
 
 
+@functools.cache
 def commit() -> str:
-    """The repository's commit (``+dirty`` with uncommitted changes), or ``unknown``."""
+    """The repository's commit when the script started (``+dirty`` with uncommitted changes), or ``unknown``."""
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=BENCHMARKS, capture_output=True, text=True).stdout.strip()
@@ -207,8 +209,9 @@ def compact_evaluation(full: dict) -> dict:
     return {**{k: full[k] for k in keep}, "residual_floor": full["residual_floor"], "rows": rows}
 
 
-def smoke(spec: HeldoutSet, out: Path, records: Path) -> None:
-    """``well-upao evaluate`` (classical rows and solver, no run) of the valid split at each history and stride."""
+def smoke(spec: HeldoutSet, out: Path, records: Path, solver: bool = True) -> None:
+    """``well-upao evaluate`` (classical rows and, with ``solver``, the solver; no run) of the valid split at each
+    history and stride."""
     for stride in spec.strides:
         for history in HISTORIES:
             path = records / "smoke" / f"{spec.name}_h{history}_s{stride}.json"
@@ -218,7 +221,7 @@ def smoke(spec: HeldoutSet, out: Path, records: Path) -> None:
             folder = records / "smoke" / f"{spec.name}_h{history}_s{stride}"
             command = [*WELL_UPAO, "evaluate", "--data", spec.name, "--imports", "heldout_pdes"]
             command += ["--base-path", str(out), "--history", str(history), "--stride", str(stride)]
-            command += ["--out", str(folder), "--quiet"]
+            command += ["--out", str(folder), "--quiet", *([] if solver else ["--no-solver"])]
             log = records / "logs" / f"{spec.name}_h{history}_s{stride}.evaluate.log"
             wall, cpu = run_command(command, log)
             log.unlink()  # it prints the expected errors
@@ -263,6 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="+", choices=sorted(SETS), help="these sets only (default: all)")
     parser.add_argument("--floors", action="store_true", help="also run well-upao residual-floor on each set")
     parser.add_argument("--smoke", nargs="+", choices=sorted(SETS), default=[], help="also evaluate these sets")
+    parser.add_argument("--no-solver", action="store_true", help="evaluate without the solver row (--smoke)")
     parser.add_argument("--tables", action="store_true", help="print the report's tables from the records")
     parser.add_argument("--figure", type=Path, help="write a PNG of four frames of each set here")
     parser.add_argument("--quick", action="store_true", help="tiny sizes that only check the script")
@@ -272,13 +276,14 @@ def main(argv: list[str] | None = None) -> None:
 
     out = args.out.resolve()
     records = out / RECORDS
+    print(f"commit: {commit()}", flush=True)
     chosen = [SETS[name] for name in (args.only or SETS)]
     for spec in chosen:
         generate(spec, out, args.quick, records)
     for spec in chosen if args.floors else []:
         floors(spec, out, records)
     for name in args.smoke:
-        smoke(SETS[name], out, records)
+        smoke(SETS[name], out, records, solver=not args.no_solver)
     if args.tables:
         print_tables(records, list(SETS.values()))
     if args.figure:

@@ -271,7 +271,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--figure", type=Path, help="write a PNG of four frames of each set here")
     parser.add_argument("--quick", action="store_true", help="tiny sizes that only check the script")
     args = parser.parse_args(argv)
-    print("command: " + shlex.join(["python", *sys.argv] if argv is None else ["heldout_sets.py", *argv]), flush=True)
+    command = [sys.executable, *sys.argv] if argv is None else ["heldout_sets.py", *argv]
+    print("command: " + shlex.join(command), flush=True)
     import heldout_pdes  # noqa: F401  (registers the sets' datasets)
 
     out = args.out.resolve()

@@ -112,6 +112,8 @@ def smooth_random_state(rng: np.random.Generator, grid: SpectralGrid, k_max: flo
     per grid point, so a seed gives the same field on every grid that resolves ``k_max``."""
     unit = 2 * math.pi / grid.length
     m = int(k_max / unit)
+    if m >= grid.n // 2:
+        raise ValueError(f"a {grid.n}-point grid of side {grid.length:g} cannot hold the modes up to |k| = {k_max:g}")
     spectrum = np.zeros(grid.k2.shape, dtype=complex)
     for mx in range(-m, m + 1):
         for my in range(0, m + 1):
@@ -128,8 +130,7 @@ class HeldoutFamily(TrajectoryFamily):
     Subclasses give the equation in Fourier space (``linear``: ``L`` of ``d_t v = L v + N(v)``, ``nonlinear``:
     ``N``), the scheme (``stepper``), the parameter ranges (``ranges``), the initial field (``k_max``, ``rms``) and
     the solver's largest step between stored frames and in the spin-up (``max_step``, ``spin_up_step``). ``spin_up``
-    and ``refine`` may be set per instance (the tests use
-    small values)."""
+    and ``refine`` may be set per instance (the tests use small values)."""
 
     kind = "simulation"
     streams_in_time = False

@@ -9,9 +9,12 @@ the exact command it runs:
 
     python benchmarks/heldout_sets.py --out /work/data-heldout                 # generate every set
     python benchmarks/heldout_sets.py --out /work/data-heldout --floors        # + well-upao residual-floor
-    python benchmarks/heldout_sets.py --out /work/data-heldout --smoke heldout_kuramoto_sivashinsky
+    python benchmarks/heldout_sets.py --out /work/data-heldout --smoke heldout_allen_cahn
                                                   # + well-upao evaluate at histories 8, 16, 32 x both strides
+    python benchmarks/heldout_sets.py --out /work/data-heldout --smoke heldout_kuramoto_sivashinsky --no-solver
+                                                  # the same without the solver row (see reports/heldout_sets.md)
     python benchmarks/heldout_sets.py --out /work/data-heldout --tables        # the report's tables from the records
+    python benchmarks/heldout_sets.py --out /work/data-heldout --figure reports/figures/heldout_sets.png
 
 Records go to ``<out>/heldout_records/`` (JSON, written to a temporary name and renamed). The smoke test keeps
 the rows' true errors and timings only: the evaluations' label-free expected errors and picks (``expected``,

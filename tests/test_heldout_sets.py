@@ -239,6 +239,8 @@ def test_a_seed_gives_the_same_initial_field_on_every_grid_that_resolves_it():
     assert abs(np.sqrt(np.mean(a**2)) - 0.2) < 1e-12 and abs(a.mean()) < 1e-12
     other = hp.smooth_random_state(np.random.default_rng(6), coarse, 6.0, 0.2)
     assert np.abs(other - b).max() > 0.1
+    with pytest.raises(ValueError, match="cannot hold the modes up to"):  # m = 6 does not fit 12 points
+        hp.smooth_random_state(np.random.default_rng(5), hs.SpectralGrid(12, 2 * math.pi), 6.0, 0.2)
 
 
 # ------------------------------------------------------------------ the registered PDEs (the project's residual)

@@ -26,6 +26,11 @@ def _read(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _seconds(record: dict[str, Any]) -> str:
+    """A command's wall clock and CPU seconds (its child's user + system time), as ``wall / CPU``."""
+    return f"{record['wall_seconds']:.0f} / {record['cpu_seconds']:.0f}"
+
+
 def _ranges(draws: list[list]) -> str:
     return ", ".join(f"{name} in [{low:g}, {high:g}]" for name, low, high in draws)
 
@@ -73,14 +78,30 @@ def floor_table(records: Path, sets: Sequence[Any]) -> list[str]:
             (default,) = [row for row in at if (row["derivative"], row["scheme"]) == DEFAULT]
             rows.append([
                 spec.name, stride, f"{lowest['derivative']} / {lowest['scheme']}", cell(lowest["mean"]),
-                cell(default["mean"]), f"{record['wall_seconds']:.0f}",
+                cell(default["mean"]), _seconds(record),
             ])  # fmt: skip
-    header = ["set", "stride", "lowest: derivative / time scheme", "floor", "floor of fd / crank_nicolson", "time (s)"]
+    header = [
+        "set",
+        "stride",
+        "lowest: derivative / time scheme",
+        "floor",
+        "floor of fd / crank_nicolson",
+        "time (s, wall / CPU)",
+    ]
     return table(header, rows)
 
 
 def smoke_table(records: Path, name: str) -> list[str]:
-    header = ["stride", "history", "row", "one-step VRMSE", "6:12", "13:30", "ms / prediction", "evaluate (s)"]
+    header = [
+        "stride",
+        "history",
+        "row",
+        "one-step VRMSE",
+        "6:12",
+        "13:30",
+        "ms / prediction",
+        "evaluate (s, wall / CPU)",
+    ]
     evaluations = [json.loads(p.read_text()) for p in (records / "smoke").glob(f"{name}_h*_s*.json")]
     rows = []
     for record in sorted(evaluations, key=lambda r: (r["stride"], r["history"])):
@@ -90,7 +111,7 @@ def smoke_table(records: Path, name: str) -> list[str]:
             rows.append([
                 record["stride"] if i == 0 else "", record["history"] if i == 0 else "", row,
                 cell(values["one_step_well"]), cell(values["6:12"]), cell(values["13:30"]),
-                cell(values["ms_per_prediction"], 2), f"{record['wall_seconds']:.0f}" if i == 0 else "",
+                cell(values["ms_per_prediction"], 2), _seconds(record) if i == 0 else "",
             ])  # fmt: skip
     return table(header, rows)
 

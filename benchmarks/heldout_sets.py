@@ -133,7 +133,9 @@ def generate(spec: HeldoutSet, out: Path, quick: bool, records: Path) -> None:
         print(f"{spec.name}: generated already ({made['seconds']:.0f} s), skipped")
         return
     if (out / spec.name).exists():
-        raise SystemExit(f"{spec.name}: {out / spec.name} exists but this script did not make it; use another --out")
+        raise SystemExit(
+            f"{spec.name}: {out / spec.name} exists without this script's record; remove it or use another --out"
+        )
     request = GenerationRequest(
         pde=spec.name,
         out=out,
@@ -146,6 +148,7 @@ def generate(spec: HeldoutSet, out: Path, quick: bool, records: Path) -> None:
         test_fraction=sizes["test_fraction"],
     )
     print(f"{spec.name}: generating {request}", flush=True)
+    check = None if quick else step_check(spec)  # before the data: the record follows them at once
     summary = generate_dataset(request)
     family = FAMILIES[spec.name]
     record = {
@@ -160,7 +163,7 @@ def generate(spec: HeldoutSet, out: Path, quick: bool, records: Path) -> None:
         "order": family.stepper.order,
         "spin_up": family.spin_up,
         "refine": family.refine,
-        "step_check": step_check(spec) if not quick else None,
+        "step_check": check,
         "bytes": summary.bytes_written,
         "commit": commit(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),

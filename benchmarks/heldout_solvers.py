@@ -79,6 +79,8 @@ def restrict(u: np.ndarray, n: int) -> np.ndarray:
     """``u`` (a periodic ``m x m`` field) on the ``n x n`` grid of the same square by Fourier truncation: the modes
     ``|k_i| < n/2`` kept exactly (the Nyquist mode of the coarse grid dropped)."""
     m = u.shape[-1]
+    if n > m:
+        raise ValueError(f"restrict makes a coarser grid: {n} points from {m}")
     if m == n:
         return u.copy()
     spectrum = np.fft.fft2(u)

@@ -228,6 +228,8 @@ def test_restriction_keeps_the_coarse_grids_modes_exactly_and_drops_the_rest():
     coarse = hs.restrict(kept + dropped, 32)
     np.testing.assert_allclose(coarse, (kept)[::2, ::2], atol=1e-13)
     assert np.abs(hs.restrict(kept + dropped, 32) - (kept + dropped)[::2, ::2]).max() > 0.5
+    with pytest.raises(ValueError, match="coarser grid"):
+        hs.restrict(coarse, 64)
 
 
 def test_a_seed_gives_the_same_initial_field_on_every_grid_that_resolves_it():
@@ -323,7 +325,7 @@ def test_the_script_generates_resumes_and_refuses_a_folder_it_did_not_make(tmp_p
         heldout_sets.main(["--out", str(tmp_path), "--only", "heldout_allen_cahn"])
 
     (tmp_path / "heldout_records" / "heldout_allen_cahn.generation.json").unlink()
-    with pytest.raises(SystemExit, match="this script did not make it"):
+    with pytest.raises(SystemExit, match="exists without this script's record"):
         heldout_sets.main(["--out", str(tmp_path), "--only", "heldout_allen_cahn", "--quick"])
 
 

@@ -15,6 +15,7 @@ the exact command it runs:
                                                   # the same without the solver row (see reports/heldout_sets.md)
     python benchmarks/heldout_sets.py --out /work/data-heldout --tables        # the report's tables from the records
     python benchmarks/heldout_sets.py --out /work/data-heldout --figure reports/figures/heldout_sets.png
+    python benchmarks/heldout_sets.py --out /work/data-heldout --verify       # re-make a trajectory of each set
 
 Records go to ``<out>/heldout_records/`` (JSON, written to a temporary name and renamed). The smoke test keeps
 the rows' true errors and timings only: the evaluations' label-free expected errors and picks (``expected``,
@@ -239,6 +240,25 @@ def smoke(spec: HeldoutSet, out: Path, records: Path, solver: bool = True) -> No
             print(f"{spec.name}: history {history}, stride {stride}: {wall:.0f} s", flush=True)
 
 
+def verify(spec: HeldoutSet, out: Path) -> None:
+    """Re-make the first validation trajectory of ``spec`` from its file's parameters with this checkout's code and
+    print its largest difference from the stored frames (0: the same bytes)."""
+    import h5py
+    from heldout_pdes import FAMILIES
+
+    from well_upao.data.well_format import read_trajectory_parameters
+
+    family = FAMILIES[spec.name]
+    (first,) = sorted((out / spec.name / "data" / "valid").glob("*.hdf5"))[:1]
+    with h5py.File(first) as f:
+        stored = np.asarray(f["t0_fields"]["u"][0])
+        params = read_trajectory_parameters(f, family, 0)
+        time = np.asarray(f["dimensions"]["time"], dtype=np.float64)
+    remade = family.evaluate(params, family.grid_axes(stored.shape[-1]), time, dtype=np.float32)["u"]
+    difference = float(np.abs(remade.astype(np.float64) - stored).max())
+    print(f"{spec.name}: {first.name} trajectory 0 re-made, largest difference {difference:.3g}", flush=True)
+
+
 def figure(out: Path, sets: list[HeldoutSet], path: Path) -> None:
     """Four frames (first, last and two between) of each set's first validation trajectory, one row a set, to
     ``path`` (PNG)."""
@@ -275,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-solver", action="store_true", help="evaluate without the solver row (--smoke)")
     parser.add_argument("--tables", action="store_true", help="print the report's tables from the records")
     parser.add_argument("--figure", type=Path, help="write a PNG of four frames of each set here")
+    parser.add_argument("--verify", action="store_true", help="re-make one trajectory of each set and compare")
     parser.add_argument("--quick", action="store_true", help="tiny sizes that only check the script")
     args = parser.parse_args(argv)
     command = [sys.executable, *sys.argv] if argv is None else ["heldout_sets.py", *argv]
@@ -287,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
     chosen = [SETS[name] for name in (args.only or SETS)]
     for spec in chosen:
         generate(spec, out, args.quick, records)
+    for spec in chosen if args.verify else []:
+        verify(spec, out)
     for spec in chosen if args.floors else []:
         floors(spec, out, records)
     for name in args.smoke:

@@ -306,10 +306,21 @@ def test_the_script_generates_resumes_and_refuses_a_folder_it_did_not_make(tmp_p
 
     figure = tmp_path / "frames.png"
     heldout_sets.main(
-        ["--out", str(tmp_path), "--only", "heldout_allen_cahn", "--quick", "--tables", "--figure", str(figure)]
+        [
+            "--out",
+            str(tmp_path),
+            "--only",
+            "heldout_allen_cahn",
+            "--quick",
+            "--tables",
+            "--verify",
+            "--figure",
+            str(figure),
+        ]
     )
     first = capsys.readouterr().out
     assert figure.read_bytes().startswith(b"\x89PNG")
+    assert "trajectory 0 re-made, largest difference 0\n" in first
     assert first.startswith("command: heldout_sets.py --out ")
     files = sorted((tmp_path / "heldout_allen_cahn" / "data").rglob("*.hdf5"))
     assert [f.parent.name for f in files] == ["test", "train", "valid"]

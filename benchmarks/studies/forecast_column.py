@@ -55,7 +55,7 @@ def forecast_case(
     stored = [f[i].frames for f in (TrajectoryFile(p, source.kept_fields) for p in source.files) for i in range(len(f))]
     held = (min(s.shape[0] for s in stored) - 1) // stride + 1  # frames at the stride from frame 0
     steps = min(LONGEST_WINDOW_END, held - history)
-    cells, cost = [], {"wall_seconds": 0.0, "cpu_seconds": 0.0}
+    cells, cost, candidates = [], {"wall_seconds": 0.0, "cpu_seconds": 0.0}, []
     for start in rollout_starts(held, history, steps, starts):
         first = (start + history) * stride  # the stored frame of forecast step 1
         out = folder / "forecast" / f"start{start}"
@@ -66,12 +66,14 @@ def forecast_case(
         cost["wall_seconds"] += finished.wall_seconds
         cost["cpu_seconds"] += finished.cpu_seconds
         cells += start_cells(out, stored, start, first, steps, stride)
+        candidates = json.loads((out / "forecast.json").read_text())["candidates"]
     totals: dict[str, list[float]] = {}
     for cell in cells:
         totals.setdefault(cell["window"], []).append(cell["true"])
     return {
         "windows": {name: sum(values) / len(values) for name, values in totals.items()},
         "cells": cells,
+        "candidates": candidates,
         "steps": steps,
         "trajectories": len(stored),
         "cost": {key: round(value, 1) for key, value in cost.items()},

@@ -250,7 +250,8 @@ def within_budget(rows: Candidates, history: History, request: ForecastRequest) 
     solver.seconds, solver.calls = 0.0, 0
     if seconds > request.solver_budget:
         rows.rows.remove(solver)
-        rows.dropped.append(
+        rows.solver_over_budget = True
+        rows.notes.append(
             f"the solver step took {seconds:.1f} s for one prediction, over the budget of {request.solver_budget:g} s "
             f"(--solver-budget): left out of the candidates (--predictor solver keeps it)"
         )
@@ -296,10 +297,12 @@ def notes_of(given: ForecastInput, rows: Candidates, evidence: Evidence) -> list
             f"channels {sorted(evidence.uniform)} have no spatial spread in a history's last frame: their VRMSE "
             "would divide by the Well's epsilon alone, so the expected VRMSE leaves them out"
         )
-    notes += rows.dropped
+    notes += rows.notes
     if rows.pde is None:
         notes.append(f"no PDE is registered for {given.dataset!r}: no solver candidate")
-    elif not any(r.kind == "solver" for r in rows.rows) and not rows.dropped:
+    elif not rows.solver_asked:
+        notes.append("the solver step was not asked for (--no-solver)")
+    elif not any(r.kind == "solver" for r in rows.rows) and not rows.solver_over_budget:
         notes.append(f"the solver step does not support {rows.pde.name} on this grid: no solver candidate")
     dropped = [e.name for e in given.files[0].entries if e.time_varying and e not in given.files[0].varying_entries]
     if dropped:

@@ -11,8 +11,8 @@ lowest of the rows it chose from); and per start and window a *cell*: whether th
 its true VRMSE. The goals: the ratio at most 1.2 on 9 of every 10 held windows; the intervals holding 70-90% of the
 cells.
 
-    PYTHONPATH=benchmarks/studies WELL_BASE_PATH=/work/data-heldout \\
-        python benchmarks/studies/forecast_check.py --base /work/data-heldout --out RUNS/forecast_check
+    PYTHONPATH=benchmarks/studies WELL_BASE_PATH=RUNS/data-heldout \\
+        python benchmarks/studies/forecast_check.py --base RUNS/data-heldout --out RUNS/forecast_check
 
 Resumable (a (set, stride, history) with a record is skipped); writes ``reports/forecast_check.md`` from the records.
 """

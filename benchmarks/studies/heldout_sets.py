@@ -7,15 +7,15 @@ split its own trajectories), 128 frames, so that at both strides a history of 32
 (``(32 + 30 - 1) x 2 + 1 = 123``). Stages, each resumable (a stage whose record exists is skipped) and each printing
 the exact command it runs:
 
-    python benchmarks/studies/heldout_sets.py --out /work/data-heldout                 # generate every set
-    python benchmarks/studies/heldout_sets.py --out /work/data-heldout --floors        # + well-upao residual-floor
-    python benchmarks/studies/heldout_sets.py --out /work/data-heldout --smoke heldout_allen_cahn
+    python benchmarks/studies/heldout_sets.py --out RUNS/data-heldout                 # generate every set
+    python benchmarks/studies/heldout_sets.py --out RUNS/data-heldout --floors        # + well-upao residual-floor
+    python benchmarks/studies/heldout_sets.py --out RUNS/data-heldout --smoke heldout_allen_cahn
                                                   # + well-upao evaluate at histories 8, 16, 32 x both strides
-    python benchmarks/studies/heldout_sets.py --out /work/data-heldout --smoke heldout_kuramoto_sivashinsky --no-solver
+    python benchmarks/studies/heldout_sets.py --out RUNS/data-heldout --smoke heldout_kuramoto_sivashinsky --no-solver
                                                   # the same without the solver row (see reports/heldout_sets.md)
-    python benchmarks/studies/heldout_sets.py --out /work/data-heldout --tables   # the report's tables from the records
-    python benchmarks/studies/heldout_sets.py --out /work/data-heldout --figure reports/figures/heldout_sets.png
-    python benchmarks/studies/heldout_sets.py --out /work/data-heldout --verify       # re-make a trajectory of each set
+    python benchmarks/studies/heldout_sets.py --out RUNS/data-heldout --tables   # the report's tables from the records
+    python benchmarks/studies/heldout_sets.py --out RUNS/data-heldout --figure reports/figures/heldout_sets.png
+    python benchmarks/studies/heldout_sets.py --out RUNS/data-heldout --verify       # re-make a trajectory of each set
 
 Records go to ``<out>/heldout_records/`` (JSON, written to a temporary name and renamed). The smoke test keeps
 the rows' true errors and timings only: the evaluations' label-free expected errors and picks (``expected``,

@@ -7,10 +7,13 @@ from the stored frames (``--boundary`` = the input itself: only the band is gath
 the stored frames it did not otherwise read: the Well's VRMSE per window, over the whole field and over the interior
 (the band left out, where the observations cannot help by being copied), for the forecast's own picks.
 
-    python benchmarks/studies/forecast_boundary.py --base outputs/wyg/replicas --dataset rayleigh_benard \\
-        --source classical --out RUNS/forecast_boundary
+    PYTHONPATH=benchmarks/studies well-upao generate-exact --pde open_advection --imports open_advection \\
+        --n-traj 12 --out outputs/openadv
+    PYTHONPATH=benchmarks/studies python benchmarks/studies/forecast_boundary.py --base outputs/openadv \\
+        --dataset open_advection --imports open_advection --out outputs/forecast_boundary \\
+        --data-command "<the first command>"
 
-Writes ``reports/forecast_boundary.md``.
+Writes ``reports/forecast_boundary.md`` (its tables; a ``## Reading`` below them is kept, ``harness.readings``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its groups import as packages
 
 from harness.jobs import WELL_UPAO, run_logged, thread_env
+from harness.readings import exit_if_stale, write_keeping_reading
 
 from studies.forecast_column import WINDOW_SLICES
 from well_upao.data.source import WellSource
@@ -59,15 +63,16 @@ def windows(per_step: list[float]) -> dict[str, float]:
     return {name: sum(per_step[a:b]) / (b - a) for name, (a, b) in WINDOW_SLICES.items() if len(per_step) >= b}
 
 
-def measured(args, source: WellSource) -> dict[str, dict[str, list[float]]]:
+def measured(args, source: WellSource) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, list[str]]]]:
     """Per forecast (without and with the observed band) and part (whole field, interior), per window the VRMSE of
-    every start and trajectory."""
+    every start and trajectory; and per forecast and window the predictor its picks chose at every start."""
     files = [TrajectoryFile(p, source.kept_fields) for p in source.files]
     stored = [f[i].frames for f in files[:1] for i in range(len(f))]  # the first file's: the forecast's input
     held = (min(s.shape[0] for s in stored) - 1) // args.stride + 1
     steps = min(LONGEST_WINDOW_END, held - args.history)
     index = band_index(tuple(stored[0].shape[1:-1]), 1)
     rows: dict[str, dict[str, list[float]]] = {}
+    picks: dict[str, dict[str, list[str]]] = {}
     env = thread_env(dict(os.environ, WANDB_MODE="disabled"), 1)
     imports = ["--imports", *args.imports] if args.imports else []
     for start in rollout_starts(held, args.history, steps, 3):
@@ -80,6 +85,8 @@ def measured(args, source: WellSource) -> dict[str, dict[str, list[float]]]:
             if run_logged(command, args.out / f"{out.name}.log", env).returncode != 0:
                 raise SystemExit(f"{' '.join(command)} failed; see {args.out / (out.name + '.log')}")
             predicted = TrajectoryFile(out / "forecast.hdf5")
+            for window in json.loads((out / "forecast.json").read_text())["windows"]:
+                picks.setdefault(label, {}).setdefault(window["window"], []).append(window["predictor"])
             for i, truth in enumerate(stored):
                 target = truth[first : first + steps * args.stride : args.stride]
                 frames = predicted[i].frames[: len(target)]
@@ -87,22 +94,25 @@ def measured(args, source: WellSource) -> dict[str, dict[str, list[float]]]:
                 for part, curve in curves.items():
                     for window, value in windows(curve).items():
                         rows.setdefault(f"{label}, {part}", {}).setdefault(window, []).append(value)
-    return rows
+    return rows, picks
 
 
-def report(args, source: WellSource, rows: dict, argv: list[str]) -> str:
+def report(args, source: WellSource, rows: dict, picks: dict, argv: list[str]) -> list[str]:
     commit = subprocess.run(
         ["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
     names = list(WINDOW_SLICES)
+    made = f"The data: `{args.data_command}`. " if args.data_command else ""
+    shown = " ".join(a for i, a in enumerate(argv) if "--data-command" not in argv[max(i - 1, 0) : i + 1])
+    counted = len(next(iter(next(iter(rows.values())).values())))
     lines = [
         "# What observed boundary bands change in a forecast",
         "",
-        f"> `python benchmarks/studies/forecast_boundary.py {' '.join(argv)}` at commit {commit}: {args.dataset} (axes "
+        f"> {made}`python benchmarks/studies/forecast_boundary.py {shown}` at commit {commit}: {args.dataset} (axes "
         f"periodic: {list(source.layout.periodic)}), the trajectories of its first validation file, history "
         f"{args.history}, stride {args.stride}, SOURCE `{args.source}`; the band one grid point wide at every edge. "
         "The Well's VRMSE (mean over channels), mean over the rollout starts evaluate uses and the trajectories; "
-        "*interior* leaves the band's points out.",
+        f"*interior* leaves the band's points out. {counted} forecasts per cell (rollout starts x trajectories).",
         "",
         "| forecast | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),
@@ -110,7 +120,13 @@ def report(args, source: WellSource, rows: dict, argv: list[str]) -> str:
     for label, by_window in rows.items():
         cells = [f"{sum(v) / len(v):.3g}" if (v := by_window.get(w)) else "—" for w in names]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    lines += ["", "The predictor the forecast picked per window (count over the rollout starts):", ""]
+    lines += ["| forecast | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for label, by_window in picks.items():
+        cells = [", ".join(f"{p} {by_window.get(w, []).count(p)}" for p in sorted(set(by_window.get(w, [])))) or "—"
+                 for w in names]  # fmt: skip
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -123,15 +139,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("RUNS/forecast_boundary"))
     parser.add_argument("--report", type=Path, default=ROOT / "reports" / "forecast_boundary.md")
     parser.add_argument("--imports", nargs="*", default=[], help="modules registering a user's dataset (on PYTHONPATH)")
+    parser.add_argument("--data-command", default="", help="the command that made --base, stated in the report")
     args = parser.parse_args(argv)
     source = WellSource(args.base, args.dataset, "valid")
     if all(source.layout.periodic):
         raise SystemExit(f"{args.dataset} is periodic on every axis: the band is no boundary there")
-    rows = measured(args, source)
-    text = report(args, source, rows, argv if argv is not None else sys.argv[1:])
-    args.report.write_text(text)
-    print(text)
-    (args.out / "rows.json").write_text(json.dumps(rows, indent=1))
+    rows, picks = measured(args, source)
+    lines = report(args, source, rows, picks, argv if argv is not None else sys.argv[1:])
+    (args.out / "rows.json").write_text(json.dumps({"vrmse": rows, "picks": picks}, indent=1))
+    write_keeping_reading(args.report, lines)
+    print("\n".join(lines))
+    exit_if_stale(args.report)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,11 @@ families:
   pressure follows from ``Lap p = -div N(v, p = 0)``.
 
 Other PDEs (conservative or derived quantities, walls with pressure) have no solver baseline (``supports``).
+
+Cost: on a periodic grid the derivatives read each field's spectrum, taken once per right-hand side, and the finer
+grid's state comes with its spectrum from the interpolation (``well_upao.predict.spectral_fields``); the tendency is
+projected on the kept modes; step doubling evaluates the tendency at the start once for all the sub-step counts it
+tries. The values are those of one complex transform per derivative, to round-off.
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ from well_upao.physics.pdes import PDE, Fields
 from well_upao.physics.resample import fourier_resample
 from well_upao.physics.residual import broadcast_parameters, sum_terms
 from well_upao.physics.stencils import Grid, Stencils
+from well_upao.predict.spectral_fields import (
+    SpectralFields,
+    interpolated,
+    truncated_spectrum,
+    wavenumbers,
+)
 
 
 def _is_incompressible(pde: PDE) -> bool:
@@ -68,7 +79,8 @@ class PDESolver:
             raise ValueError(f"dealias must be >= 1 (a finer grid), got {dealias}")
         derivative = "spectral" if all(grid.periodic) else "fd"
         self.grid = grid
-        self.ops = Stencils(grid, derivative)
+        # spectral: each field transformed once per right-hand side (``predict.spectral_fields``)
+        self.ops = SpectralFields(grid) if derivative == "spectral" else Stencils(grid, derivative)
         self.pde = pde
         self.incompressible = _is_incompressible(pde)
         self.tolerance = tolerance
@@ -82,37 +94,74 @@ class PDESolver:
         grid (the module docstring): evaluated on the grid ``dealias`` times finer and truncated back."""
         params = broadcast_parameters(params, next(iter(state.values())).ndim)  # (B,) -> (B, 1, ...); idempotent
         if self.dealias == 1:
-            return self._rhs(state, params)
+            try:
+                return self._rhs(state, params)
+            finally:
+                self._forget()
         shape, solver, fine = self._finer(state)
-        return {name: fourier_resample(rate, shape) for name, rate in solver._rhs(fine, params).items()}
+        try:  # the fine tendency's kept modes, projected there (the same modes: projection and truncation commute)
+            spectra = {name: truncated_spectrum(rate, shape) for name, rate in solver._rhs(fine, params, False).items()}
+        finally:
+            solver._forget()
+        if self.incompressible:
+            velocity = [name for name in ("Vx", "Vy", "Vz") if name in spectra]
+            projected = self._project_spectra([spectra[v] for v in velocity], shape)
+            spectra.update(dict(zip(velocity, projected, strict=True)))
+        axes = tuple(range(-self.grid.dims, 0))
+        return {name: torch.fft.irfftn(spectrum, s=shape, dim=axes) for name, spectrum in spectra.items()}
 
     def pressure(self, state: Fields, params: Mapping) -> torch.Tensor:
         """The pressure of an incompressible state, ``Lap p = -div N(v, p = 0)`` (zero mean), de-aliased as
         ``tendency``."""
         params = broadcast_parameters(params, next(iter(state.values())).ndim)
         if self.dealias == 1:
-            return self._pressure(state, params)
+            try:
+                return self._pressure(state, params)
+            finally:
+                self._forget()
         shape, solver, fine = self._finer(state)
-        return fourier_resample(solver._pressure(fine, params), shape)
+        try:
+            return fourier_resample(solver._pressure(fine, params), shape)
+        finally:
+            solver._forget()
+
+    def _forget(self) -> None:
+        """Drop the spectra kept while one right-hand side was evaluated (``predict.spectral_fields``)."""
+        if isinstance(self.ops, SpectralFields):
+            self.ops.forget()
 
     def _finer(self, state: Fields) -> tuple[tuple[int, ...], PDESolver, dict[str, torch.Tensor]]:
-        """The state's grid shape, the solver on the grid ``dealias`` times finer, and the state interpolated there."""
-        shape = tuple(next(iter(state.values())).shape[-self.grid.dims :])
+        """The state's grid shape, the solver on the grid ``dealias`` times finer, and the state interpolated there,
+        each field with its spectrum (``predict.spectral_fields.interpolated``); an incompressible state's pressure
+        is not interpolated (the right-hand side reads ``p = 0``: the module docstring)."""
+        dims = self.grid.dims
+        shape = tuple(next(iter(state.values())).shape[-dims:])
         fine_shape = tuple(math.ceil(n * self.dealias) for n in shape)
         if fine_shape not in self._fine:
             spacing = tuple(h * n / m for h, n, m in zip(self.grid.spacing, shape, fine_shape, strict=True))
             self._fine[fine_shape] = PDESolver(self.pde, Grid(spacing, self.grid.periodic), dealias=1)
-        return shape, self._fine[fine_shape], {name: fourier_resample(f, fine_shape) for name, f in state.items()}
+        solver, fine = self._fine[fine_shape], {}
+        for name, field in state.items():
+            if self.incompressible and name == "pressure":
+                fine[name] = field.new_zeros((*field.shape[:-dims], *fine_shape))
+                continue
+            fine[name], spectrum = interpolated(field, fine_shape)
+            solver.ops.remember(fine[name], spectrum)
+        return shape, solver, fine
 
-    def _rhs(self, state: Fields, params: Mapping) -> dict[str, torch.Tensor]:
+    def _rhs(self, state: Fields, params: Mapping, project: bool = True) -> dict[str, torch.Tensor]:
+        """``-N(u)`` on this grid (projected for incompressible flow unless ``project`` is false)."""
         if self.incompressible:
-            state = dict(state, pressure=torch.zeros_like(state["pressure"]))
+            zero = torch.zeros_like(state["pressure"])
+            if isinstance(self.ops, SpectralFields):
+                self.ops.remember(zero, None)
+            state = dict(state, pressure=zero)
         out = {}
         for equation in self.pde.equations:
             if equation.evolves is None:
                 continue
             out[equation.evolves] = -sum_terms(equation.flux(state, params, self.ops))
-        if self.incompressible:
+        if self.incompressible and project:
             velocity = [name for name in ("Vx", "Vy", "Vz") if name in out]
             projected = self._project([out[v] for v in velocity])
             out.update(dict(zip(velocity, projected, strict=True)))
@@ -139,6 +188,15 @@ class PDESolver:
         divergence = sum(k * h for k, h in zip(ks, hats, strict=True))
         return [torch.fft.ifftn(h - k * divergence / k2, dim=axes).real for k, h in zip(ks, hats, strict=True)]
 
+    def _project_spectra(self, spectra: list[torch.Tensor], shape: tuple[int, ...]) -> list[torch.Tensor]:
+        """``_project`` on ``rfftn`` spectra of fields on ``shape``: ``h - k (k . h) / |k|^2``."""
+        real = torch.float64 if spectra[0].dtype == torch.complex128 else torch.float32
+        ks = wavenumbers(shape, self.grid.spacing, real, spectra[0].device)
+        k2 = sum(k**2 for k in ks)
+        k2 = torch.where(k2 == 0, torch.ones_like(k2), k2)
+        divergence = sum(k * h for k, h in zip(ks, spectra, strict=True))
+        return [h - k * divergence / k2 for k, h in zip(ks, spectra, strict=True)]
+
     def _pressure(self, state: Fields, params: Mapping) -> torch.Tensor:
         """``Lap p = -div N(v, p = 0)`` (zero mean)."""
         dims = self.grid.dims
@@ -154,11 +212,15 @@ class PDESolver:
         return torch.fft.ifftn(p_hat, dim=axes).real
 
     # ------------------------------------------------------------------ time stepping
-    def _rk4(self, state: Fields, params: Mapping, dt: torch.Tensor, substeps: int) -> dict[str, torch.Tensor]:
+    def _rk4(
+        self, state: Fields, params: Mapping, dt: torch.Tensor, substeps: int, first: dict | None = None
+    ) -> dict[str, torch.Tensor]:
+        """``substeps`` classical RK4 steps over ``dt``; ``first``: the tendency at ``state`` when already known (step
+        doubling evaluates it once for every number of sub-steps it tries)."""
         h = dt / substeps
         state = dict(state)
-        for _ in range(substeps):
-            k1 = self.tendency(state, params)
+        for substep in range(substeps):
+            k1 = first if substep == 0 and first is not None else self.tendency(state, params)
             k2 = self.tendency({**state, **{v: state[v] + 0.5 * h * k1[v] for v in k1}}, params)
             k3 = self.tendency({**state, **{v: state[v] + 0.5 * h * k2[v] for v in k2}}, params)
             k4 = self.tendency({**state, **{v: state[v] + h * k3[v] for v in k3}}, params)
@@ -181,10 +243,11 @@ class PDESolver:
         ndim = next(iter(state.values())).ndim
         params = broadcast_parameters(params, ndim)
         dt = broadcast_parameters({"dt": dt}, ndim)["dt"]
+        first = self.tendency(state, params)  # every try starts with it
         substeps = 1
-        coarse = self._rk4(state, params, dt, substeps)
+        coarse = self._rk4(state, params, dt, substeps, first)
         while substeps < self.max_substeps:
-            fine = self._rk4(state, params, dt, 2 * substeps)
+            fine = self._rk4(state, params, dt, 2 * substeps, first)
             change = max(float((fine[k] - coarse[k]).abs().max() / (fine[k].abs().max() + 1e-12)) for k in fine)
             substeps *= 2
             coarse = fine

@@ -57,6 +57,7 @@ def logged(args, command: list[str], log: Path):
 
 def backbone(args, dataset: str) -> Path:
     """The shipped backbone on ``dataset``'s slots, saved as a checkpoint (once)."""
+    import studies.heldout_pdes  # noqa: F401  (registers the held-out sets in this process, as --imports does)
     from well_upao.quickstart import QuickstartConfig, zero_shot_checkpoint
 
     path = args.out / "backbones" / f"{dataset}.pt"

@@ -7,6 +7,7 @@ functions."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -201,6 +202,6 @@ def test_sbdf2_is_second_order_in_time():
         return simulate_active_matter(grid, parameters, psi0, times, step)["velocity"][-1]
 
     solutions = [final(0.5 / n) for n in (16, 32, 64, 128)]
-    differences = [float((coarse - fine).abs().max()) for coarse, fine in zip(solutions, solutions[1:])]
+    differences = [float((coarse - fine).abs().max()) for coarse, fine in itertools.pairwise(solutions)]
     orders = [math.log2(differences[i] / differences[i + 1]) for i in range(2)]
     assert all(abs(order - 2) < 0.15 for order in orders), (differences, orders)

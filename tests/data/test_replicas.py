@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import h5py
 import numpy as np
@@ -278,12 +279,13 @@ def test_upao_with_nslora_runs_on_each_replica_through_the_harness(replicas, tmp
 def test_evaluate_and_leaderboard_label_replica_results(replicas, tmp_path, capsys):
     out = tmp_path / "evaluation"
     args = ["evaluate", "--data", "gray_scott_reaction_diffusion", "--base-path", str(replicas), "--history", "4"]
-    assert main([*args, "--rollout-steps", "1", "--quiet", "--out", str(out)]) == 0
+    # the solver row left out: the label does not depend on the rows, and it is most of the command's time
+    assert main([*args, "--rollout-steps", "1", "--no-solver", "--quiet", "--out", str(out)]) == 0
     assert "data: replica (32x32, well-upao generate-replica v3)" in capsys.readouterr().out
     result = next(out.glob("evaluation_*.json"))
     assert main(["leaderboard", str(result)]) == 0
     board = capsys.readouterr().out
-    assert "ours: solver [data: replica (32x32" in board and "| the Well |" in board
+    assert re.search(r"ours: (persistence|extrap\d) \[data: replica \(32x32", board) and "| the Well |" in board
 
 
 def test_an_unresolved_rayleigh_benard_run_fails_fast_and_leaves_nothing(tmp_path):

@@ -272,7 +272,7 @@ def test_damaged_and_foreign_checkpoints_are_named_in_one_line(tmp_path, capsys)
             code = main(command)
             err = capsys.readouterr().err
             assert code != 0 and err.count("\n") == 1 and path.name in err and problem in err, err
-        code = main(["evaluate", str(path), "--data", "tg2d", "--quiet"])
+        code = main(["evaluate", "--no-figures", str(path), "--data", "tg2d", "--quiet"])
         err = capsys.readouterr().err
         assert code != 0 and err.count("\n") == 1 and path.name in err, err
     assert not (tmp_path / "out.pt").exists()

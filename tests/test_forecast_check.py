@@ -16,7 +16,9 @@ def record(candidates: list[str]) -> dict:
     ]  # fmt: skip
     return {
         "dataset": "heldout_allen_cahn", "stride": 1, "history": 8,
-        "forecast": {"windows": {"one_step": 0.02, "6:12": 0.28}, "cells": cells, "candidates": candidates, "steps": 12},
+        "forecast": {
+            "windows": {"one_step": 0.02, "6:12": 0.28}, "cells": cells, "candidates": candidates, "steps": 12
+        },
         "rows": {
             "persistence": {"one_step": 0.05, "6:12": 0.25}, "extrap2": {"one_step": 0.02, "6:12": 0.6},
             "extrap1": {"one_step": 0.03, "6:12": 0.5}, "backbone": {"one_step": 0.04, "6:12": 0.4},

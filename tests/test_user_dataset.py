@@ -136,7 +136,17 @@ def test_train_evaluate_report_and_resume_name_the_users_module_once(user_data, 
 
     cli = Path(sys.executable).with_name("well-upao")
     evaluate = subprocess.run(
-        [str(cli), "evaluate", str(run), "--out", str(tmp_path / "eval"), "--quiet", "--max-trajectories", "1"],
+        [
+            str(cli),
+            "evaluate",
+            "--no-figures",
+            str(run),
+            "--out",
+            str(tmp_path / "eval"),
+            "--quiet",
+            "--max-trajectories",
+            "1",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -182,7 +192,9 @@ def test_fitted_constants_of_a_users_pde_between_walls(spec_walls, tmp_path, mon
     run = harness.run_folders(tmp_path)[0]
     constants = read_checkpoint(run / "checkpoints" / "best.pt")["train"]["pde_constants"]
     assert abs(constants["kappa"] / WALLS_KAPPA - 1) < 0.01, constants
-    evaluate = run_cli("evaluate", str(run), "--out", str(tmp_path / "eval"), "--quiet", "--max-trajectories", "1")
+    evaluate = run_cli(
+        "evaluate", "--no-figures", str(run), "--out", str(tmp_path / "eval"), "--quiet", "--max-trajectories", "1"
+    )
     assert evaluate.returncode == 0, evaluate.stderr
     assert "- UPAO default fd/" in evaluate.stdout and "- lowest fd/" in evaluate.stdout
     (report,) = (tmp_path / "eval").glob("*.json")

@@ -92,7 +92,16 @@ def test_evaluate_a_dataset_without_a_pde_gives_the_classical_rows_and_says_why_
     """The plan looked the dataset's own name up as a PDE and stopped ("no PDE registered as ..."), even with
     --no-solver. Now: persistence and the extrapolations scored, no solver row, the physics cells say why."""
     out = tmp_path / "evaluation"
-    arguments = ["evaluate", "--data", "dummy_nopde", "--base-path", str(dummy_base), "--history", str(HISTORY)]
+    arguments = [
+        "evaluate",
+        "--no-figures",
+        "--data",
+        "dummy_nopde",
+        "--base-path",
+        str(dummy_base),
+        "--history",
+        str(HISTORY),
+    ]
     assert main([*arguments, "--imports", "well_dummy_dataset", "--out", str(out), "--quiet"]) == 0
     (report,) = out.glob("evaluation_dummy_nopde_*.json")
     scores = {s["name"]: s for s in json.loads(report.read_text())["scores"]}
@@ -154,7 +163,7 @@ def harness_run(dummy_base: Path, cwd: Path, monkeypatch, *selection: str) -> Pa
 
 def evaluate_run(run: Path, out: Path) -> dict:
     """``well-upao evaluate <run>``: the run knows its dataset, base path, history and data.imports."""
-    assert main(["evaluate", str(run), "--out", str(out), "--quiet"]) == 0
+    assert main(["evaluate", "--no-figures", str(run), "--out", str(out), "--quiet"]) == 0
     (report,) = out.glob("evaluation_*.json")
     return {s["name"]: s for s in json.loads(report.read_text())["scores"]}
 

@@ -278,7 +278,16 @@ def test_upao_with_nslora_runs_on_each_replica_through_the_harness(replicas, tmp
 
 def test_evaluate_and_leaderboard_label_replica_results(replicas, tmp_path, capsys):
     out = tmp_path / "evaluation"
-    args = ["evaluate", "--data", "gray_scott_reaction_diffusion", "--base-path", str(replicas), "--history", "4"]
+    args = [
+        "evaluate",
+        "--no-figures",
+        "--data",
+        "gray_scott_reaction_diffusion",
+        "--base-path",
+        str(replicas),
+        "--history",
+        "4",
+    ]
     # the solver row left out: the label does not depend on the rows, and it is most of the command's time
     assert main([*args, "--rollout-steps", "1", "--no-solver", "--quiet", "--out", str(out)]) == 0
     assert "data: replica (32x32, well-upao generate-replica v3)" in capsys.readouterr().out

@@ -59,6 +59,7 @@ def test_stride_is_applied_and_reported(small_datasets, tmp_path):
         main(
             [
                 "evaluate",
+                "--no-figures",
                 "--data",
                 "adv1d",
                 "--base-path",
@@ -86,6 +87,7 @@ def test_a_checkpoint_for_another_channel_set_is_refused(small_datasets, tmp_pat
     code = main(
         [
             "evaluate",
+            "--no-figures",
             str(ckpt),
             "--data",
             "burgers2d",
@@ -104,10 +106,13 @@ def test_missing_split_and_empty_directory_are_explained(small_datasets, tmp_pat
     base = tmp_path / "base"
     shutil.copytree(small_datasets / "adv1d", base / "adv1d")
     shutil.rmtree(base / "adv1d" / "data" / "test")
-    assert main(["evaluate", "--data", "adv1d", "--base-path", str(base), "--split", "test", "--quiet"]) != 0
+    assert (
+        main(["evaluate", "--no-figures", "--data", "adv1d", "--base-path", str(base), "--split", "test", "--quiet"])
+        != 0
+    )
     assert "no HDF5 files" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
-    assert main(["evaluate", "--data", "adv1d", "--base-path", str(tmp_path / "empty"), "--quiet"]) != 0
+    assert main(["evaluate", "--no-figures", "--data", "adv1d", "--base-path", str(tmp_path / "empty"), "--quiet"]) != 0
     assert "generate-exact" in capsys.readouterr().err
 
 
@@ -165,7 +170,7 @@ def test_an_auto_default_is_resolved_to_the_lowest_floor(small_datasets, tmp_pat
     the lowest of all), not a missing row looked up under the name "auto"."""
     out = tmp_path / "out"
     args = ["--data", "wave2d", "--base-path", str(small_datasets), "--no-solver", "--rollout-steps", "1"]
-    assert main(["evaluate", *args, "--quiet", "--out", str(out)]) == 0
+    assert main(["evaluate", "--no-figures", *args, "--quiet", "--out", str(out)]) == 0
     floor = json.loads((out / "evaluation_wave2d_valid_stride1.json").read_text())["residual_floor"]
     assert floor["default"]["chosen_by"] == "auto"
     assert floor["default"] | {"chosen_by": None} == floor["lowest"] | {"chosen_by": None}
@@ -188,10 +193,11 @@ def test_every_row_gets_the_label_free_scorecard_and_runs_show_their_guard(small
     ]  # fmt: skip
     (run / "artifacts" / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     out = tmp_path / "out"
-    args = ["evaluate", f"upao={run}", "--data", "burgers2d", "--base-path", str(small_datasets)]
+    args = ["evaluate", "--no-figures", f"upao={run}", "--data", "burgers2d", "--base-path", str(small_datasets)]
     assert main([*args, "--rollout-steps", "1", "--out", str(out), "--quiet"]) == 0
     table = capsys.readouterr().out
     assert "| residual / floor | departure from extrap2 | backtest | selection |" in table
+    assert not list(out.glob("*.png"))  # --no-figures: the JSON alone
     assert "kept start (guard); guard refused 1" in table and "kept its start: guard: floor: test reason" in table
     result = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())
     rows = {s["name"]: s for s in result["scores"]}
@@ -210,7 +216,7 @@ def test_every_row_gets_the_label_free_scorecard_and_runs_show_their_guard(small
 def test_an_impossible_device_is_refused_with_its_fix(small_datasets, tmp_path, capsys):
     path = checkpoint(tmp_path / "m.pt", "wave2d", small_datasets)
     out = tmp_path / "out"
-    base = ["evaluate", str(path), "--base-path", str(small_datasets), "--quiet", "--out", str(out)]
+    base = ["evaluate", "--no-figures", str(path), "--base-path", str(small_datasets), "--quiet", "--out", str(out)]
     assert main([*base, "--device", "gpu"]) != 0
     assert "use auto, cpu, cuda or cuda:N" in capsys.readouterr().err
     if not torch.cuda.is_available():

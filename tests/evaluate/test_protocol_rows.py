@@ -31,7 +31,22 @@ def burgers(tmp_path_factory):
 
 
 def scores(out, *arguments: str) -> dict:
-    assert main(["evaluate", *arguments, "--out", str(out), "--quiet", "--no-solver", "--rollout-steps", "1"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--no-figures",
+                *arguments,
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-solver",
+                "--rollout-steps",
+                "1",
+            ]
+        )
+        == 0
+    )
     return json.loads(next(out.glob("*.json")).read_text())
 
 

@@ -59,7 +59,9 @@ def test_evaluate_keeps_the_best_subset_and_refuses_fewer_source_channels(small_
     tg = fno_checkpoint(tmp_path / "tg.pt", "tg2d", 3)
     out = tmp_path / "out"
     common = ["--base-path", str(small_datasets), "--rollout-steps", "2", "--no-solver", "--quiet", "--out", str(out)]
-    assert main(["evaluate", "--data", "burgers2d", "--zero-shot-from", f"from tg2d={tg}", *common]) == 0
+    assert (
+        main(["evaluate", "--no-figures", "--data", "burgers2d", "--zero-shot-from", f"from tg2d={tg}", *common]) == 0
+    )
     scores = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())["scores"]
     rows = [s for s in scores if s["name"].startswith("from tg2d")]
     assert len(rows) == 1 and rows[0]["name"] == "from tg2d"
@@ -78,7 +80,9 @@ def test_evaluate_keeps_the_best_subset_and_refuses_fewer_source_channels(small_
     assert rows[0]["notes"]["source channels"] == best, scores_each
     assert rows[0]["mean_vrmse_paper"] == pytest.approx(scores_each[best], rel=1e-6)
     bg = fno_checkpoint(tmp_path / "bg.pt", "burgers2d", 2)
-    assert main(["evaluate", "--data", "tg2d", "--zero-shot-from", f"from burgers2d={bg}", *common]) == 2
+    assert (
+        main(["evaluate", "--no-figures", "--data", "tg2d", "--zero-shot-from", f"from burgers2d={bg}", *common]) == 2
+    )
     assert "no zero-shot transfer" in capsys.readouterr().err
 
 
@@ -90,7 +94,19 @@ def test_the_expected_errors_follow_the_kept_assignment(small_datasets, tmp_path
     out = tmp_path / "out"
     common = ["--base-path", str(small_datasets), "--history", "4", "--rollout-steps", "2", "--no-solver", "--quiet"]
     assert (
-        main(["evaluate", "--data", "burgers2d", "--zero-shot-from", f"from tg2d={tg}", *common, "--out", str(out)])
+        main(
+            [
+                "evaluate",
+                "--no-figures",
+                "--data",
+                "burgers2d",
+                "--zero-shot-from",
+                f"from tg2d={tg}",
+                *common,
+                "--out",
+                str(out),
+            ]
+        )
         == 0
     )
     data = json.loads((out / "evaluation_burgers2d_valid_stride1.json").read_text())

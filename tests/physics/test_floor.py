@@ -102,7 +102,17 @@ def test_the_cli_fits_and_reports_the_floor_before_and_after(tmp_path, capsys):
 
 def test_evaluate_reports_the_floor_of_the_evaluated_frames(small_datasets, tmp_path, capsys):
     out = tmp_path / "evaluation"
-    args = ["evaluate", "--data", "tg2d", "--base-path", str(small_datasets), "--rollout-steps", "0", "--quiet"]
+    args = [
+        "evaluate",
+        "--no-figures",
+        "--data",
+        "tg2d",
+        "--base-path",
+        str(small_datasets),
+        "--rollout-steps",
+        "0",
+        "--quiet",
+    ]
     assert main([*args, "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "- UPAO default fd/crank_nicolson:" in text and "- lowest spectral/" in text

@@ -66,7 +66,12 @@ def test_a_run_on_normalised_fields_evaluates_to_what_its_validation_logged(smal
     run = harness.run_folders(tmp_path)[0]
     logged = json.loads((run / "artifacts" / "metrics.jsonl").read_text().splitlines()[0])
     out = tmp_path / "evaluation"
-    assert main(["evaluate", str(run), "--out", str(out), "--quiet", "--no-solver", "--rollout-steps", "1"]) == 0
+    assert (
+        main(
+            ["evaluate", "--no-figures", str(run), "--out", str(out), "--quiet", "--no-solver", "--rollout-steps", "1"]
+        )
+        == 0
+    )
     scores = json.loads(next(out.glob("*.json")).read_text())["scores"]
     row = next(s for s in scores if s["kind"] == "model")
     assert row["notes"]["normalization"] == "ZScoreNormalization"

@@ -74,6 +74,7 @@ def test_neural_operator_baseline_trains_through_the_harness_and_is_evaluated(sm
         main(
             [
                 "evaluate",
+                "--no-figures",
                 str(folder),
                 "--data",
                 "burgers2d",

@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
         solver=not args.no_solver,
         match_solver=args.match_solver,
         out=args.out,
+        figures=not args.no_figures,
         progress=not args.quiet,
         device=args.device,
     )

@@ -255,6 +255,11 @@ def evaluate_rows(parser: argparse.ArgumentParser) -> None:
     )
     add_out(parser, "evaluation", "folder for JSON and PNG (./evaluation)")
     parser.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="write the JSON without the PNG figures (a second or more per row: for scripted evaluations)",
+    )
+    parser.add_argument(
         "--device",
         default="auto",
         help="where the model rows run: auto (CUDA when present, else the CPU), cpu, cuda or cuda:N; the classical "

@@ -107,4 +107,4 @@ def run_evaluation(
     selections = {row.name: c.selection for c, row in zip(checkpoints, rows, strict=False)}
     plan = plan_evaluation(request, source, rows, selections, [label for label, _ in transfers])
     predictors, ladder = rows_of(plan, request, rows, transfers)
-    return write_report(*score(plan, predictors, ladder, progress=request.progress), request.out)
+    return write_report(*score(plan, predictors, ladder, progress=request.progress), request.out, request.figures)

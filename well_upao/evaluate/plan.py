@@ -56,6 +56,7 @@ class EvaluationRequest:
     #: label of a row to add cost- and accuracy-matched solver rows for (``well_upao.evaluate.matched_solver``)
     match_solver: str | None = None
     out: Path | None = Path("evaluation")  # None: no JSON, no figures
+    figures: bool = True  # False: the JSON without the PNG figures
     progress: bool = True
     #: where the model rows' networks run: ``cpu``, ``cuda`` (``cuda:N``) or ``auto`` (CUDA when present); inputs,
     #: scores and the classical rows stay on the CPU

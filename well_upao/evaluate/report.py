@@ -22,12 +22,16 @@ class EvaluationReport:
     figures: list[Path] = field(default_factory=list)
 
 
-def write_report(evaluation: Evaluation, figures: FigureFrames, out: Path | None) -> EvaluationReport:
-    """The table; with ``out``, the JSON and the figures written there too."""
+def write_report(
+    evaluation: Evaluation, figures: FigureFrames, out: Path | None, draw: bool = True
+) -> EvaluationReport:
+    """The table; with ``out``, the JSON and (unless ``draw`` is false) the figures written there too."""
     table = markdown_table(evaluation)
     if out is None:
         return EvaluationReport(evaluation, table, None)
     json_path = save(evaluation, out)
+    if not draw:
+        return EvaluationReport(evaluation, table, json_path)
     paths = [plot_rollout(evaluation, out), *plot_fields(evaluation, figures, out)]
     paths += [path for path in [plot_cost_accuracy(evaluation, out), plot_expected(evaluation, out)] if path]
     return EvaluationReport(evaluation, table, json_path, paths)

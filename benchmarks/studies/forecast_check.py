@@ -71,8 +71,10 @@ def check(args, dataset: str, stride: int, history: int) -> dict:
     """One (set, stride, history): the forecast column and evaluate's rows on the same windows."""
     folder = args.out / f"{dataset}-stride{stride}-history{history}"
     model = backbone(args, dataset)
-    forecast = forecast_case(model, args.base, dataset, stride, history, folder, lambda c, log: logged(args, c, log))
-    solver = ["--no-solver"] if dataset in NO_SOLVER else []
+    solver = ["--no-solver"] if dataset in NO_SOLVER else []  # the forecast's candidates and evaluate's rows alike
+    forecast = forecast_case(
+        model, args.base, dataset, stride, history, folder, lambda c, log: logged(args, c, log), extra=tuple(solver)
+    )
     command = [*WELL_UPAO, "evaluate", f"{MODEL_ROW}={model}", "--data", dataset, "--base-path", str(args.base),
                "--history", str(history), "--stride", str(stride), "--rollout-steps", str(forecast["steps"]),
                "--out", str(folder / "evaluation"), "--quiet", *solver]  # fmt: skip

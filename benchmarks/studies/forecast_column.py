@@ -47,10 +47,12 @@ def forecast_case(
     folder: Path,
     logged: Callable[[list[str], Path], object],
     starts: int = 3,
+    extra: tuple[str, ...] = (),
 ) -> dict:
     """The column's record of one case (see the module docstring): per window the forecast's true VRMSE (mean over
     starts and trajectories), per start and window its pick, expected VRMSE and interval and true VRMSE, and the
-    forecast's cost. ``logged(command, log)`` runs a command as the study does (timed, logged)."""
+    forecast's cost. ``logged(command, log)`` runs a command as the study does (timed, logged); ``extra``: more
+    arguments of every forecast (``--no-solver``)."""
     source = WellSource(base, dataset, "valid")
     stored = [f[i].frames for f in (TrajectoryFile(p, source.kept_fields) for p in source.files) for i in range(len(f))]
     held = (min(s.shape[0] for s in stored) - 1) // stride + 1  # frames at the stride from frame 0
@@ -61,7 +63,7 @@ def forecast_case(
         out = folder / "forecast" / f"start{start}"
         command = [*WELL_UPAO, "forecast", str(run), "--input", str(base / dataset), "--split", "valid",
                    "--history", str(history), "--stride", str(stride), "--start", str(first),
-                   "--steps", str(steps), "--out", str(out), "--quiet"]  # fmt: skip
+                   "--steps", str(steps), "--out", str(out), "--quiet", *extra]  # fmt: skip
         finished = logged(command, folder / f"forecast-start{start}.log")
         cost["wall_seconds"] += finished.wall_seconds
         cost["cpu_seconds"] += finished.cpu_seconds

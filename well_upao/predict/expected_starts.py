@@ -32,13 +32,16 @@ backtests gives its curve as a one-row matrix. Per row and window (`expected_fro
   assumed.
 * **value**: ``mean_k exp(l_k)`` over the window's horizons (the observed level within the reach, the fit's past it);
   ``continued_share`` the part of it past the reach.
-* **interval** (nominal 80%): ``value * exp(+- z sigma)``, ``sigma^2 = sigma_level^2 + sigma_transfer^2``:
-  ``sigma_level = sum_k w_k sqrt(v_k)`` with ``w_k = exp(l_k) / sum exp(l)`` (the delta method for the log of the
-  mean, the horizons' errors taken as fully correlated: an upper bound), and ``sigma_transfer`` per window, the
-  history standing in for the future (a field that slows down or speeds up), the one constant fitted: on the tuned
-  sets only, the smallest that covers 80% of their cells, as split-conformal calibration takes the quantile of a
-  score on a calibration split (``benchmarks/studies/expected_rule3_study.py --phase tune``, which records the rule's
-  parameters, a hash of them and the time before a held-out cell is read).
+* **interval** (nominal 80%): ``value * exp(+- z sigma)``, ``sigma^2 = sigma_level^2 + sigma_transfer^2`` with
+  ``sigma_level = sum_k w_k sqrt(v_k + (c log(k / R))^2)`` over the window's horizons, ``w_k = exp(l_k) / sum exp(l)``
+  (the delta method for the log of the mean, the horizons' errors taken as fully correlated: an upper bound) and
+  ``log(k / R) = 0`` within the reach. Three constants, fitted on the tuned sets only, each the smallest that covers
+  80% of the cells it governs, as split-conformal calibration takes a score's quantile on a calibration split
+  (``benchmarks/studies/expected_rule3_study.py --phase tune``, which records them, a hash of them and the time before
+  a held-out cell may be read): ``sigma_transfer`` one step ahead, on the one-step cells; one ``sigma_transfer`` of the
+  rollout windows, on their cells read within the reach (the history standing in for the future: a field that slows
+  down or speeds up); then ``c``, the spread of the growth's exponent per e-fold of horizon past the reach (no power law
+  is exact: the further past the evidence, the wider), on the continued cells.
 """
 
 from __future__ import annotations

@@ -271,8 +271,9 @@ def main(argv: list[str] | None = None) -> None:
     if record["digest"] != RULE_3.digest():
         sys.exit(f"the installed RULE_3 ({RULE_3.digest()}) is not the one fixed in {record_path} "
                  f"({record['digest']}): put its constants {record['rule']} into RULE_3 first")  # fmt: skip
+    at_commit = commit()  # before the record is rewritten (the report names the commit that made it)
     record.setdefault("held_out_read", []).append(
-        {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit()}
+        {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": at_commit}
     )
     tmp = record_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# Rule 3 of the expected VRMSE: every start, fitted growth (issue 75)",
         "",
-        f"> Made {time.strftime('%Y-%m-%d')} at commit {commit()} by "
+        f"> Made {time.strftime('%Y-%m-%d')} at commit {at_commit} by "
         f"`python benchmarks/studies/expected_rule3_study.py {' '.join(sys.argv[1:] if argv is None else argv)}`; "
         f"rule 3 was fixed at {record['fixed_at']} (commit {record['commit']}, hash {record['digest']}, constants "
         f"{record['rule']}) by `... {' '.join(record['argv'])}`; held-out cells read at "

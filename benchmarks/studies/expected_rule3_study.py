@@ -226,6 +226,29 @@ def gather(args, group: str) -> list[dict]:
     return found
 
 
+def timed_evaluate(args, seconds: dict) -> str:
+    """Cost: the wall clock of ``well-upao evaluate`` of the first held-out set at history 16, stride 1 (classical rows,
+    no solver: the cheapest evaluate, so the share is an upper bound for evaluations with a model row), which now
+    computes rule 3's every-start backtests itself, against those backtests' own seconds on the same windows
+    (`dataset_cells`, this run)."""
+    import os
+
+    dataset = HELD_OUT[0]
+    folder = args.out / "timed_evaluate"
+    command = [sys.executable, "-m", "well_upao.cli", "evaluate", "--data", dataset, "--imports", "heldout_pdes",
+               "--base-path", str(args.heldout_base), "--history", "16", "--stride", "1", "--rollout-steps",
+               str(ROLLOUT), "--rollout-starts", str(STARTS), "--no-solver", "--out", str(folder),
+               "--quiet"]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks" / "studies"), OMP_NUM_THREADS="1")
+    began = time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    wall = time.perf_counter() - began
+    own = seconds[(dataset, 16, 1)]
+    return (f"Cost: `well-upao evaluate` of {dataset} (valid split, history 16, stride 1, classical rows, no solver) "
+            f"took {wall:.3g} s in this run; the every-start backtests of the same windows took {own:.3g} s "
+            f"({100 * own / wall:.2g}% of it).")  # fmt: skip
+
+
 def commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
@@ -246,6 +269,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--strides", nargs="+", type=int, default=[1, 2], help="held-out sets' strides")
     parser.add_argument("--datasets", nargs="+", help="only these datasets (a smaller study)")
     parser.add_argument("--trajectories", type=int, default=None, help="at most this many per set")
+    parser.add_argument("--time-evaluate", action="store_true",
+                        help="score: time `well-upao evaluate` (classical rows, no solver) of the first held-out "
+                             "set at history 16, stride 1, against the every-start backtests")  # fmt: skip
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     record_path = args.record
@@ -308,6 +334,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{len(seconds)} dataset x history x stride evaluations.",
         "",
     ]
+    if args.time_evaluate:
+        lines += [timed_evaluate(args, seconds), ""]
     if args.report.is_file() and "## Reading" in args.report.read_text():
         lines += ["## Reading" + args.report.read_text().split("## Reading", 1)[1]]
     tmp = args.report.with_suffix(".md.tmp")

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import torch
 
-from well_upao.predict.classical import CLASSICAL_PRIORS
+from well_upao.predict.classical import CLASSICAL_PRIORS, ClassicalPrior
 from well_upao.predict.evidence import START, backtest_curve
 from well_upao.predict.expected import SINGLE_WINDOW_SPREAD, Z_80, Expected, step_over_spread
 from well_upao.predict.windows import WINDOWS
@@ -104,22 +104,35 @@ def start_matrix(per_channel: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
     return torch.where(rho == 0, torch.zeros_like(scaled), scaled).mean(-1)
 
 
+def prior_start_matrix(prior: ClassicalPrior, window: torch.Tensor, mask: torch.Tensor, rho: torch.Tensor):
+    """A classical ``prior``'s start matrix ``(A, A)`` on one history window ``(T, *space, C)`` (``T > START``), its
+    ``rho`` ``(C_active,)`` given: the rollout from every start (module docstring)."""
+    starts = window.shape[0] - START
+    errors = torch.full((starts, starts, int(mask.bool().sum())), math.nan, dtype=torch.float64)
+    for a in range(starts):
+        part = window[None, a:]
+        errors[a, : starts - a] = backtest_curve(prior.rolled_out(part, START), part, START, mask, True)[0]
+    return start_matrix(errors, rho)
+
+
 def classical_start_matrices(window: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every classical predictor's start matrix on one history window ``(T, *space, C)`` (active channels of
     ``mask``): ``{name: (A, A)}``, ``A = T - START``; empty for a window of ``START`` frames or fewer."""
-    frames = window.shape[0]
-    if frames <= START:
+    if window.shape[0] <= START:
         return {}
-    starts = frames - START
     rho = step_over_spread(window[None], mask)[0]
-    out = {}
-    for name, prior in CLASSICAL_PRIORS.items():
-        errors = torch.full((starts, starts, int(mask.bool().sum())), math.nan, dtype=torch.float64)
-        for a in range(starts):
-            part = window[None, a:]
-            errors[a, : starts - a] = backtest_curve(prior.rolled_out(part, START), part, START, mask, True)[0]
-        out[name] = start_matrix(errors, rho)
-    return out
+    return {name: prior_start_matrix(prior, window, mask, rho) for name, prior in CLASSICAL_PRIORS.items()}
+
+
+def own_start_matrix(rolled: torch.Tensor, one_step: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """The start matrix ``(A, A)`` of a row with one rollout only (a model's, the solver's): its rollout from the
+    first ``START`` frames, step-unit errors per channel ``(K, C_active)``, as the first row, and its one-step
+    predictions of every later frame ``(A, C_active)`` as the first column; the rest unreached (``nan``)."""
+    starts = one_step.shape[0]
+    errors = torch.full((starts, starts, one_step.shape[-1]), math.nan, dtype=torch.float64)
+    errors[0, : rolled.shape[0]] = rolled.double()
+    errors[:, 0] = one_step.double()
+    return start_matrix(errors, rho)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TUNED = ("gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard", "wave2d", "advdiff2d", "burgers1d")
 HELD_OUT = ("heldout_allen_cahn", "heldout_kuramoto_sivashinsky", "heldout_swift_hohenberg")
 ROLLOUT, STARTS = 30, 3
+#: the model row of ``--model-rows``: the shipped backbone zero-shot
+MODEL_BACKBONE = "shipped_extrap2"
 GOAL_COVERAGE, GOAL_RATIO = (0.7, 0.9), (0.67, 1.5)
 
 
@@ -249,6 +251,67 @@ def timed_evaluate(args, seconds: dict) -> str:
             f"({100 * own / wall:.2g}% of it).")  # fmt: skip
 
 
+def model_cells(args) -> list[dict]:
+    """Score: ``well-upao evaluate`` of each held-out set at ``--model-histories``, stride 1, with the shipped
+    backbone zero-shot as a model row (``well_upao.quickstart.zero_shot_checkpoint``; no solver); one cell per row and
+    window from its JSON: the expected value and interval evaluate stated (rule 3, the default) and the true value."""
+    import os
+
+    from well_upao.quickstart import QuickstartConfig, zero_shot_checkpoint
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "studies"))
+    import heldout_pdes  # noqa: F401  (registers the held-out sets, as --imports does)
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks" / "studies"), OMP_NUM_THREADS="1")
+    out = []
+    for dataset in HELD_OUT:
+        backbone = args.out / "models" / f"{dataset}-{MODEL_BACKBONE}.pt"
+        if not backbone.is_file():
+            backbone.parent.mkdir(parents=True, exist_ok=True)
+            zero_shot_checkpoint(QuickstartConfig(pde=dataset, backbone=MODEL_BACKBONE), args.heldout_base, backbone)
+        for history in args.model_histories:
+            folder = args.out / "model_rows" / f"{dataset}-h{history}"
+            if not sorted(folder.glob("evaluation_*.json")):
+                command = [sys.executable, "-m", "well_upao.cli", "evaluate", f"{MODEL_BACKBONE} zero-shot={backbone}",
+                           "--data", dataset, "--imports", "heldout_pdes", "--base-path", str(args.heldout_base),
+                           "--history", str(history), "--stride", "1", "--rollout-steps", str(ROLLOUT),
+                           "--rollout-starts", str(STARTS), "--no-solver", "--out", str(folder), "--quiet"]  # fmt: skip
+                began = time.perf_counter()
+                subprocess.run(command, env=env, check=True, capture_output=True)
+                print(f"evaluate {dataset} history {history} with a model row: {time.perf_counter() - began:.0f} s")
+            data = json.loads(sorted(folder.glob("evaluation_*.json"))[0].read_text())
+            rows = {row["name"]: row for row in data["scores"]}
+            for window, estimates in data["expected"].items():
+                for name, e in estimates.items():
+                    row = rows[name]
+                    true = row["mean_vrmse_well"] if window == "one_step" else row["rollout_windows"].get(window)
+                    if true is None or not math.isfinite(true) or true <= 0:
+                        continue
+                    out.append({"dataset": dataset, "history": history, "row": name, "kind": row["kind"],
+                                "window": window, "true": true, "value": e["value"], "low": e["low"],
+                                "high": e["high"], "rule": e["rule"]})  # fmt: skip
+    return out
+
+
+def model_table(cells: list[dict]) -> list[str]:
+    lines = ["| row kind | history | window | cells | coverage (80% nominal) | below / above | median width "
+             "(high/low) | median expected / true |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for kind in ("classical", "model"):
+        for history in sorted({c["history"] for c in cells}):
+            for window in WINDOWS:
+                chosen = [c for c in cells if c["window"] == window and c["history"] == history
+                          and (c["kind"] == "model") == (kind == "model")]  # fmt: skip
+                if not chosen:
+                    continue
+                inside = sum(c["low"] <= c["true"] <= c["high"] for c in chosen)
+                below = sum(c["true"] < c["low"] for c in chosen)
+                width = statistics.median(c["high"] / c["low"] if c["low"] > 0 else math.inf for c in chosen)
+                ratio = statistics.median(c["value"] / c["true"] for c in chosen)
+                lines.append(f"| {kind} | {history} | {window} | {len(chosen)} | {100 * inside / len(chosen):.0f}% | "
+                             f"{below} / {len(chosen) - inside - below} | {width:.3g} | {ratio:.3g} |")  # fmt: skip
+    return lines
+
+
 def commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
@@ -272,6 +335,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--time-evaluate", action="store_true",
                         help="score: time `well-upao evaluate` (classical rows, no solver) of the first held-out "
                              "set at history 16, stride 1, against the every-start backtests")  # fmt: skip
+    parser.add_argument(
+        "--model-rows",
+        action="store_true",
+        help="score: evaluate the held-out sets with the shipped backbone zero-shot as a model row",
+    )
+    parser.add_argument("--model-histories", nargs="+", type=int, default=[16])
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     record_path = args.record
@@ -336,6 +405,13 @@ def main(argv: list[str] | None = None) -> None:
     ]
     if args.time_evaluate:
         lines += [timed_evaluate(args, seconds), ""]
+    if args.model_rows:
+        models = model_cells(args)
+        (args.out / "cells_models.json").write_text(json.dumps(models))
+        lines += ["## Held-out sets with a model row, as evaluate states them", "",
+                  f"`well-upao evaluate` with `{MODEL_BACKBONE}` zero-shot beside the classical rows, stride 1 (its "
+                  "JSON's expected values and intervals, rule 3, and the true values):", "",
+                  *model_table(models), ""]  # fmt: skip
     if args.report.is_file() and "## Reading" in args.report.read_text():
         lines += ["## Reading" + args.report.read_text().split("## Reading", 1)[1]]
     tmp = args.report.with_suffix(".md.tmp")

@@ -5,7 +5,9 @@ the forecast (on the history it is given).
 A classical row's backtest is the closed form of its table entry (``predict.classical``); a model row's is its own
 rollout from the window's first ``START`` frames (``predict.rollout``) and, one step ahead, its prediction of every
 later frame of the window from the true frames before it. The solver is not a candidate (it is the accuracy limit
-given the equation, not a prediction of the user's system without it).
+given the equation, not a prediction of the user's system without it). The expected error's rule 3
+(``predict.expected_starts``) reads each window's start matrix besides: a classical row's rollouts from every start
+of the window, a model row's two backtests above (``window_evidence``).
 """
 
 from __future__ import annotations

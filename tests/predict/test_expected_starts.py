@@ -23,8 +23,9 @@ import numpy as np
 import pytest
 import torch
 
-from well_upao.predict.evidence import START
-from well_upao.predict.expected import Z_80
+from well_upao.predict.classical import CLASSICAL_PRIORS
+from well_upao.predict.evidence import START, backtest_curve
+from well_upao.predict.expected import Z_80, step_over_spread
 from well_upao.predict.expected_starts import (
     RULE_3,
     Levels,
@@ -34,6 +35,7 @@ from well_upao.predict.expected_starts import (
     expected_from_starts,
     growth_fit,
     horizon_levels,
+    own_start_matrix,
 )
 
 N = 64
@@ -203,3 +205,19 @@ def test_a_curve_that_is_no_power_law_widens_its_fit_by_the_reduced_chi_square()
     assert chi2 > 1
     assert (alpha, beta) == pytest.approx(tuple(coefficients), rel=1e-9)
     assert np.allclose(cov, chi2 * 0.01 * np.linalg.inv(design.T @ design), rtol=1e-9)
+
+
+def test_a_model_rows_matrix_is_its_rollout_and_its_one_step_errors_of_the_classical_matrix():
+    """``own_start_matrix`` (a model's or the solver's evidence) from persistence's own rollout and one-step
+    backtests, as ``predict.backtests`` hands them: the first row and first column of persistence's every-start
+    matrix, nothing else reached."""
+    window = field(10, 2, 4)
+    mask = torch.ones(1)
+    full = classical_start_matrices(window, mask)["persistence"]
+    prior = CLASSICAL_PRIORS["persistence"]
+    rolled = backtest_curve(prior.rolled_out(window[None], START), window[None], START, mask, True)[0]
+    one_step = backtest_curve(prior.one_step(window[None], START), window[None], START, mask, True)[0]
+    own = own_start_matrix(rolled, one_step, step_over_spread(window[None], mask)[0])
+    assert torch.allclose(own[0], full[0], rtol=1e-12, equal_nan=True)
+    assert torch.allclose(own[:, 0], full[:, 0], rtol=1e-12)
+    assert torch.isnan(own[1:, 1:]).all()

@@ -388,8 +388,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{', '.join(r['at'] for r in record['held_out_read'])} (`{args.record}`). The script's docstring says what "
         "each number is.",
         "",
-        "Rows: persistence, extrap1, extrap2 (classical rows only: no model row in this study). Width: the interval's "
-        "high / low.",
+        "Rows: persistence, extrap1, extrap2 (classical rows; a model row only in the table of `--model-rows`). Width: "
+        "the interval's high / low.",
         "",
         "## Tuned sets",
         "",

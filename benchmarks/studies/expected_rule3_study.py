@@ -15,10 +15,13 @@ Phases, in this order (the script refuses another):
    (``well_upao/predict/expected_starts.py``) and committed with the record.
 2. ``--phase score``: refused unless ``--record`` exists and the installed ``RULE_3``'s hash is the one it
    records; then, and only then, the held-out sets (``HELD_OUT``, ``/work/data-heldout`` by default, strides 1 and
-   2) are opened, the time of that reading appended to the record, and every group's table written to ``--report``.
+   2) are opened, the time of that reading appended to the record, and every group's table written to ``--report``;
+   with ``--time-evaluate`` the cost (`timed_evaluate`), with ``--model-rows`` evaluate's own estimates with a model
+   row, the shipped backbone zero-shot (`model_cells`).
 
     python benchmarks/studies/expected_rule3_study.py --phase tune --out RUNS/rule3
-    python benchmarks/studies/expected_rule3_study.py --phase score --out RUNS/rule3 --report reports/expected_rule3.md
+    python benchmarks/studies/expected_rule3_study.py --phase score --out RUNS/rule3 --time-evaluate --model-rows \
+        --model-histories 8 16
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ from well_upao.predict.expected_starts import (
 from well_upao.predict.windows import WINDOWS, rollout_starts, window_means
 
 ROOT = Path(__file__).resolve().parents[2]
-#: the tuned sets (made by ``benchmarks/harness/study_data.py`` under ``--tuned-base``): the horizon study's
+#: the tuned sets (made by ``benchmarks/harness/study_data.py`` under ``--tuned-base``): the horizon study's but
+#: active_matter (its replica was not made for this study)
 TUNED = ("gray_scott_reaction_diffusion", "shear_flow", "rayleigh_benard", "wave2d", "advdiff2d", "burgers1d")
 HELD_OUT = ("heldout_allen_cahn", "heldout_kuramoto_sivashinsky", "heldout_swift_hohenberg")
 ROLLOUT, STARTS = 30, 3

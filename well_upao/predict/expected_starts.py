@@ -7,8 +7,9 @@ rollout from frames ``a .. a + START - 1`` predicts frames ``a + START ..`` and 
 ``K = 1 .. A - a``. In the units of ``predict.expected`` (the step-unit error of ``predict.evidence`` times the
 window's ``rho``) this is a *start matrix* ``X[a, K - 1] = x_{a,K}`` ``(A, A)``, ``nan`` where not reached
 (`start_matrix`, `classical_start_matrices`); its first row is the curve rules 1 and 2 read (one step ahead they
-already average every frame's one-step error: the matrix's first column). A model row without its every-start
-backtests gives its curve as a one-row matrix. Per row and window (`expected_from_starts`):
+already average every frame's one-step error: the matrix's first column). A model's or the solver's matrix holds the
+two backtests the pick already runs (`own_start_matrix`: its rollout from the first start as the first row, its
+one-step errors of every frame as the first column; no rollout added). Per row and window (`expected_from_starts`):
 
 * **level per horizon**: ``l_K = mean log x_{a,K}`` over every start of every history window that reaches ``K``
   (positive errors only; where half or more of the samples are zero the row expects no error at ``K``). The mean of
@@ -18,7 +19,8 @@ backtests gives its curve as a one-row matrix. Per row and window (`expected_fro
   their errors are correlated; under the model that each sample is a mean over the frames it reads (a moving
   average), the correlation is ``rho_d = max(0, 1 - d / S)`` and the ``m`` consecutive starts of one window count as
   ``n_eff = m^2 / sum_{i,j} rho_{|i-j|}`` independent samples (`effective_count`: ``1`` for ``m = 1``, about
-  ``m / S`` for ``m >> S``), not ``m``; history windows count as independent, so ``N_K = sum_w n_eff,w``. The
+  ``m / S`` for ``m >> S``), not ``m``; history windows count as independent, so ``N_K = sum_w n_eff,w`` (windows of
+  one trajectory that overlap, as evaluate's rollout windows of a short trajectory can, are then counted high). The
   level's variance is ``v_K = s_K^2 / N_K``, ``s_K`` the standard deviation of the log samples (``SINGLE_WINDOW_SPREAD``
   and ``N_K = 1`` where fewer than two). Counting the raw ``m`` would shrink the interval by adding overlapping
   windows that carry no new evidence.

@@ -221,3 +221,16 @@ def test_a_model_rows_matrix_is_its_rollout_and_its_one_step_errors_of_the_class
     assert torch.allclose(own[0], full[0], rtol=1e-12, equal_nan=True)
     assert torch.allclose(own[:, 0], full[:, 0], rtol=1e-12)
     assert torch.isnan(own[1:, 1:]).all()
+
+
+def test_a_rollout_that_diverges_ends_the_evidence_where_it_did():
+    """A first start whose rollout turns infinite at horizon 4 (a model that diverged): the reach is 3 and the window
+    is continued from there, not read as expecting no error; infinite one step ahead: no estimate."""
+    rho = rho_of(4 + 8 - 1, 0.05, 1)
+    matrix = torch.tensor([[k * rho for k in range(1, 6)]], dtype=torch.float64)
+    matrix[0, 3:] = math.inf
+    estimate = expected_from_starts([matrix], "6:12", RULE)
+    assert estimate.reach == 3 and estimate.continued_share == 1
+    assert estimate.value == pytest.approx(rho * sum(range(7, 13)) / 6, rel=1e-6)  # the power law K rho continued
+    matrix[0, 0] = math.inf
+    assert expected_from_starts([matrix], "6:12", RULE) is None

@@ -148,10 +148,17 @@ class Levels:
     count: list[float]
 
 
+def finite_reach(matrix: torch.Tensor) -> int:
+    """How many leading horizons of ``matrix``'s first row (the first start's rollout) are finite."""
+    finite = torch.isfinite(matrix[0]).tolist()
+    return finite.index(False) if False in finite else len(finite)
+
+
 def horizon_levels(matrices: Sequence[torch.Tensor], rule: StartsRule = RULE_3) -> Levels:
     """``l_K``, ``v_K``, ``s_K`` and ``N_K`` from the history windows' start matrices ``(A_w, K_w)`` (module
-    docstring), to the shortest reach ``R = min K_w``."""
-    reach = min(m.shape[1] for m in matrices)
+    docstring), to the shortest reach ``R``: the horizons every window's first start reaches with a finite error (a
+    rollout that diverged ends the evidence where it did; the first row reaches every horizon by construction)."""
+    reach = min(finite_reach(m) for m in matrices)
     out = Levels([], [], [], [])
     for k in range(1, reach + 1):
         logs, count, samples = [], 0.0, 0
@@ -222,12 +229,14 @@ class WindowParts:
 
 def window_parts(matrices: Sequence[torch.Tensor], window: str, rule: StartsRule = RULE_3) -> WindowParts | None:
     """`WindowParts` of ``window`` from the history windows' start matrices ``(A_w, K_w)``; ``None`` without a
-    finite sample."""
+    finite error one step ahead in every window's first start."""
     matrices = [m.double() for m in matrices if m.numel()]
     if not matrices:
         return None
     levels = horizon_levels(matrices, rule)
     reach = len(levels.level)
+    if reach == 0:  # no window's first start has a finite error one step ahead
+        return None
     fit = growth_fit(levels)
     first, last = WINDOWS[window]
     anchor = levels.spread[min(first, reach) - 1]

@@ -164,6 +164,7 @@ def test_evaluate_prints_and_writes_the_expected_error_beside_the_true_one(tmp_p
     persistence = expected["one_step"]["persistence"]
     assert persistence["low"] < persistence["value"] < persistence["high"]
     assert persistence["windows"] == 3 * report.evaluation.n_trajectories  # 3 history windows per trajectory
+    assert persistence["rule"] == 3  # every start, fitted growth (predict.expected_starts), the default
     assert expected["6:12"]["extrap2"]["continued_share"] == 1  # history 8 reaches step 5
     assert "How far off, without labels" in report.table
     assert "- one_step, persistence: expected " in report.table and ", true " in report.table

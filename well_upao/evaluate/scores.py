@@ -49,7 +49,7 @@ from well_upao.physics.bound import BoundResidual
 from well_upao.physics.residual import slot_fields
 from well_upao.predict.backtests import add_history_curves
 from well_upao.predict.evidence import median_curves, pick
-from well_upao.predict.expected import expected_per_window
+from well_upao.predict.expected_starts import expected_starts_per_window
 from well_upao.predict.predictors import Predictor
 from well_upao.predict.rollout import one_step_all, rollout
 from well_upao.predict.windows import WINDOWS, window_means
@@ -72,12 +72,14 @@ class RowSums:
 class PassSums:
     """What the scoring pass adds up over the trajectories: each row's ``RowSums``; each row's backtest curves on the
     history windows of the one-step targets and of the rollouts' starts (``curves``) and the same windows' curves
-    in VRMSE units (``expected``: the evidence of each row's expected error); per rollout step, how many rollouts
+    in VRMSE units (``expected``) and their start matrices (``matrices``, ``predict.expected_starts``: the evidence of
+    each row's expected error under rule 3, the default); per rollout step, how many rollouts
     reached it (``counts``); how many trajectories were scored (``trajectories``)."""
 
     rows: dict[str, RowSums]
     curves: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
     expected: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
+    matrices: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
     counts: list[int] = field(default_factory=list)
     trajectories: int = 0
 
@@ -120,7 +122,15 @@ def score(
         for p in ladder:
             score_trajectory(plan, p, sums.rows[p.name], frames, slotted, context, starts, None)
         add_history_curves(
-            sums.curves, predictors, frames, plan.history, context, starts, plan.rollout_starts, sums.expected
+            sums.curves,
+            predictors,
+            frames,
+            plan.history,
+            context,
+            starts,
+            plan.rollout_starts,
+            sums.expected,
+            sums.matrices,
         )
         if index == 0:
             figures = figure_frames(plan, frames, slotted, context, first, bounds)
@@ -157,7 +167,7 @@ def evaluation_of(
     expected = {
         window: {
             renames.get(name, name): e.as_dict()
-            for name, e in expected_per_window(sums.expected[kind], window).items()
+            for name, e in expected_starts_per_window(sums.matrices[kind], window).items()
             if name not in dropped
         }
         for window in WINDOWS

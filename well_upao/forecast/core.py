@@ -3,11 +3,12 @@
 1. the input (``forecast.inputs``): each trajectory's history, its physics, checked before anything is written;
 2. the candidates (``forecast.candidates``): the classical table's rows, the solver step where the input's PDE is
    registered and supported, and the model of ``SOURCE``;
-3. the evidence: every candidate's backtests on each history (``predict.backtests.window_curves``: a rollout from
-   the history's first frames and, one step ahead, each later frame from the true frames before it), pooled over
-   the input's trajectories by their median per horizon, as evaluate pools a split's windows; per window (one step,
-   the Well's 6:12 and 13:30) the pick (``predict.evidence.pick``) and each candidate's expected VRMSE with its
-   nominal 80% interval (``predict.expected``): the numbers evaluate states, from the history alone;
+3. the evidence: every candidate's backtests on each history (``predict.backtests.window_evidence``: a rollout from
+   the history's first frames and, one step ahead, each later frame from the true frames before it; a classical
+   candidate's rollouts from every start too), pooled over the input's trajectories by their median per horizon, as
+   evaluate pools a split's windows; per window (one step, the Well's 6:12 and 13:30) the pick
+   (``predict.evidence.pick``) and each candidate's expected VRMSE with its nominal 80% interval
+   (``predict.expected_starts``, rule 3): the numbers evaluate states, from the history alone;
 4. the rollouts: each candidate the picks use rolls out from the history alone (what its evidence measured;
    ``predict.rollout.autoregressive_frames``), and forecast step ``k`` is taken from the candidate picked for the
    window it belongs to (``predict.windows.window_of_step``: step 1; steps 2-12 with 6:12's pick; 13 onwards with
@@ -40,9 +41,9 @@ from well_upao.forecast.plots import plot_forecast
 from well_upao.forecast.results import Forecast, ForecastRequest, WindowPick
 from well_upao.models.na_transformer import T_IN
 from well_upao.physics.objective import band_index
-from well_upao.predict.backtests import window_curves
+from well_upao.predict.backtests import window_evidence
 from well_upao.predict.evidence import START, continued, median_curves, pick
-from well_upao.predict.expected import expected_per_window
+from well_upao.predict.expected_starts import expected_starts_per_window
 from well_upao.predict.predictors import Predictor, place_rows
 from well_upao.predict.rollout import autoregressive_frames
 from well_upao.predict.windows import window_of_step
@@ -70,6 +71,7 @@ class Evidence:
     def __init__(self) -> None:
         self.curves: dict[str, list[torch.Tensor]] = {}
         self.expected: dict[str, list[torch.Tensor]] = {}
+        self.matrices: dict[str, list[torch.Tensor]] = {}
         self.uniform: set[str] = set()
 
     def add(self, rows: list[Predictor], history: History, channels: list[str]) -> dict[str, list[float]]:
@@ -81,11 +83,13 @@ class Evidence:
         self.uniform |= {channels[c] for c in flat}
         if not mask.any():
             mask[:] = 1  # every channel is uniform: the VRMSE-unit curve over all of them, flagged in the notes
-        curves, expected = window_curves(rows, history.frames, history.context, solver=True, mask=mask)
+        curves, expected, matrices = window_evidence(rows, history.frames, history.context, solver=True, mask=mask)
         for name, curve in curves.items():
             self.curves.setdefault(name, []).append(curve)
         for name, curve in expected.items():
             self.expected.setdefault(name, []).append(curve)
+        for name, matrix in matrices.items():
+            self.matrices.setdefault(name, []).append(matrix)
         return {name: [float(v) for v in curve[0]] for name, curve in curves.items()}
 
     def picks(self, steps: int, forced: str | None) -> list[WindowPick]:
@@ -93,7 +97,7 @@ class Evidence:
         out = []
         for window, first, last in windows_for(steps):
             chosen, evidence = pick(medians, window)
-            expected = expected_per_window(self.expected, window)
+            expected = expected_starts_per_window(self.matrices, window)
             if forced is None and chosen is None:
                 raise ForecastError(
                     f"no candidate has a backtest on a history of this length (it needs more than {START} frames): "

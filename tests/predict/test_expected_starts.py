@@ -35,6 +35,7 @@ from well_upao.predict.expected_starts import (
     expected_from_starts,
     growth_fit,
     horizon_levels,
+    horizon_values,
     own_start_matrix,
 )
 
@@ -130,6 +131,24 @@ def test_a_field_linear_in_time_continues_exactly_as_a_power_law_and_widens_by_t
     assert one.high / one.low == pytest.approx(math.exp(2 * Z_80 * RULE.transfer["one_step"]), rel=1e-6)
     # linear extrapolation is exact on this field: no error expected
     assert expected_from_starts([classical_start_matrices(windows[0], mask)["extrap1"]], "6:12", RULE).value < 1e-9
+
+
+def test_the_per_horizon_values_are_the_closed_form_and_average_to_each_windows_value():
+    """On the field linear in time persistence errs by exactly ``K rho`` at horizon ``K`` (within the reach, read from
+    the starts; past it, the fitted power law continues it exactly); a window's value is their mean over its horizons
+    (the forecast's per-step values and its window values agree)."""
+    history, first = 8, 3
+    matrices = [classical_start_matrices(field(history, 1, first), torch.ones(1))["persistence"]]
+    rho = rho_of(first + history - 1, 0.05, 1)
+    values = horizon_values(matrices, 30, RULE)
+    assert values == pytest.approx([k * rho for k in range(1, 31)], rel=1e-9)
+    for window, (a, b) in {"one_step": (1, 1), "6:12": (7, 12), "13:30": (14, 30)}.items():
+        mean = sum(values[a - 1 : b]) / (b - a + 1)
+        assert expected_from_starts(matrices, window, RULE).value == pytest.approx(mean, rel=1e-12)
+    # negative control: on a field quadratic in time the values are not linear in K
+    quadratic = [classical_start_matrices(field(history, 2, first), torch.ones(1))["persistence"]]
+    grown = horizon_values(quadratic, 30, RULE)
+    assert grown != pytest.approx([k * grown[0] for k in range(1, 31)], rel=1e-3)
 
 
 def reference_interval(history: int, firsts: list[int], window: str, rule: StartsRule, raw: bool = False):

@@ -18,8 +18,9 @@
    windows in memory at a time), ``forecast.json`` and figures (``forecast.plots``), staged and moved into place when
    complete.
 
-The expected error per step (``per_step``) is each step's picked candidate's pooled backtest curve in VRMSE units,
-continued past its reach as the evidence is (``predict.evidence.continued``): a point value, without an interval (the
+The expected error per step (``per_step``) is rule 3's expected VRMSE of the step's picked candidate at that horizon
+(``predict.expected_starts.horizon_values``: the level of its starts' errors within the reach, the fitted power law
+past it; the values whose mean over a window is the window's expected value): a point value, without an interval (the
 intervals are calibrated per window, not per step).
 """
 
@@ -42,8 +43,8 @@ from well_upao.forecast.results import Forecast, ForecastRequest, WindowPick
 from well_upao.models.na_transformer import T_IN
 from well_upao.physics.objective import band_index
 from well_upao.predict.backtests import window_evidence
-from well_upao.predict.evidence import START, continued, median_curves, pick
-from well_upao.predict.expected_starts import expected_starts_per_window
+from well_upao.predict.evidence import START, median_curves, pick
+from well_upao.predict.expected_starts import expected_starts_per_window, horizon_values
 from well_upao.predict.predictors import Predictor, place_rows
 from well_upao.predict.rollout import autoregressive_frames
 from well_upao.predict.windows import window_of_step
@@ -70,7 +71,6 @@ class Evidence:
 
     def __init__(self) -> None:
         self.curves: dict[str, list[torch.Tensor]] = {}
-        self.expected: dict[str, list[torch.Tensor]] = {}
         self.matrices: dict[str, list[torch.Tensor]] = {}
         self.uniform: set[str] = set()
 
@@ -83,11 +83,9 @@ class Evidence:
         self.uniform |= {channels[c] for c in flat}
         if not mask.any():
             mask[:] = 1  # every channel is uniform: the VRMSE-unit curve over all of them, flagged in the notes
-        curves, expected, matrices = window_evidence(rows, history.frames, history.context, solver=True, mask=mask)
+        curves, _, matrices = window_evidence(rows, history.frames, history.context, solver=True, mask=mask)
         for name, curve in curves.items():
             self.curves.setdefault(name, []).append(curve)
-        for name, curve in expected.items():
-            self.expected.setdefault(name, []).append(curve)
         for name, matrix in matrices.items():
             self.matrices.setdefault(name, []).append(matrix)
         return {name: [float(v) for v in curve[0]] for name, curve in curves.items()}
@@ -110,15 +108,14 @@ class Evidence:
         return out
 
     def per_step(self, picks: list[WindowPick], steps: int) -> list[dict]:
-        """Each step's predictor and its expected VRMSE (the pooled VRMSE-unit median curve of the step's pick,
-        continued to ``steps``; a point value, see the module docstring)."""
-        medians = median_curves(self.expected)
+        """Each step's predictor and its expected VRMSE (rule 3's value at that horizon for the step's pick; a point
+        value, see the module docstring)."""
+        values = {name: horizon_values(matrices, steps) for name, matrices in self.matrices.items()}
         out = []
         for step in range(1, steps + 1):
             name = next(p for p in picks if p.first <= step <= p.last).predictor
-            curve = medians.get(name)
-            value = continued(curve, steps)[step - 1] if curve else math.nan
-            out.append({"step": step, "predictor": name, "expected_vrmse": value})
+            curve = values.get(name)
+            out.append({"step": step, "predictor": name, "expected_vrmse": curve[step - 1] if curve else math.nan})
         return out
 
 

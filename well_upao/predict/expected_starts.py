@@ -263,6 +263,27 @@ def window_parts(matrices: Sequence[torch.Tensor], window: str, rule: StartsRule
     return WindowParts(total / len(values), weights, errors, beyond, share, reach, anchor)
 
 
+def horizon_values(matrices: Sequence[torch.Tensor], steps: int, rule: StartsRule = RULE_3) -> list[float] | None:
+    """Rule 3's expected VRMSE at each horizon ``K = 1 .. steps`` (a point value, no interval): ``exp(l_K)`` within
+    the reach, ``exp(alpha + beta log K)`` past it, the values whose mean over a window's horizons is the window's
+    value (`window_parts`); ``None`` where `window_parts` has no estimate."""
+    matrices = [m.double() for m in matrices if m.numel()]
+    if not matrices:
+        return None
+    levels = horizon_levels(matrices, rule)
+    reach = len(levels.level)
+    if reach == 0:
+        return None
+    fit = growth_fit(levels)
+    if fit is None:  # no error expected at any reached horizon
+        return [0.0] * steps
+    (alpha, beta), _ = fit
+    return [
+        math.exp(levels.level[k - 1]) if k <= reach else math.exp(alpha + beta * math.log(k))
+        for k in range(1, steps + 1)
+    ]
+
+
 def log_sigma(parts: WindowParts, window: str, rule: StartsRule = RULE_3) -> float:
     """``sigma`` of rule 3's interval (module docstring): the level's part, each continued horizon's error widened by
     the rule's ``slope`` spread per e-fold past the reach, and the transfer spread."""

@@ -14,8 +14,8 @@ Phases, in this order (the script refuses another):
    ``reports/expected_rule3_fixed.json``); nothing held out is opened. The constants are then put into ``RULE_3``
    (``well_upao/predict/expected_starts.py``) and committed with the record.
 2. ``--phase score``: refused unless ``--record`` exists and the installed ``RULE_3``'s hash is the one it
-   records; then, and only then, the held-out sets (``HELD_OUT``, ``/work/data-heldout`` by default, strides 1 and
-   2) are opened, the time of that reading appended to the record, and every group's table written to ``--report``;
+   records; then, and only then, the held-out sets (``HELD_OUT`` under ``--heldout-base``, strides 1 and 2) are
+   opened, the time of that reading appended to the record, and every group's table written to ``--report``;
    with ``--time-evaluate`` the cost (`timed_evaluate`), with ``--model-rows`` evaluate's own estimates with a model
    row, the shipped backbone zero-shot (`model_cells`).
 
@@ -331,7 +331,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--record", type=Path, default=Path("reports/expected_rule3_fixed.json"),
                         help="the rule's constants, hash, times of fixing and of held-out readings")  # fmt: skip
     parser.add_argument("--tuned-base", type=Path, default=Path("outputs/ee/datasets"))
-    parser.add_argument("--heldout-base", type=Path, default=Path("/work/data-heldout"))
+    parser.add_argument(
+        "--heldout-base", type=Path, help="the held-out sets' folder (heldout_sets.py --out); the score phase's"
+    )
     parser.add_argument("--histories", nargs="+", type=int, default=[8, 16, 32])
     parser.add_argument("--strides", nargs="+", type=int, default=[1, 2], help="held-out sets' strides")
     parser.add_argument("--datasets", nargs="+", help="only these datasets (a smaller study)")
@@ -370,6 +372,11 @@ def main(argv: list[str] | None = None) -> None:
     if record["digest"] != RULE_3.digest():
         sys.exit(f"the installed RULE_3 ({RULE_3.digest()}) is not the one fixed in {record_path} "
                  f"({record['digest']}): put its constants {record['rule']} into RULE_3 first")  # fmt: skip
+    if not tuned_path.is_file():  # checked before the reading is recorded: a failed start reads nothing
+        sys.exit(f"no {tuned_path}: run --phase tune with this --out first")
+    if args.heldout_base is None or not args.heldout_base.is_dir():
+        sys.exit(f"--heldout-base {args.heldout_base}: give the held-out sets' folder (heldout_sets.py --out)")
+    tuned = json.loads(tuned_path.read_text())
     at_commit = commit()  # before the record is rewritten (the report names the commit that made it)
     record.setdefault("held_out_read", []).append(
         {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": at_commit}
@@ -377,7 +384,6 @@ def main(argv: list[str] | None = None) -> None:
     tmp = record_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
     tmp.replace(record_path)
-    tuned = json.loads(tuned_path.read_text())
     held = gather(args, "held-out")
     (args.out / "cells_heldout.json").write_text(json.dumps(held))
     cells = tuned + held

@@ -101,6 +101,9 @@ def report(args, source: WellSource, rows: dict, picks: dict, argv: list[str]) -
     commit = subprocess.run(
         ["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "well_upao", "benchmarks"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()  # fmt: skip
+    commit += " (with uncommitted changes)" if dirty else ""
     names = list(WINDOW_SLICES)
     made = f"The data: `{args.data_command}`. " if args.data_command else ""
     shown = " ".join(a for i, a in enumerate(argv) if "--data-command" not in argv[max(i - 1, 0) : i + 1])

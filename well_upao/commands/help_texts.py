@@ -33,7 +33,7 @@ EVALUATE = """\
     as the Well's benchmark tables report them: the mean VRMSE over the predicted steps 6:12 and 13:30
     (counted from 0), "not held" where the trajectories are too short. Prints a markdown table, writes
     JSON and PNG figures (truth / prediction / error / PDE residual; error vs rollout step with the
-    windows marked) to --out.
+    windows marked) to --out (--no-figures: the JSON alone).
 
     A run folder (or checkpoint) knows its dataset, base path, stride and history, and the modules its
     data.imports named: flags override them.

@@ -16,8 +16,8 @@ For every trajectory (read whole, at the plan's time stride):
 * the solver ladder (``well_upao.evaluate.matched_solver``), when given, on the same trajectories and windows, with
   the VRMSEs and timings only;
 * per window (one step, 6:12, 13:30), the row the label-free evidence would trust (``predict.evidence``) and each
-  row's expected VRMSE with an interval (``predict.expected``), from backtests on the history windows the rows
-  predict from;
+  row's expected VRMSE with an interval (rule 3, ``predict.expected_starts``), from backtests from every start of the
+  history windows the rows predict from;
 * for the figures, the first trajectory at its middle predicted frame: truth, every row's prediction and its
   ``|R_k|`` under the plan's discretisation, the table's (``FigureFrames``).
 

@@ -323,7 +323,7 @@ def commit() -> str:
     return done.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
-def main(argv: list[str] | None = None) -> None:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--phase", choices=["tune", "score"], required=True)
     parser.add_argument("--out", type=Path, default=Path("outputs/rule3"))
@@ -347,25 +347,35 @@ def main(argv: list[str] | None = None) -> None:
         help="score: evaluate the held-out sets with the shipped backbone zero-shot as a model row",
     )
     parser.add_argument("--model-histories", nargs="+", type=int, default=[16])
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    return parser.parse_args(argv)
+
+
+def write_record(record: dict, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(path)
+
+
+def tune(args: argparse.Namespace, argv: list[str]) -> None:
+    """Phase 1: the tuned sets' cells, the fitted rule and its record (refused after a held-out reading)."""
     record_path = args.record
-    tuned_path = args.out / "cells_tuned.json"
-    if args.phase == "tune":
-        if record_path.is_file() and "held_out_read" in json.loads(record_path.read_text()):
-            sys.exit(f"{record_path} records a held-out reading already: tuning again would tune after it; "
-                     "use a new --out")  # fmt: skip
-        cells = gather(args, "tuned")
-        tuned_path.write_text(json.dumps(cells))
-        rule = fitted_rule(cells)
-        record = {"rule": dataclasses.asdict(rule), "digest": rule.digest(),
-                  "fixed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit(),
-                  "tuned_cells": len(cells), "argv": sys.argv[1:] if argv is None else argv}  # fmt: skip
-        tmp = record_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1))
-        tmp.replace(record_path)
-        print(json.dumps(record, indent=1))
-        return
+    if record_path.is_file() and "held_out_read" in json.loads(record_path.read_text()):
+        sys.exit(f"{record_path} records a held-out reading already: tuning again would tune after it; "
+                 "use a new --out")  # fmt: skip
+    cells = gather(args, "tuned")
+    (args.out / "cells_tuned.json").write_text(json.dumps(cells))
+    rule = fitted_rule(cells)
+    record = {"rule": dataclasses.asdict(rule), "digest": rule.digest(),
+              "fixed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit(),
+              "tuned_cells": len(cells), "argv": argv}  # fmt: skip
+    write_record(record, record_path)
+    print(json.dumps(record, indent=1))
+
+
+def opened_reading(args: argparse.Namespace) -> tuple[dict, list[dict], str]:
+    """Phase 2's checks (the record exists, its hash is the installed rule's, the tuned cells and the held-out folder
+    are there), then the reading's time appended to the record: (record, tuned cells, commit)."""
+    record_path, tuned_path = args.record, args.out / "cells_tuned.json"
     if not record_path.is_file():
         sys.exit(f"no {record_path}: run --phase tune first (the rule is fixed before a held-out cell is read)")
     record = json.loads(record_path.read_text())
@@ -381,9 +391,13 @@ def main(argv: list[str] | None = None) -> None:
     record.setdefault("held_out_read", []).append(
         {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": at_commit}
     )
-    tmp = record_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1))
-    tmp.replace(record_path)
+    write_record(record, record_path)
+    return record, tuned, at_commit
+
+
+def score(args: argparse.Namespace, argv: list[str]) -> None:
+    """Phase 2: the held-out cells under the recorded rule and the report."""
+    record, tuned, at_commit = opened_reading(args)
     held = gather(args, "held-out")
     (args.out / "cells_heldout.json").write_text(json.dumps(held))
     cells = tuned + held
@@ -392,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
         "# Rule 3 of the expected VRMSE: every start, fitted growth (issue 75)",
         "",
         f"> Made {time.strftime('%Y-%m-%d')} at commit {at_commit} by "
-        f"`python benchmarks/studies/expected_rule3_study.py {' '.join(sys.argv[1:] if argv is None else argv)}`; "
+        f"`python benchmarks/studies/expected_rule3_study.py {' '.join(argv)}`; "
         f"rule 3 was fixed at {record['fixed_at']} (commit {record['commit']}, hash {record['digest']}, constants "
         f"{record['rule']}) by `... {' '.join(record['argv'])}`; held-out cells read at "
         f"{', '.join(r['at'] for r in record['held_out_read'])} (`{args.record}`). The script's docstring says what "
@@ -428,6 +442,13 @@ def main(argv: list[str] | None = None) -> None:
     tmp.write_text("\n".join(lines))
     tmp.replace(args.report)
     print(f"wrote {args.report} ({len(cells)} cells)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    shown = sys.argv[1:] if argv is None else argv
+    (tune if args.phase == "tune" else score)(args, shown)
 
 
 if __name__ == "__main__":

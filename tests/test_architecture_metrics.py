@@ -39,6 +39,19 @@ def clumped(pde, params, ops, scheme):
     assert not architecture_metrics.is_clumped(next(architecture_metrics.functions(plain)))
 
 
+def test_the_clump_counts_dims_as_the_number_of_spatial_dimensions_only():
+    """``dims`` with ``pde`` and ``dt`` is the physics' clump where it is the number of spatial dimensions (an
+    ``int``, or not annotated); ``dims`` annotated with ``str`` names stored axes (``write_dataset``'s) and is not."""
+    for signature, clumped in (
+        ("pde, dims, dt", True),
+        ("pde, dims: int, dt: float", True),
+        ("data, pde: Any = None, dims: str | Sequence[str] | None = None, dt: float | None = None", False),
+        ("pde, dims: str, dt, params", True),
+    ):
+        function = next(architecture_metrics.functions(ast.parse(f"def f({signature}):\n    pass\n")))
+        assert architecture_metrics.is_clumped(function) == clumped, signature
+
+
 def test_the_formatting_count_sees_a_skip():
     assert architecture_metrics.unformatted_lines("x = 1  # fmt: skip\ny = 2\n# fmt: off\n") == [1, 3]
     assert architecture_metrics.unformatted_lines("x = 1  # a comment about fmt\n") == []

@@ -4,7 +4,9 @@
   ``fit_discretised``, ``dataset_defaults``) outside ``physics/``;
 * calls that rebuild the physics: ``Stencils(...)`` and ``.resolve_parameters(...)``;
 * functions taking three or more of ``pde, params, ops, scheme, dims, dt``, or a PDE and a ``Stencils`` together
-  (by annotation, or the parameter names ``pde`` and ``ops``): the argument clump;
+  (by annotation, or the parameter names ``pde`` and ``ops``): the argument clump (``dims`` the number of spatial
+  dimensions: a ``dims`` annotated with ``str``, the names of stored axes as ``write_dataset`` takes them, is not
+  the clump's);
 * statements of ``run_evaluation`` after its ``score(...)`` call, the return excepted;
 * ``trainers/upao.py``'s lines; the methods of ``UpaoLoss`` and ``TrainingLoss`` with those of their in-package base
   classes; functions or classes named for the guard in ``physics/``;
@@ -267,7 +269,7 @@ def parameter_names(function: ast.FunctionDef) -> list[tuple[str, str]]:
 
 def is_clumped(function: ast.FunctionDef) -> bool:
     params = parameter_names(function)
-    names = {n for n, _ in params}
+    names = {n for n, a in params if not (n == "dims" and "str" in a)}  # axes' names are not the physics' dims
     if len(names & CLUMP) >= 3:
         return True
     has_pde = any(n == "pde" or a.split(".")[-1] in ("PDE", "PDE | None") for n, a in params)

@@ -52,12 +52,10 @@ def forecast_case(
     starts and trajectories), per start and window its pick, expected VRMSE and interval and true VRMSE, and the
     forecast's cost. ``logged(command, log)`` runs a command as the study does (timed, logged)."""
     source = WellSource(base, dataset, "valid")
-    files = [TrajectoryFile(path, source.kept_fields) for path in source.files]
-    stored = [f[i].frames for f in files for i in range(len(f))]
-    frames = min(s.shape[0] for s in stored)
-    held = (frames - 1) // stride + 1  # frames at the stride from frame 0
+    stored = [f[i].frames for f in (TrajectoryFile(p, source.kept_fields) for p in source.files) for i in range(len(f))]
+    held = (min(s.shape[0] for s in stored) - 1) // stride + 1  # frames at the stride from frame 0
     steps = min(LONGEST_WINDOW_END, held - history)
-    cells, totals, cost = [], {}, {"wall_seconds": 0.0, "cpu_seconds": 0.0}
+    cells, cost, candidates = [], {"wall_seconds": 0.0, "cpu_seconds": 0.0}, []
     for start in rollout_starts(held, history, steps, starts):
         first = (start + history) * stride  # the stored frame of forecast step 1
         out = folder / "forecast" / f"start{start}"
@@ -67,39 +65,49 @@ def forecast_case(
         finished = logged(command, folder / f"forecast-start{start}.log")
         cost["wall_seconds"] += finished.wall_seconds
         cost["cpu_seconds"] += finished.cpu_seconds
-        document = json.loads((out / "forecast.json").read_text())
-        predicted = TrajectoryFile(out / "forecast.hdf5")
-        per_trajectory = []
-        for index, truth in enumerate(stored):
-            target = truth[first : first + steps * stride : stride]
-            dims = target.dim() - 2
-            per_trajectory.append(true_windows(predicted[index].frames[: len(target)], target, dims))
-        for window in document["windows"]:
-            name = window["window"]
-            values = [t[name] for t in per_trajectory if name in t]
-            if not values:
-                continue
-            true = sum(values) / len(values)
-            totals.setdefault(name, []).append(true)
-            expected = window["expected_vrmse"] or {}
-            low, high = expected.get("low"), expected.get("high")
-            cells.append({
-                "start": start,
-                "window": name,
-                "predictor": window["predictor"],
-                "expected": expected.get("value"),
-                "low": low,
-                "high": high,
-                "true": true,
-                "covered": None if low is None else bool(low <= true <= high),
-            })  # fmt: skip
+        cells += start_cells(out, stored, start, first, steps, stride)
+        candidates = json.loads((out / "forecast.json").read_text())["candidates"]
+    totals: dict[str, list[float]] = {}
+    for cell in cells:
+        totals.setdefault(cell["window"], []).append(cell["true"])
     return {
         "windows": {name: sum(values) / len(values) for name, values in totals.items()},
         "cells": cells,
+        "candidates": candidates,
         "steps": steps,
         "trajectories": len(stored),
         "cost": {key: round(value, 1) for key, value in cost.items()},
     }
+
+
+def start_cells(out: Path, stored: list[torch.Tensor], start: int, first: int, steps: int, stride: int) -> list[dict]:
+    """One start's cells: per window the forecast's pick, expected VRMSE and interval (``out/forecast.json``) and its
+    true VRMSE (``out/forecast.hdf5`` against the stored frames from ``first``), the mean over the trajectories."""
+    document = json.loads((out / "forecast.json").read_text())
+    predicted = TrajectoryFile(out / "forecast.hdf5")
+    per_trajectory = []
+    for index, truth in enumerate(stored):
+        target = truth[first : first + steps * stride : stride]
+        per_trajectory.append(true_windows(predicted[index].frames[: len(target)], target, target.dim() - 2))
+    cells = []
+    for window in document["windows"]:
+        values = [t[window["window"]] for t in per_trajectory if window["window"] in t]
+        if not values:
+            continue
+        true = sum(values) / len(values)
+        expected = window["expected_vrmse"] or {}
+        low, high = expected.get("low"), expected.get("high")
+        cells.append({
+            "start": start,
+            "window": window["window"],
+            "predictor": window["predictor"],
+            "expected": expected.get("value"),
+            "low": low,
+            "high": high,
+            "true": true,
+            "covered": None if low is None else bool(low <= true <= high),
+        })  # fmt: skip
+    return cells
 
 
 def coverage(cells: list[dict]) -> float:

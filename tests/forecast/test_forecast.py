@@ -249,3 +249,13 @@ def test_a_channel_without_spatial_spread_is_left_out_of_the_expected_error(grow
     torch.testing.assert_close(masked["persistence"], alone["persistence"])
     _, unmasked = window_curves(rows, with_flat, None)
     assert not torch.allclose(unmasked["persistence"], alone["persistence"])
+
+
+def test_a_solver_over_its_budget_is_left_out_and_said_so(growth, tmp_path):
+    """The growing mode's PDE has a solver step: a candidate within the budget; with a budget of 0 s every prediction
+    is over it, and the notes say why the solver is not a candidate (negative control: no budget keeps it)."""
+    kept = forecast(request(growth, tmp_path / "kept", solver=True, solver_budget=None, steps=2))
+    assert "solver" in kept.candidates
+    dropped = forecast(request(growth, tmp_path / "dropped", solver=True, solver_budget=0.0, steps=2))
+    assert "solver" not in dropped.candidates
+    assert any("over the budget of 0 s (--solver-budget)" in note for note in dropped.notes)

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
         boundary=args.boundary,
         max_trajectories=args.max_trajectories,
         solver=not args.no_solver,
+        solver_budget=args.solver_budget,
         device=args.device,
         progress=not args.quiet,
     )
@@ -32,5 +33,7 @@ def run(args: argparse.Namespace) -> int:
     except (ForecastError, CheckpointError, FileNotFoundError, KeyError) as error:
         raise CommandError(str(error).strip("'\"")) from error
     print(result.summary())
+    for note in result.notes[1:]:  # the first says what the evidence is: the JSON keeps it
+        print(f"note: {note}")
     print(f"\nwrote {result.hdf5}, {result.json} and {len(result.figures)} figures ({result.seconds:.1f} s)")
     return 0

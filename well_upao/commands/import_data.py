@@ -8,6 +8,7 @@ import argparse
 from well_upao.commands.options import CommandError
 from well_upao.data.datasets import DATASETS
 from well_upao.data.importing import write_dataset
+from well_upao.physics.discretisation import pde_for_dataset
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,8 +59,6 @@ def run(args: argparse.Namespace) -> int:
 def _pde(args: argparse.Namespace):
     """The PDE whose parameters and variables the import checks: ``--pde`` (a PDE or a dataset registered by
     ``--imports``), else the registered dataset's, else none."""
-    from well_upao.physics import pde_for_dataset
-
     if args.pde is None:
         spec = DATASETS.get(args.name)
         return None if spec is None or spec.pde is None else pde_for_dataset(args.name, required=False)

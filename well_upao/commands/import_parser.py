@@ -37,6 +37,7 @@ def frame_range(text: str) -> slice:
 
 
 def import_arrays(sub) -> None:
+    """``well-upao import SOURCE --dataset NAME``: the source, the dataset, then the options in three groups."""
     parser = command(
         sub,
         "import",
@@ -53,6 +54,14 @@ def import_arrays(sub) -> None:
         help="the dataset's name (its folder; data.well_dataset_name)",
     )
     add_out(parser, "datasets", DATASETS_OUT)
+    _variable_options(parser)
+    _axis_options(parser)
+    _split_options(parser)
+    add_overwrite_and_quiet(parser, "replace an existing dataset directory", "no progress bar")
+
+
+def _variable_options(parser: argparse.ArgumentParser) -> None:
+    """The group "which variable is what": which variable of the source is a field, a vector's component, a scalar."""
     what = parser.add_argument_group("which variable is what")
     what.add_argument("--fields", nargs="+", metavar="VAR", help="the fields (default: every variable over time)")
     what.add_argument("--rename", nargs="+", type=key_value, default=[], metavar="OLD=NEW", help="rename variables")
@@ -81,6 +90,11 @@ def import_arrays(sub) -> None:
         help="a per-trajectory constant (the PDE's parameter, by the PDE's name): a variable, or one value for all",
     )
     what.add_argument("--varying-scalar", nargs="+", default=[], metavar="VAR", help="a scalar given per frame")
+
+
+def _axis_options(parser: argparse.ArgumentParser) -> None:
+    """The group "axes, grid and time": which stored axis is which, the grid's spacing or coordinates, the boundaries,
+    the time and the frames."""
     axes = parser.add_argument_group("axes, grid and time")
     axes.add_argument(
         "--dims", nargs="+", metavar="AXIS", help="the axes of .npz arrays in their stored order, e.g. time y x"
@@ -113,6 +127,10 @@ def import_arrays(sub) -> None:
         "--time-unit", help="unit of the time (s, min, h, day, ...): needed to read dates; recorded in the files"
     )
     axes.add_argument("--frames", type=frame_range, metavar="START:STOP", help="keep these stored frames only")
+
+
+def _split_options(parser: argparse.ArgumentParser) -> None:
+    """The group "slots, PDE and splits": the channels' slots, the PDE to check, the split and the files."""
     model = parser.add_argument_group("slots, PDE and splits")
     model.add_argument(
         "--slots",
@@ -130,4 +148,3 @@ def import_arrays(sub) -> None:
     )
     model.add_argument("--seed", type=int, default=42, help="seed of the split's permutation (42)")
     model.add_argument("--traj-per-file", type=int, help="trajectories per HDF5 file (default: ~512 MB files)")
-    add_overwrite_and_quiet(parser, "replace an existing dataset directory", "no progress bar")

@@ -293,6 +293,12 @@ def forecast(sub) -> None:
         "at every step (its interior is not read)",
     )
     parser.add_argument("--no-solver", action="store_true", help="leave the solver step out of the candidates")
+    parser.add_argument(
+        "--solver-budget",
+        type=float,
+        default=10.0,
+        help="seconds one solver prediction may take for the solver to stay a candidate (default 10)",
+    )
     add_max_trajectories(parser, None)
     add_out(parser, "forecast", "folder for forecast.hdf5, forecast.json and the figures (./forecast)")
     parser.add_argument("--device", default="auto", help="where a model runs: auto, cpu, cuda or cuda:N")

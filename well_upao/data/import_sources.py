@@ -1,5 +1,5 @@
 """Where a user's arrays come from: a mapping of arrays, an ``.npz`` file, an xarray ``Dataset``, a netCDF or zarr
-file, gathered into the fields, scalars, time and coordinates ``well_upao.data.import_arrays`` plans from.
+file, gathered into the fields, scalars, time and coordinates ``well_upao.data.import_plan`` plans from.
 
 * **``.npz``** (``open_npz``): members saved uncompressed (``np.savez``) are memory-mapped, so a trajectory is read
   from disk when it is written and an archive larger than memory streams; compressed members
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from well_upao.data.import_arrays import DIM_SYNONYMS, TIME, TRAJECTORY, ImportInputError
+from well_upao.data.import_arrays import TIME, TRAJECTORY, ImportInputError, our_name
 from well_upao.data.well_format import AXIS_NAMES
 
 NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf")
@@ -135,68 +135,96 @@ def gather(
     """The fields, scalars, time and coordinates of ``data`` (a mapping of arrays, an xarray ``Dataset`` or a path),
     by the rules of the module docstring. A scalar or coordinate given as a string names a variable of ``data``;
     ``None`` as a scalar's value reads the variable of that name."""
-    description = "arrays"
-    if isinstance(data, str | Path):
-        description = f"{Path(data).name}"
-        data, kind = open_source(data)
-        description += f" ({kind})"
-    elif is_xarray_dataset(data):
-        description = "an xarray Dataset"
-    named = is_xarray_dataset(data)
-    variables: dict[str, Any] = (
-        {str(k): data[k] for k in [*data.data_vars, *data.coords]} if named else {str(k): data[k] for k in data}
-    )
-    rename = dict(rename or {})
-    missing = sorted(set(rename) - set(variables))
-    if missing:
-        raise ImportInputError(f"--rename names {missing[0]!r}, which is not in the data ({', '.join(variables)})")
-    variables = {rename.get(k, k): v for k, v in variables.items()}
-    claimed: set[str] = set()
-
-    def take(name: str, role: str):
-        if name not in variables:
-            raise ImportInputError(f"{role} {name!r} is not in the data (variables: {', '.join(variables)})")
-        claimed.add(name)
-        return variables[name]
-
+    data, description = _opened(data)
+    pool = _Variables.of(data, rename)
     found = Gathered(fields={}, description=description)
-    if time is not None:
-        found.times = np.asarray(take(time, "the time variable"))
-    elif not named:
-        for candidate in ("time", "t"):
-            if candidate in variables and np.ndim(variables[candidate]) == 1:
-                found.times = np.asarray(take(candidate, "the time variable"))
-                break
-    for axis, value in dict(coordinates or {}).items():
-        found.coordinates[axis] = np.asarray(take(value, f"the {axis} coordinate") if isinstance(value, str) else value)
-    if not named:
-        for axis in AXIS_NAMES:
-            if axis not in found.coordinates and axis in variables and np.ndim(variables[axis]) == 1:
-                found.coordinates[axis] = np.asarray(take(axis, "coordinate"))
+    found.times = _time(pool, time)
+    found.coordinates = _coordinates(pool, coordinates)
     for target, given in (("scalars", scalars), ("varying_scalars", varying_scalars)):
         for name, value in dict(given or {}).items():
             if value is None or isinstance(value, str):
-                value = np.asarray(take(name if value is None else value, "scalar"))
+                value = np.asarray(pool.take(name if value is None else value, "scalar"))
             getattr(found, target)[name] = value
     for name, parts in dict(vectors or {}).items():
         if not 1 <= len(parts) <= 3:
             raise ImportInputError(f"--vector {name}: give one variable per axis (x, y[, z]), got {list(parts)}")
-        found.fields[name] = {AXIS_NAMES[k]: take(part, "vector component") for k, part in enumerate(parts)}
+        found.fields[name] = {AXIS_NAMES[k]: pool.take(part, "vector component") for k, part in enumerate(parts)}
     dims = dict(dim_names or {})
-    if named:
-        claimed |= {str(c) for c in data.coords}
-        _classify_scalars(variables, claimed, found, dims, fields)
-    chosen = list(fields) if fields is not None else [n for n in variables if n not in claimed]
+    if pool.named:
+        pool.claimed |= {str(c) for c in data.coords}
+        _classify_scalars(pool.variables, pool.claimed, found, dims, fields)
+    chosen = list(fields) if fields is not None else [n for n in pool.variables if n not in pool.claimed]
     for name in chosen:
-        value = take(name, "field")
-        if fields is None and not _changes_in_time(value, named, dims):
+        value = pool.take(name, "field")
+        if fields is None and not _changes_in_time(value, pool.named, dims):
             continue
         found.fields[name] = value
     return found
 
 
+def _opened(data: Any) -> tuple[Any, str]:
+    """``data`` with a path opened (``open_source``), and a description of where it came from."""
+    if isinstance(data, str | Path):
+        opened, kind = open_source(data)
+        return opened, f"{Path(data).name} ({kind})"
+    return data, "an xarray Dataset" if is_xarray_dataset(data) else "arrays"
+
+
+@dataclass
+class _Variables:
+    """The variables of the data by their names after ``rename``, and those already given a role (``claimed``)."""
+
+    variables: dict[str, Any]
+    named: bool  # an xarray Dataset (its variables carry dimension names)
+    claimed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, data: Any, rename: Mapping[str, str] | None) -> _Variables:
+        """The variables of a mapping or an xarray ``Dataset`` (its data variables and coordinates), renamed."""
+        named = is_xarray_dataset(data)
+        keys = [*data.data_vars, *data.coords] if named else list(data)
+        variables = {str(k): data[k] for k in keys}
+        rename = dict(rename or {})
+        missing = sorted(set(rename) - set(variables))
+        if missing:
+            raise ImportInputError(f"--rename names {missing[0]!r}, which is not in the data ({', '.join(variables)})")
+        return cls({rename.get(k, k): v for k, v in variables.items()}, named)
+
+    def take(self, name: str, role: str) -> Any:
+        """The variable ``name``, claimed for ``role`` (refused, naming the variables, where there is none)."""
+        if name not in self.variables:
+            raise ImportInputError(f"{role} {name!r} is not in the data (variables: {', '.join(self.variables)})")
+        self.claimed.add(name)
+        return self.variables[name]
+
+
+def _time(pool: _Variables, time: str | None) -> Any:
+    """The time variable: ``time`` by name, else (arrays only) a one-dimensional ``time`` or ``t``, else ``None``."""
+    if time is not None:
+        return np.asarray(pool.take(time, "the time variable"))
+    if not pool.named:
+        for candidate in ("time", "t"):
+            if candidate in pool.variables and np.ndim(pool.variables[candidate]) == 1:
+                return np.asarray(pool.take(candidate, "the time variable"))
+    return None
+
+
+def _coordinates(pool: _Variables, coordinates: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Each axis's coordinates: given (values, or a variable's name), else (arrays only) a one-dimensional variable
+    named for the axis."""
+    found = {}
+    for axis, value in dict(coordinates or {}).items():
+        found[axis] = np.asarray(pool.take(value, f"the {axis} coordinate") if isinstance(value, str) else value)
+    if not pool.named:
+        for axis in AXIS_NAMES:
+            if axis not in found and axis in pool.variables and np.ndim(pool.variables[axis]) == 1:
+                found[axis] = np.asarray(pool.take(axis, "coordinate"))
+    return found
+
+
 def _our_dims(value: Any, dims: Mapping[str, str]) -> tuple[str, ...]:
-    return tuple(dims.get(str(d), DIM_SYNONYMS.get(str(d), str(d))) for d in value.dims)
+    """A named variable's dimensions by our names (``import_arrays.our_name``)."""
+    return tuple(our_name(str(d), dims) for d in value.dims)
 
 
 def _changes_in_time(value: Any, named: bool, dims: Mapping[str, str]) -> bool:

@@ -8,7 +8,7 @@ prior: then that prior is the model row's prediction), a well-upao checkpoint fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from well_upao.data.source import WellSource
@@ -34,6 +34,11 @@ class Candidates:
     model: str | None
     run: dict
     pde: PDE | None
+    #: what the notes say of the candidates: one left out and why, a run's row that predicts with a kept prior
+    notes: list[str] = field(default_factory=list)
+    #: whether the solver step was left out for its cost (``--solver-budget``), or not asked for (``--no-solver``)
+    solver_over_budget: bool = False
+    solver_asked: bool = True
 
     def named(self, name: str) -> Predictor:
         """The row ``name`` (``model``: the model row), refused with the names there are."""
@@ -125,4 +130,11 @@ def candidates(source: str, given: ForecastInput, solver: bool = True) -> Candid
     row = model_row(source, checkpoint, given)
     pde = pde_for_dataset(given.dataset, required=False)
     rows = classical_predictors(pde, given.grid, solver=solver) + ([row] if row is not None else [])
-    return Candidates(rows, None if row is None else row.name, settings, pde)
+    found = Candidates(rows, None if row is None else row.name, settings, pde, solver_asked=solver)
+    selection = checkpoint.selection if checkpoint is not None else {}
+    if selection.get("kept_prior"):
+        found.notes.append(
+            f"the run's best.pt keeps the prior {selection.get('kept_prior_name')} (its guard found training did not "
+            f"beat it: {selection.get('kept_prior_reason')}): the model row {row.name} predicts with it"
+        )
+    return found

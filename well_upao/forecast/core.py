@@ -119,16 +119,22 @@ class Evidence:
 
 
 def band_imposer(
-    boundary: Path | None, given: ForecastInput, history: History
+    boundary: Path | None, given: ForecastInput, history: History, slot: int
 ) -> Callable[[int, torch.Tensor], torch.Tensor]:
     """``impose(k, frame)``: forecast step ``k``'s frame ``(1, *space, C)`` with the observed boundary band of that
-    step (width ``BAND_WIDTH``, gathered by index from the boundary file: no interior point is read); the frame itself
-    without ``boundary``."""
+    step (width ``BAND_WIDTH``, gathered by index from trajectory ``slot`` of the boundary file, the forecast's
+    ``slot``-th trajectory: no interior point is read); the frame itself without ``boundary``."""
     if boundary is None:
         return lambda k, frame: frame
-    observed = TrajectoryFile(boundary, given.files[0].fields)[history.index]
-    if list(TrajectoryFile(boundary, given.files[0].fields).channels) != given.channels:
+    observations = TrajectoryFile(boundary, given.files[0].fields)
+    if list(observations.channels) != given.channels:
         raise ForecastError(f"--boundary {boundary} holds other channels than the input: give the same fields")
+    if slot >= len(observations):
+        raise ForecastError(
+            f"--boundary {boundary} holds {len(observations)} trajectories; the forecast has more: give one per "
+            "forecast trajectory, in the input's order"
+        )
+    observed = observations[slot]
     space = tuple(history.frames.shape[1:-1])
     index = band_index(space, BAND_WIDTH)
     first = 0 if given.start is None else given.start
@@ -191,7 +197,7 @@ def forecast(request: ForecastRequest) -> Forecast:
                 total=given.n_trajectories * request.steps, desc="forecast", unit="step", disable=not request.progress
             )
             for slot, history in enumerate(given.histories()):
-                frames = roll_trajectory(rows, picks, history, given, request)
+                frames = roll_trajectory(rows, picks, history, given, request, slot)
                 for step, frame in enumerate(frames, 1):
                     writer.write(slot, history, step, frame[0])
                     bar.update()
@@ -226,19 +232,45 @@ def prepared(request: ForecastRequest) -> tuple[ForecastInput, Candidates]:
         place_rows(rows.rows, request.device)
     except ValueError as error:
         raise ForecastError(str(error)) from error
-    next(iter(given.histories()))  # the first history read and checked before anything is written
+    first = next(iter(given.histories()))  # the first history read and checked before anything is written
+    within_budget(rows, first, request)
     return given, rows
 
 
+def within_budget(rows: Candidates, history: History, request: ForecastRequest) -> None:
+    """Leave the solver step out of the candidates (said in the notes) when one prediction of it takes longer than
+    ``request.solver_budget`` seconds: its backtests and rollout take about ``2 (H - 3) + steps`` predictions a
+    trajectory (a stiff PDE can make one prediction take minutes); ``--predictor solver`` keeps it whatever it costs."""
+    solver = next((row for row in rows.rows if row.kind == "solver"), None)
+    if solver is None or request.predictor == solver.name or request.solver_budget is None:
+        return
+    started = time.perf_counter()
+    solver.predict(history.frames[None], history.context)
+    seconds = time.perf_counter() - started
+    solver.seconds, solver.calls = 0.0, 0
+    if seconds > request.solver_budget:
+        rows.rows.remove(solver)
+        rows.solver_over_budget = True
+        rows.notes.append(
+            f"the solver step took {seconds:.1f} s for one prediction, over the budget of {request.solver_budget:g} s "
+            f"(--solver-budget): left out of the candidates (--predictor solver keeps it)"
+        )
+
+
 def roll_trajectory(
-    rows: Candidates, picks: list[WindowPick], history: History, given: ForecastInput, request: ForecastRequest
+    rows: Candidates,
+    picks: list[WindowPick],
+    history: History,
+    given: ForecastInput,
+    request: ForecastRequest,
+    slot: int = 0,
 ) -> Iterator[torch.Tensor]:
     """The forecast frames of one trajectory, step by step: each candidate a pick uses rolls out in lockstep from the
     history, as long as it is used; each step takes the frame of its window's pick."""
     last_use: dict[str, int] = {}
     for p in picks:
         last_use[p.predictor] = max(last_use.get(p.predictor, 0), p.last)
-    impose = band_imposer(request.boundary, given, history)
+    impose = band_imposer(request.boundary, given, history, slot)
     streams = {name: rolled_out(rows.named(name), history, steps, impose) for name, steps in last_use.items()}
     for step in range(1, request.steps + 1):
         frames = {name: next(stream) for name, stream in streams.items() if step <= last_use[name]}
@@ -265,9 +297,12 @@ def notes_of(given: ForecastInput, rows: Candidates, evidence: Evidence) -> list
             f"channels {sorted(evidence.uniform)} have no spatial spread in a history's last frame: their VRMSE "
             "would divide by the Well's epsilon alone, so the expected VRMSE leaves them out"
         )
+    notes += rows.notes
     if rows.pde is None:
         notes.append(f"no PDE is registered for {given.dataset!r}: no solver candidate")
-    elif not any(r.kind == "solver" for r in rows.rows):
+    elif not rows.solver_asked:
+        notes.append("the solver step was not asked for (--no-solver)")
+    elif not any(r.kind == "solver" for r in rows.rows) and not rows.solver_over_budget:
         notes.append(f"the solver step does not support {rows.pde.name} on this grid: no solver candidate")
     dropped = [e.name for e in given.files[0].entries if e.time_varying and e not in given.files[0].varying_entries]
     if dropped:

@@ -18,7 +18,7 @@ class ForecastRequest:
     (the history ends before it) instead of after the file's last frame; ``predictor``: one candidate for every step
     instead of the pick; ``boundary``: a Well file of observed boundary bands at the forecast's frames (indexed as the
     input's); ``max_trajectories``: the input's first trajectories only; ``solver``: the solver step is a
-    candidate where the PDE has one."""
+    candidate where the PDE has one, and one of its predictions takes at most ``solver_budget`` seconds."""
 
     source: str
     input: Path
@@ -33,6 +33,8 @@ class ForecastRequest:
     boundary: Path | None = None
     max_trajectories: int | None = None
     solver: bool = True
+    #: seconds one prediction of the solver step may take for it to stay a candidate (``None``: any)
+    solver_budget: float | None = 10.0
     device: str = "auto"
     progress: bool = True
     figures: bool = True

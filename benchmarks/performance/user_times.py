@@ -386,7 +386,8 @@ def write_json(path: Path, record: dict) -> None:
     tmp.replace(path)
 
 
-def record_of(command: UserCommand, runs: list[dict], script_argv: list[str]) -> dict:
+def record_of(command: UserCommand, runs: list[dict], script_argv: list[str], made: dict) -> dict:
+    """The record of ``command``'s ``runs``; ``made``: :func:`made_at` read before the first run."""
     return {
         "name": command.name,
         "page": command.page,
@@ -396,7 +397,7 @@ def record_of(command: UserCommand, runs: list[dict], script_argv: list[str]) ->
         "runs": runs,
         **summary(runs),
         "machine": machine(),
-        "made": made_at(),
+        "made": made,
         "made_by": shown([sys.executable, "benchmarks/performance/user_times.py", *script_argv]),
     }
 
@@ -724,7 +725,8 @@ def main(argv: list[str] | None = None) -> None:
                     PREPARATIONS[name](out / "shared", env)
                 if not recorded:
                     print(f"{command.name}: {shlex.join(command.argv)}", flush=True)
-                    write_json(path, record_of(command, measure(command, out, env), script_argv))
+                    made = made_at()  # the commit measured at, read before the runs
+                    write_json(path, record_of(command, measure(command, out, env), script_argv, made))
                 if command.name in args.profile:
                     record = json.loads(path.read_text())
                     write_json(path, record | {"profile": profile(command, out, env)})

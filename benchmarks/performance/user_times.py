@@ -554,7 +554,8 @@ def measured_line(record: dict) -> str:
     commit = record["made"]["commit"][:7] + (" (dirty)" if record["made"]["dirty"] else "")
     return (
         f"| `{record['name']}` | {record['page']} | {record['wall_seconds']:.1f} | {minutes(record['wall_seconds'])}"
-        f" | {record['cpu_seconds']:.1f} | {record['cpu_seconds'] / record['wall_seconds']:.2f} | "
+        f" | {record['cpu_seconds']:.1f} | {minutes(record['cpu_seconds'])} | "
+        f"{record['cpu_seconds'] / record['wall_seconds']:.2f} | "
         f"{record['peak_rss_mb']:.0f} | {record['repeats']} | {load[0]:.2f}-{load[1]:.2f} | {commit} |"
     )
 
@@ -594,9 +595,9 @@ def report_lines(found: dict[str, dict], commands: tuple[UserCommand, ...] | Non
         "these were measured: a load average above the core count means a run waited for a core, so its wall "
         "seconds are above what the same machine gives it alone (CPU / wall below the threads it could use).",
         "",
-        "| command | documented in | wall (s) | wall (min) | CPU (s) | CPU / wall | peak memory (MB) | runs | "
-        "load average | commit |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| command | documented in | wall (s) | wall (min) | CPU (s) | CPU (min) | CPU / wall | peak memory (MB) | "
+        "runs | load average | commit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *(measured_line(r) for r in measured),
         "",
         "The commands as run (each in a fresh folder; what it reads made beforehand, untimed):",
@@ -627,8 +628,8 @@ def report_lines(found: dict[str, dict], commands: tuple[UserCommand, ...] | Non
         lines += [
             "## The quickstart's time",
             "",
-            f"`well-upao quickstart` took {minutes(q['wall_seconds'])} minutes wall ({q['cpu_seconds']:.0f} CPU "
-            f"seconds) at commit {q['made']['commit'][:7]}, load average {q['load'][0]:.2f}-{q['load'][1]:.2f} on "
+            f"`well-upao quickstart` took {minutes(q['wall_seconds'])} minutes wall ({minutes(q['cpu_seconds'])} CPU "
+            f"minutes) at commit {q['made']['commit'][:7]}, load average {q['load'][0]:.2f}-{q['load'][1]:.2f} on "
             f"{q['machine']['cores']} cores. The README, docs/index.md, docs/getting-started.md, docs/commands.md "
             "and the command's `--help` state this time (tests/test_user_times.py checks they agree with this "
             "table).",

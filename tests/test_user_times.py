@@ -39,7 +39,7 @@ def test_a_childs_wall_cpu_and_peak_memory_are_measured_with_its_own_children(tm
         assert run["cpu_seconds"] >= 0.4  # the grandchild's loop counts (the quickstart's harness runs are children)
         assert run["cpu_seconds"] <= run["wall_seconds"] - 0.45  # the sleep does not
         assert run["peak_rss_mb"] >= 200
-        assert run["load_before"] >= 0 and run["load_after"] >= 0
+        assert run["load_before"] >= 0 and run["load_after"] >= 0 and run["load_mean"] >= 0
     once = user_times.measure(fake(), tmp_path, user_times.environment(), repeat_under=0.5)
     assert len(once) == 1  # over the repeat limit: once
 
@@ -60,8 +60,11 @@ def test_the_summary_is_the_median_of_each_count_the_highest_peak_and_the_loads_
         "cpu_seconds": 2.0,
         "peak_rss_mb": 700,
         "load": [1.5, 4.0],
+        "load_mean": None,  # not sampled in these runs
         "repeats": 3,
     }
+    sampled = [r | {"load_mean": mean} for r, mean in zip(runs, (2.0, 3.0, 7.0), strict=True)]
+    assert user_times.summary(sampled)["load_mean"] == 4.0
 
 
 def test_one_optimizer_step_is_the_difference_of_the_two_step_counts_over_their_steps():

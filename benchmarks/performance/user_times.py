@@ -62,6 +62,8 @@ REPEATS = 3
 FEW_STEPS, MORE_STEPS = 4, 24
 #: entries of a profile kept in the record (by own time; and the package's functions by cumulative time)
 PROFILE_ENTRIES = 12
+#: seconds between two readings of the load average while a command runs
+LOAD_SAMPLE = 5.0
 #: the README's UPAO run of wave2d, as its evaluate and forecast name it
 README_RUN = "experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0"
 YOUR_DATA = ROOT / "docs" / "your-data.md"
@@ -269,25 +271,37 @@ class CommandFailed(RuntimeError):
     pass
 
 
-def timed_run(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> dict:
+def timed_run(argv: list[str], cwd: Path, env: dict[str, str], log: Path, sample_every: float = LOAD_SAMPLE) -> dict:
     """Run ``argv`` in ``cwd`` with its output in ``log``: wall seconds, the CPU seconds (user, system) and peak
-    resident MB of the child and the processes it waited for, its exit code, the 1-minute load average around it."""
+    resident MB of the child and the processes it waited for, its exit code, and the 1-minute load average before,
+    after and every ``sample_every`` seconds while it runs (their mean: ``load_mean``)."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    load_before = os.getloadavg()[0]
+    loads = [os.getloadavg()[0]]
     start = time.perf_counter()
     with open(log, "w") as stream:
         child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=stream, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(child.pid, 0)
+        sampled = start
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid == child.pid:
+                break
+            time.sleep(0.05)
+            if time.perf_counter() - sampled >= sample_every:
+                loads.append(os.getloadavg()[0])
+                sampled = time.perf_counter()
     wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    loads.append(os.getloadavg()[0])
     return {
         "wall_seconds": round(wall, 3),
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
         "user_seconds": round(usage.ru_utime, 3),
         "system_seconds": round(usage.ru_stime, 3),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes
-        "returncode": os.waitstatus_to_exitcode(status),
-        "load_before": round(load_before, 2),
-        "load_after": round(os.getloadavg()[0], 2),
+        "returncode": child.returncode,
+        "load_before": round(loads[0], 2),
+        "load_after": round(loads[-1], 2),
+        "load_mean": round(statistics.fmean(loads), 2),
     }
 
 
@@ -341,6 +355,10 @@ def summary(runs: list[dict]) -> dict:
             min(min(r["load_before"], r["load_after"]) for r in runs),
             max(max(r["load_before"], r["load_after"]) for r in runs),
         ],
+        # the mean of the readings during the runs (records made before it was sampled: None)
+        "load_mean": round(statistics.fmean(r["load_mean"] for r in runs), 2)
+        if all("load_mean" in r for r in runs)
+        else None,
         "repeats": len(runs),
     }
 
@@ -550,13 +568,15 @@ def quickstart_minutes(report_text: str) -> str | None:
 
 
 def measured_line(record: dict) -> str:
-    load = record["load"]
+    low, high = record["load"]
+    mean = record.get("load_mean")
+    load = f"{low:.2f}-{high:.2f}" if mean is None else f"{mean:.2f} ({low:.2f}-{high:.2f})"
     commit = record["made"]["commit"][:7] + (" (dirty)" if record["made"]["dirty"] else "")
     return (
         f"| `{record['name']}` | {record['page']} | {record['wall_seconds']:.1f} | {minutes(record['wall_seconds'])}"
         f" | {record['cpu_seconds']:.1f} | {minutes(record['cpu_seconds'])} | "
         f"{record['cpu_seconds'] / record['wall_seconds']:.2f} | "
-        f"{record['peak_rss_mb']:.0f} | {record['repeats']} | {load[0]:.2f}-{load[1]:.2f} | {commit} |"
+        f"{record['peak_rss_mb']:.0f} | {record['repeats']} | {load} | {commit} |"
     )
 
 
@@ -585,7 +605,7 @@ def report_lines(found: dict[str, dict], commands: tuple[UserCommand, ...] | Non
         "Every command of the README and the docs' recipes at the settings they show, each run as a user runs it: "
         "one whole process in a fresh folder, three times and the median kept when it takes under a minute, once "
         "otherwise. Wall seconds; CPU seconds (user + system) and peak resident memory of the process and every "
-        "process it waited for; the 1-minute load average before and after each run. Written by "
+        "process it waited for; the 1-minute load average before, during (every 5 s) and after each run. Written by "
         "`python benchmarks/performance/user_times.py --report-only` from the records in `reports/user_times/` "
         "(one per command, each with its runs, its commit and the command that made it: "
         + ", ".join(f"`{m}`" for m in makers)
@@ -596,7 +616,7 @@ def report_lines(found: dict[str, dict], commands: tuple[UserCommand, ...] | Non
         "seconds are above what the same machine gives it alone (CPU / wall below the threads it could use).",
         "",
         "| command | documented in | wall (s) | wall (min) | CPU (s) | CPU (min) | CPU / wall | peak memory (MB) | "
-        "runs | load average | commit |",
+        "runs | load average: mean while running (before-after) | commit |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         *(measured_line(r) for r in measured),
         "",

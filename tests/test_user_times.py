@@ -126,3 +126,18 @@ def test_the_report_states_the_records_times_and_names_what_is_not_measured():
     assert "`python benchmarks/performance/user_times.py --out RUNS/user_times --only evaluate-shear_flow`" in text
     assert readings.machine_paths(text) == []
     assert user_times.quickstart_minutes(text.replace("| `quickstart` |", "| `other` |")) is None
+
+
+def test_a_profile_names_the_function_that_spends_the_time(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "busy.py").write_text(
+        "import time\n\n\ndef spin():\n    total = 0\n    for i in range(10**7):\n        total += i\n\n\n"
+        "def idle():\n    time.sleep(0.1)\n\n\nspin()\nidle()\n"
+    )
+    command = user_times.UserCommand("busy", "tests", ("python", "-m", "busy"), links=("busy.py",))
+    found = user_times.profile(command, tmp_path, user_times.environment())
+    top = found["own"][0]
+    assert top["function"].endswith("busy.py:4(spin)") and top["own_seconds"] >= 0.2  # ten million additions
+    own = [entry["own_seconds"] for entry in found["own"]]
+    assert own == sorted(own, reverse=True) and found["wall_seconds"] >= top["own_seconds"] + 0.1

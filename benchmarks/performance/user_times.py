@@ -7,8 +7,9 @@ timed three times and the median kept when it takes under a minute (:data:`REPEA
 * wall seconds, and CPU seconds (user + system) and peak resident memory of the child and every process it waited
   for (``os.wait4``'s resource usage: the same counts as ``resource.getrusage(RUSAGE_CHILDREN)``'s deltas, per child,
   with the peak of that child's tree rather than of every child this script ever had);
-* the machine's 1-minute load average before and after each run, its CPU model and core count: on a shared machine
-  a run waits for a core whenever the load is above the core count, so wall and CPU seconds differ;
+* the machine's 1-minute load average before, during (every :data:`LOAD_SAMPLE` seconds) and after each run, its CPU
+  model and core count: on a shared machine a run waits for a core whenever the load is above the core count, so
+  its wall seconds grow while its CPU seconds stay about the same;
 * the commit measured at and the exact command line that made the record.
 
 Preparations a command needs (a dataset, a trained run, the your-data recipe's arrays and module) are made once,
@@ -19,9 +20,10 @@ prepares the setting's data and its two runs as ``benchmarks/studies/what_you_ge
 
 Resumable per command: a record is ``reports/user_times/<name>.json``, and a command whose record exists is not run
 again (``--force`` reruns). The heavy commands (the quickstart, the what-you-get evaluations, generate-replica, the
-suite) run only when ``--only`` names them or with ``--all``. ``--profile NAME ...`` runs a command once more under
-cProfile and keeps its top entries (where the time goes) in its record. The report, ``reports/user_times.md``, is
-written from the records alone after every invocation (``--report-only``: only that).
+suite) run only when ``--only`` names them or with ``--all``. ``--profile NAME ...`` runs those commands once more
+under cProfile (measuring them first where they have no record) and keeps the top entries, where the time goes, in
+their records; the processes a command starts (the quickstart's harness runs) are not in its profile. The report,
+``reports/user_times.md``, is written from the records alone after every invocation (``--report-only``: only that).
 
     python benchmarks/performance/user_times.py --list
     python benchmarks/performance/user_times.py --out RUNS/user_times                      # the light commands
@@ -31,7 +33,6 @@ written from the records alone after every invocation (``--report-only``: only t
 from __future__ import annotations
 
 import argparse
-import cProfile  # noqa: F401  (the profiler the --profile runs start: python -m cProfile)
 import datetime
 import json
 import os
@@ -704,12 +705,18 @@ def report_lines(found: dict[str, dict], commands: tuple[UserCommand, ...] | Non
 
 
 def chosen(args: argparse.Namespace) -> list[UserCommand]:
+    """The commands ``--only`` names (else the light ones, all with ``--all``), and those ``--profile`` names."""
     if args.only:
         unknown = [name for name in args.only if name not in BY_NAME]
         if unknown:
             raise SystemExit(f"error: unknown command(s) {', '.join(unknown)}; --list shows the names")
-        return [BY_NAME[name] for name in args.only]
-    return [c for c in COMMANDS if args.all or not c.heavy]
+        names = list(args.only)
+    else:
+        names = [c.name for c in COMMANDS if args.all or not c.heavy]
+    unknown = [name for name in args.profile if name not in BY_NAME]
+    if unknown:
+        raise SystemExit(f"error: unknown command(s) {', '.join(unknown)} to profile; --list shows the names")
+    return [BY_NAME[name] for name in dict.fromkeys([*names, *args.profile])]
 
 
 def main(argv: list[str] | None = None) -> None:

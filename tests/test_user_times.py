@@ -5,6 +5,7 @@ records; and every place that states the quickstart's time states the report's."
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -141,3 +142,68 @@ def test_a_profile_names_the_function_that_spends_the_time(tmp_path):
     assert top["function"].endswith("busy.py:4(spin)") and top["own_seconds"] >= 0.2  # ten million additions
     own = [entry["own_seconds"] for entry in found["own"]]
     assert own == sorted(own, reverse=True) and found["wall_seconds"] >= top["own_seconds"] + 0.1
+
+
+# ---------------------------------------------------------------------------------------------------- the docs
+
+#: a time stated in minutes: "6.1 minutes", "4-10 min", "4 to 10 minutes", "~10 min"
+STATED = re.compile(r"(\d+(?:\.\d+)?(?:\s*(?:-|to)\s*\d+(?:\.\d+)?)?)\s*min(?:utes?)?\b")
+#: the pages and texts that state the quickstart's time
+QUICKSTART_PAGES = ("README.md", "docs/index.md", "docs/getting-started.md", "docs/commands.md")
+
+
+def units(text: str) -> list[str]:
+    """A page's sentences (a paragraph's lines joined) and, in a table, its rows."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        if paragraph.lstrip().startswith("|"):
+            found += paragraph.splitlines()
+        else:
+            found += re.split(r"(?<=[.!?])\s+(?=[A-Z`(\[])", " ".join(paragraph.split()))
+    return found
+
+
+def quickstart_time_problems(text: str, minutes: str) -> list[str]:
+    """Each sentence or table row that names the quickstart and states a time in minutes other than ``minutes``;
+    and a note when none states it."""
+    stated = [(unit, STATED.findall(unit)) for unit in units(text) if "quickstart" in unit.lower()]
+    stated = [(unit, times) for unit, times in stated if times]
+    problems = [
+        f"states {times} instead of {minutes}: {unit[:160]}" for unit, times in stated if set(times) != {minutes}
+    ]
+    return problems if stated else ["states no quickstart time"]
+
+
+def test_the_time_check_sees_a_stale_or_missing_statement():
+    assert quickstart_time_problems("Run the quickstart (6.1 minutes on two cores).", "6.1") == []
+    assert quickstart_time_problems("Run `well-upao quickstart` (4-10 minutes on two cores).", "6.1") != []
+    assert quickstart_time_problems("| `well-upao quickstart` | the main job (~10 min) |", "6.1") != []
+    assert quickstart_time_problems("The quickstart takes a while.", "6.1") == ["states no quickstart time"]
+    two = "The quickstart took 6.1 minutes. In older runs the quickstart took 9.2-10.2 minutes."
+    assert len(quickstart_time_problems(two, "6.1")) == 1
+
+
+def reported_quickstart_minutes() -> str:
+    minutes = user_times.quickstart_minutes((ROOT / "reports" / "user_times.md").read_text())
+    assert minutes is not None, "reports/user_times.md has no quickstart row: measure it (--only quickstart)"
+    return minutes
+
+
+@pytest.mark.parametrize("page", QUICKSTART_PAGES)
+def test_each_page_states_the_quickstart_time_of_the_report(page):
+    problems = quickstart_time_problems((ROOT / page).read_text(), reported_quickstart_minutes())
+    assert not problems, "\n".join(problems)
+
+
+def test_the_quickstarts_help_and_docstring_state_the_time_of_the_report():
+    import argparse
+
+    import well_upao.quickstart
+    from well_upao.cli import build_parser
+
+    minutes = reported_quickstart_minutes()
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (listed,) = [a.help for a in commands._choices_actions if a.dest == "quickstart"]  # `well-upao --help`'s line
+    own = commands.choices["quickstart"].description  # `well-upao quickstart --help`
+    for text in (f"quickstart: {listed}", own, well_upao.quickstart.__doc__.split("\n\n")[0]):
+        assert not quickstart_time_problems(text, minutes), text

@@ -1,4 +1,5 @@
-"""``well-upao quickstart``: the project's main job in one command (about 10 minutes on two CPU cores).
+"""``well-upao quickstart``: the project's main job in one command (98.9 minutes on two shared CPU
+cores, reports/user_times.md).
 
 1. generate a small exact dataset (``wave2d`` by default) and train at time stride 5, where extrapolating the
    history fails (see the classical baselines in any `well-upao evaluate` table);

@@ -39,9 +39,9 @@ one-step errors of every frame as the first column; no rollout added). Per row a
   (the delta method for the log of the mean, the horizons' errors taken as fully correlated: an upper bound) and
   ``log(k / R) = 0`` within the reach. Three constants, fitted on the tuned sets only, each the smallest that covers
   80% of the cells it governs, as split-conformal calibration takes a score's quantile on a calibration split
-  (the tune phase of ``benchmarks/studies/expected_rule3_study.py``, which records them, a hash of them and the time before
-  a held-out cell may be read): ``sigma_transfer`` one step ahead, on the one-step cells; one ``sigma_transfer`` of the
-  rollout windows, on their cells read within the reach (the history standing in for the future: a field that slows
+  (the tune phase of ``benchmarks/studies/expected_rule3_study.py``, which records them, a hash of them and the time
+  before a held-out cell may be read): ``sigma_transfer`` one step ahead, on the one-step cells; one
+  ``sigma_transfer`` of the rollout windows, on their cells read within the reach (the history standing in for the future: a field that slows
   down or speeds up); then ``c``, the spread of the growth's exponent per e-fold of horizon past the reach (no power law
   is exact: the further past the evidence, the wider), on the continued cells.
 """
@@ -84,8 +84,9 @@ class StartsRule:
 
 
 #: fixed on the tuned sets before a held-out cell was read: the tune phase of
-#: ``benchmarks/studies/expected_rule3_study.py`` (its record names the command) at 36180aa on 2026-11-28 (135 cells of six tuned sets at histories 8, 16 and
-#: 32; the record, with its hash and time: ``reports/expected_rule3_fixed.json``)
+#: ``benchmarks/studies/expected_rule3_study.py`` (its record names the command) at 36180aa on 2026-11-28 (135
+#: cells of six tuned sets at histories 8, 16 and 32; the record, with its hash and time:
+#: ``reports/expected_rule3_fixed.json``)
 RULE_3 = StartsRule(3, {"one_step": 0.132, "6:12": 0.401, "13:30": 0.401}, slope=0.604)
 
 

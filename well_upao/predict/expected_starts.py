@@ -38,12 +38,12 @@ one-step errors of every frame as the first column; no rollout added). Per row a
   ``sigma_level = sum_k w_k sqrt(v_k + (c log(k / R))^2)`` over the window's horizons, ``w_k = exp(l_k) / sum exp(l)``
   (the delta method for the log of the mean, the horizons' errors taken as fully correlated: an upper bound) and
   ``log(k / R) = 0`` within the reach. Three constants, fitted on the tuned sets only, each the smallest that covers
-  80% of the cells it governs, as split-conformal calibration takes a score's quantile on a calibration split
-  (the tune phase of ``benchmarks/studies/expected_rule3_study.py``, which records them, a hash of them and the time
-  before a held-out cell may be read): ``sigma_transfer`` one step ahead, on the one-step cells; one
-  ``sigma_transfer`` of the rollout windows, on their cells read within the reach (the history standing in for the future: a field that slows
-  down or speeds up); then ``c``, the spread of the growth's exponent per e-fold of horizon past the reach (no power law
-  is exact: the further past the evidence, the wider), on the continued cells.
+  80% of the cells it governs, as split-conformal calibration takes a score's quantile on a calibration split (the
+  tune phase of ``benchmarks/studies/expected_rule3_study.py``, which records them, a hash of them and the time before
+  a held-out cell may be read): ``sigma_transfer`` one step ahead, on the one-step cells; one ``sigma_transfer`` of
+  the rollout windows, on their cells read within the reach (the history standing in for the future: a field that
+  slows down or speeds up); then ``c``, the spread of the growth's exponent per e-fold of horizon past the reach (no
+  power law is exact: the further past the evidence, the wider), on the continued cells.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from harness import readings
-from performance import user_times
+from performance import user_times, user_times_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,8 +70,8 @@ def test_the_summary_is_the_median_of_each_count_the_highest_peak_and_the_loads_
 
 def test_one_optimizer_step_is_the_difference_of_the_two_step_counts_over_their_steps():
     found = {"harness-upao-4": {"wall_seconds": 40.0}, "harness-upao-24": {"wall_seconds": 90.0}}
-    assert user_times.per_step(found, "upao") == pytest.approx(50.0 / 20)
-    assert user_times.per_step(found, "supervised") is None
+    assert user_times_report.per_step(found, "upao") == pytest.approx(50.0 / 20)
+    assert user_times_report.per_step(found, "supervised") is None
 
 
 def with_fake_commands(monkeypatch, *commands: user_times.UserCommand) -> None:
@@ -120,13 +120,13 @@ def record(name: str, wall: float, cpu: float) -> dict:
 
 def test_the_report_states_the_records_times_and_names_what_is_not_measured():
     found = {"quickstart": record("quickstart", 366.0, 420.0)}
-    text = "\n".join(user_times.report_lines(found))
+    text = "\n".join(user_times_report.report_lines(found))
     assert "| `quickstart` | README.md | 366.0 | 6.1 | 420.0 | 7.0 | 1.15 | 812 | 1 | 2.10-3.40 | 0123456 |" in text
-    assert user_times.quickstart_minutes(text) == "6.1"
+    assert user_times_report.quickstart_minutes(text) == "6.1"
     assert "took 6.1 minutes wall" in text
     assert "`python benchmarks/performance/user_times.py --out RUNS/user_times --only evaluate-shear_flow`" in text
     assert readings.machine_paths(text) == []
-    assert user_times.quickstart_minutes(text.replace("| `quickstart` |", "| `other` |")) is None
+    assert user_times_report.quickstart_minutes(text.replace("| `quickstart` |", "| `other` |")) is None
 
 
 def test_a_profile_names_the_function_that_spends_the_time(tmp_path):
@@ -184,7 +184,7 @@ def test_the_time_check_sees_a_stale_or_missing_statement():
 
 
 def reported_quickstart_minutes() -> str:
-    minutes = user_times.quickstart_minutes((ROOT / "reports" / "user_times.md").read_text())
+    minutes = user_times_report.quickstart_minutes((ROOT / "reports" / "user_times.md").read_text())
     assert minutes is not None, "reports/user_times.md has no quickstart row: measure it (--only quickstart)"
     return minutes
 

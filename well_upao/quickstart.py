@@ -1,4 +1,4 @@
-"""``well-upao quickstart``: the project's main job in one command (98.9 minutes on two shared CPU
+"""``well-upao quickstart``: the project's main job in one command (9.3 minutes on two CPU
 cores, reports/user_times.md).
 
 1. generate a small exact dataset (``wave2d`` by default) and train at time stride 5, where extrapolating the

@@ -46,190 +46,29 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its groups import as packages
 
 from harness.readings import portable_paths, write_keeping_reading
 
-ROOT = Path(__file__).resolve().parents[2]
-RECORDS = ROOT / "reports" / "user_times"
-REPORT = ROOT / "reports" / "user_times.md"
-#: a command whose run takes under this many wall seconds is run three times and its median kept
-REPEAT_UNDER = 60.0
-REPEATS = 3
-#: the harness runs' two step counts: their difference in time over the difference in steps is one step's cost
-FEW_STEPS, MORE_STEPS = 4, 24
-#: entries of a profile kept in the record (by own time; and the package's functions by cumulative time)
-PROFILE_ENTRIES = 12
-#: seconds between two readings of the load average while a command runs
-LOAD_SAMPLE = 5.0
-#: the README's UPAO run of wave2d, as its evaluate and forecast name it
-README_RUN = "experiments/wave2d-na_nslora-upao-NATransformer-0.0001/0"
-YOUR_DATA = ROOT / "docs" / "your-data.md"
-
-
-@dataclass(frozen=True)
-class UserCommand:
-    """One command as the docs show it: ``argv`` with its program as typed (``well-upao``, ``python``, ``pytest``),
-    run in a fresh folder holding links to ``links`` of the shared folder that ``prepare`` made."""
-
-    name: str
-    page: str
-    argv: tuple[str, ...]
-    prepare: tuple[str, ...] = ()
-    links: tuple[str, ...] = ()
-    heavy: bool = False
-    #: optimizer steps the command takes (the harness's runs)
-    steps: int | None = None
-    #: run in the repository's root instead of a fresh folder (the suite)
-    in_repository: bool = False
-    note: str = ""
-
-
-def harness(model: str, trainer: str, steps: int) -> tuple[str, ...]:
-    """The README's harness command (``trainer.max_minutes=10`` replaced by one epoch of ``steps`` steps)."""
-    return (
-        "python",
-        "-m",
-        "the_well.benchmark.train",
-        f"model={model}",
-        f"trainer={trainer}",
-        "data=wave2d",
-        "trainer.epochs=1",
-        f"trainer.epoch_steps={steps}",
-    )
-
-
-def what_you_get_commands() -> list[UserCommand]:
-    """``evaluate`` of each "What you get" setting (but the quickstart's, part of its own command) at its size and
-    with its rows: both runs, the classical rows, the solver, as the what-you-get study runs it (seed 42)."""
-    from studies.what_you_get_study import SETTINGS, SUPERVISED_ROW
-
-    from well_upao.quickstart import UPAO_ROW
-
-    found = []
-    for setting in SETTINGS:
-        if setting.quickstart:
-            continue
-        case = f"wyg/{setting.key}/seed42"
-        base = "wyg/replicas" if setting.replica is not None else f"{case}/datasets"
-        runs = {
-            role: f"{case}/experiments/{setting.dataset}-{model}-{trainer}-NATransformer-0.001/0"
-            for role, model, trainer in (("upao", "na_nslora", "upao"), ("supervised", "na_lora", "shifted"))
-        }
-        argv = (
-            "well-upao",
-            "evaluate",
-            f"{UPAO_ROW}={runs['upao']}",
-            f"{SUPERVISED_ROW}={runs['supervised']}",
-            "--data",
-            setting.dataset,
-            "--base-path",
-            base,
-            "--stride",
-            str(setting.stride),
-            "--out",
-            "evaluation",
-            "--quiet",
-        )
-        found.append(
-            UserCommand(
-                f"evaluate-{setting.key}",
-                "README.md (What you get)",
-                argv,
-                prepare=(f"wyg:{setting.key}",),
-                links=("wyg",),
-                heavy=True,
-                note=setting.label,
-            )
-        )
-    return found
-
-
-COMMANDS: tuple[UserCommand, ...] = (
-    UserCommand(
-        "generate-exact",
-        "README.md",
-        ("well-upao", "generate-exact", "--pde", "wave2d", "--resolution", "64", "--n-traj", "12"),
-    ),
-    UserCommand(
-        "generate-replica",
-        "well-upao generate-replica --help",
-        ("well-upao", "generate-replica", "--dataset", "active_matter", "--sets", "0", "--n-traj", "3"),
-        heavy=True,
-    ),
-    UserCommand(
-        "import",
-        "docs/your-data.md",
-        (
-            "well-upao",
-            "import",
-            "heat.npz",
-            "--dataset",
-            "my_heat",
-            "--dims",
-            "trajectory",
-            "time",
-            "y",
-            "x",
-            "--scalar",
-            "kappa",
-            "--slots",
-            "T=temperature",
-        ),
-        prepare=("your-data",),
-        links=("heat.npz",),
-    ),
-    UserCommand(
-        "validate",
-        "docs/your-data.md",
-        ("well-upao", "validate", "datasets/my_heat", "--imports", "my_pdes"),
-        prepare=("your-data",),
-        links=("datasets", "my_pdes.py"),
-    ),
-    UserCommand(
-        "residual-floor",
-        "docs/your-data.md",
-        ("well-upao", "residual-floor", "--data", "my_heat", "--imports", "my_pdes"),
-        prepare=("your-data",),
-        links=("datasets", "my_pdes.py"),
-    ),
-    *(
-        UserCommand(
-            f"harness-{role}-{steps}",
-            "README.md" if role == "upao" else "docs/leaderboard.md",
-            harness(model, trainer, steps),
-            prepare=("wave2d",),
-            links=("datasets",),
-            steps=steps,
-        )
-        for role, model, trainer in (("upao", "na_nslora", "upao"), ("supervised", "na_lora", "shifted"))
-        for steps in (FEW_STEPS, MORE_STEPS)
-    ),
-    UserCommand(
-        "evaluate",
-        "README.md",
-        ("well-upao", "evaluate", README_RUN),
-        prepare=("wave2d", "readme-run"),
-        links=("datasets", "experiments"),
-        note=f"the run: the README's UPAO command with one epoch of {FEW_STEPS} steps",
-    ),
-    UserCommand(
-        "forecast",
-        "README.md",
-        ("well-upao", "forecast", README_RUN, "--input", "datasets/wave2d", "--steps", "30"),
-        prepare=("wave2d", "readme-run"),
-        links=("datasets", "experiments"),
-        note=f"the run: the README's UPAO command with one epoch of {FEW_STEPS} steps",
-    ),
-    UserCommand("quickstart", "README.md", ("well-upao", "quickstart"), heavy=True),
-    *what_you_get_commands(),
-    UserCommand("suite", "README.md", ("pytest",), heavy=True, in_repository=True),
+from performance.user_times_commands import (
+    BY_NAME,
+    COMMANDS,
+    FEW_STEPS,
+    LOAD_SAMPLE,
+    PROFILE_ENTRIES,
+    README_RUN,
+    RECORDS,
+    REPEAT_UNDER,
+    REPEATS,
+    REPORT,
+    ROOT,
+    YOUR_DATA,
+    UserCommand,
 )
-BY_NAME = {command.name: command for command in COMMANDS}
-
+from performance.user_times_commands import harness as harness_command
+from performance.user_times_report import records, report_lines
 
 # ---------------------------------------------------------------------------------------------------- running
 
@@ -461,7 +300,7 @@ def prepare_readme_run(shared: Path, env: dict[str, str]) -> None:
     if not (shared / README_RUN / "checkpoints" / "best.pt").is_file():
         if (shared / "experiments").exists():
             shutil.rmtree(shared / "experiments")
-        untimed(harness("na_nslora", "upao", FEW_STEPS), shared, env, shared / "logs" / "readme-run.log")
+        untimed(harness_command("na_nslora", "upao", FEW_STEPS), shared, env, shared / "logs" / "readme-run.log")
 
 
 def prepare_what_you_get(key: str) -> Callable[[Path, dict[str, str]], None]:
@@ -543,164 +382,6 @@ def profile(command: UserCommand, out: Path, env: dict[str, str]) -> dict:
     return {"wall_seconds": run["wall_seconds"], **profile_entries(stats)}
 
 
-# ---------------------------------------------------------------------------------------------------- the report
-
-
-def records(folder: Path = RECORDS) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
-
-
-def per_step(found: dict[str, dict], role: str) -> float | None:
-    """One optimizer step's wall seconds of a harness run: the two step counts' median difference over their steps."""
-    few, more = found.get(f"harness-{role}-{FEW_STEPS}"), found.get(f"harness-{role}-{MORE_STEPS}")
-    if few is None or more is None:
-        return None
-    return (more["wall_seconds"] - few["wall_seconds"]) / (MORE_STEPS - FEW_STEPS)
-
-
-def minutes(seconds: float) -> str:
-    return f"{seconds / 60:.1f}"
-
-
-def quickstart_minutes(report_text: str) -> str | None:
-    """The quickstart's wall minutes as the report's table states them (the time the docs state), or None."""
-    match = re.search(r"^\| `quickstart` \| [^|]* \| [^|]* \| ([\d.]+) \|", report_text, re.M)
-    return match.group(1) if match else None
-
-
-def measured_line(record: dict) -> str:
-    low, high = record["load"]
-    mean = record.get("load_mean")
-    load = f"{low:.2f}-{high:.2f}" if mean is None else f"{mean:.2f} ({low:.2f}-{high:.2f})"
-    commit = record["made"]["commit"][:7] + (" (dirty)" if record["made"]["dirty"] else "")
-    return (
-        f"| `{record['name']}` | {record['page']} | {record['wall_seconds']:.1f} | {minutes(record['wall_seconds'])}"
-        f" | {record['cpu_seconds']:.1f} | {minutes(record['cpu_seconds'])} | "
-        f"{record['cpu_seconds'] / record['wall_seconds']:.2f} | "
-        f"{record['peak_rss_mb']:.0f} | {record['repeats']} | {load} | {commit} |"
-    )
-
-
-def study_costs(folder: Path = ROOT / "reports" / "what_you_get") -> dict[str, list[float]]:
-    """The wall seconds of evaluate per "What you get" setting as its study's records hold them (all seeds)."""
-    found: dict[str, list[float]] = {}
-    for path in sorted(folder.glob("*-seed*.json")):
-        record = json.loads(path.read_text())
-        cost = record.get("cost", {}).get("evaluate")
-        if cost:
-            found.setdefault(record["setting"], []).append(cost["wall_seconds"])
-    return found
-
-
-def report_lines(found: dict[str, dict], commands: tuple[UserCommand, ...] | None = None) -> list[str]:
-    """The report: the measured commands' table, one optimizer step, the quickstart's time, what is not measured
-    (with the command that measures it), and where the time goes in the profiled commands."""
-    commands = COMMANDS if commands is None else commands
-    measured = [found[c.name] for c in commands if c.name in found]
-    missing = [c for c in commands if c.name not in found]
-    machines = sorted({f"{r['machine']['cpu']}, {r['machine']['cores']} cores" for r in measured})
-    makers = sorted({r["made_by"] for r in measured})
-    lines = [
-        "# What each command a user types costs",
-        "",
-        "Every command of the README and the docs' recipes at the settings they show, each run as a user runs it: "
-        "one whole process in a fresh folder, three times and the median kept when it takes under a minute, once "
-        "otherwise. Wall seconds; CPU seconds (user + system) and peak resident memory of the process and every "
-        "process it waited for; the 1-minute load average before, during (every 5 s) and after each run. Written by "
-        "`python benchmarks/performance/user_times.py --report-only` from the records in `reports/user_times/` "
-        "(one per command, each with its runs, its commit and the command that made it: "
-        + ", ".join(f"`{m}`" for m in makers)
-        + ").",
-        "",
-        f"Machine: {'; '.join(machines) or 'none yet'}. Its two cores were shared with other developers' jobs while "
-        "these were measured: a load average above the core count means a run waited for a core, so its wall "
-        "seconds are above what the same machine gives it alone (CPU / wall below the threads it could use).",
-        "",
-        "| command | documented in | wall (s) | wall (min) | CPU (s) | CPU (min) | CPU / wall | peak memory (MB) | "
-        "runs | load average: mean while running (before-after) | commit |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-        *(measured_line(r) for r in measured),
-        "",
-        "The commands as run (each in a fresh folder; what it reads made beforehand, untimed):",
-        "",
-        *(f"- `{c.name}`: `{shlex.join(c.argv)}`" + (f" ({c.note})" if c.note else "") for c in commands),
-        "",
-    ]
-    steps = {role: per_step(found, role) for role in ("upao", "supervised")}
-    if any(v is not None for v in steps.values()):
-        lines += [
-            "## One optimizer step of the harness",
-            "",
-            f"The harness's runs at {FEW_STEPS} and {MORE_STEPS} optimizer steps (one epoch each, the README's "
-            "wave2d at 64^2): the difference of their median wall seconds over the "
-            f"{MORE_STEPS - FEW_STEPS} steps is one step's cost; the rest of a run (start-up, the validations, the "
-            "test split) it pays once.",
-            "",
-            "| run | seconds per optimizer step | the rest of a run (s) |",
-            "|---|---|---|",
-        ]
-        for role, value in steps.items():
-            if value is not None:
-                rest = found[f"harness-{role}-{FEW_STEPS}"]["wall_seconds"] - FEW_STEPS * value
-                lines.append(f"| {role} | {value:.2f} | {rest:.1f} |")
-        lines.append("")
-    if "quickstart" in found:
-        q = found["quickstart"]
-        lines += [
-            "## The quickstart's time",
-            "",
-            f"`well-upao quickstart` took {minutes(q['wall_seconds'])} minutes wall ({minutes(q['cpu_seconds'])} CPU "
-            f"minutes) at commit {q['made']['commit'][:7]}, load average {q['load'][0]:.2f}-{q['load'][1]:.2f} on "
-            f"{q['machine']['cores']} cores. The README, docs/index.md, docs/getting-started.md, docs/commands.md "
-            "and the command's `--help` state this time (tests/test_user_times.py checks they agree with this "
-            "table).",
-            "",
-        ]
-    if missing:
-        costs = study_costs()
-        lines += [
-            "## Not measured yet",
-            "",
-            "Each with the command that measures it (from the repository's root; heavy ones only when named):",
-            "",
-            "| command | documented in | how to measure it | wall s in the what-you-get study's records (per seed) |",
-            "|---|---|---|---|",
-        ]
-        for c in missing:
-            recorded = costs.get(c.name.removeprefix("evaluate-"), []) if c.name.startswith("evaluate-") else []
-            study = ", ".join(f"{v:.0f}" for v in recorded) or "-"
-            how = f"python benchmarks/performance/user_times.py --out RUNS/user_times --only {c.name}"
-            lines.append(f"| `{c.name}` | {c.page} | `{how}` | {study} |")
-        lines.append("")
-    profiles = [r for r in measured if r.get("profile")]
-    if profiles:
-        lines += ["## Where the time goes", ""]
-        for r in profiles:
-            p = r["profile"]
-            lines += [
-                f"`{r['name']}` under cProfile ({p['wall_seconds']:.1f} s wall with the profiler; the processes it "
-                "starts are not in it). The functions with the most own time:",
-                "",
-                "| function | calls | own (s) | cumulative (s) |",
-                "|---|---|---|---|",
-                *(
-                    f"| `{e['function']}` | {e['calls']} | {e['own_seconds']:.2f} | {e['cumulative_seconds']:.2f} |"
-                    for e in p["own"]
-                ),
-                "",
-                "The package's functions with the most cumulative time:",
-                "",
-                "| function | calls | own (s) | cumulative (s) |",
-                "|---|---|---|---|",
-                *(
-                    f"| `{e['function']}` | {e['calls']} | {e['own_seconds']:.2f} | {e['cumulative_seconds']:.2f} |"
-                    for e in p["package_cumulative"]
-                ),
-                "",
-            ]
-    return lines
-
-
 # ---------------------------------------------------------------------------------------------------- main
 
 
@@ -762,9 +443,9 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"error: {error}", file=sys.stderr, flush=True)
                 failed.append(command.name)
         if failed:
-            write_keeping_reading(args.report, report_lines(records(args.records)))
+            write_keeping_reading(args.report, report_lines(records(args.records), COMMANDS))
             raise SystemExit(f"error: {', '.join(failed)} failed (their logs are named above); the others recorded")
-    write_keeping_reading(args.report, report_lines(records(args.records)))
+    write_keeping_reading(args.report, report_lines(records(args.records), COMMANDS))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ from well_upao.predict.windows import WINDOWS as WINDOWS_RANGE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its groups import as packages
 
+from harness.bisection import smallest_reaching
 from harness.jobs import WELL_UPAO
 from harness.readings import portable_paths
 from harness.study_data import STUDY_REPLICAS
@@ -154,13 +155,7 @@ def fitted_transfer(cells: list[dict], window: str, target: float = 0.8) -> floa
         rule = dataclasses.replace(RULE_2, transfer={**RULE_2.transfer, window: transfer})
         return sum(c["low"] <= c["true"] <= c["high"] for c in with_rule(chosen, rule)) / len(chosen)
 
-    low, high = 0.0, 10.0
-    if coverage(low) >= target:
-        return 0.0
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (low, middle) if coverage(middle) >= target else (middle, high)
-    return high
+    return smallest_reaching(coverage, target)
 
 
 def summary(found: list[dict], group: str, window: str) -> dict | None:

@@ -38,6 +38,10 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its groups import as packages
+
+from harness.bisection import smallest_reaching
+
 from well_upao.data.source import WellSource
 from well_upao.evaluate.metrics import vrmse_well
 from well_upao.evaluate.plan import open_split
@@ -153,13 +157,7 @@ def smallest_covering(cells: list[dict], rule_of, target: float = 0.8) -> float:
         rule = rule_of(parameter)
         return sum(low <= c["true"] <= high for c in cells for _, low, high in [under(c, rule)]) / len(cells)
 
-    low, high = 0.0, 10.0
-    if coverage(low) >= target:
-        return 0.0
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (low, middle) if coverage(middle) >= target else (middle, high)
-    return high
+    return smallest_reaching(coverage, target)
 
 
 def fitted_rule(cells: list[dict]) -> StartsRule:

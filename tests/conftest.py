@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+# Under pytest-xdist (two workers on two cores, pyproject's addopts) each worker and every process a test starts
+# uses one thread: two workers of two threads each would wait on each other's cores. Set before torch is imported.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+
 import pytest
+import torch
 
 import well_upao
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # the test helpers (harness_command, well_synthetic, user_heat_dataset) import by name

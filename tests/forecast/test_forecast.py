@@ -251,11 +251,18 @@ def test_a_channel_without_spatial_spread_is_left_out_of_the_expected_error(grow
     assert not torch.allclose(unmasked["persistence"], alone["persistence"])
 
 
-def test_a_solver_over_its_budget_is_left_out_and_said_so(growth, tmp_path):
-    """The growing mode's PDE has a solver step: a candidate within the budget; with a budget of 0 s every prediction
-    is over it, and the notes say why the solver is not a candidate (negative control: no budget keeps it)."""
+def test_a_solver_over_its_budget_is_left_out_and_said_so(growth, tmp_path, monkeypatch):
+    """The growing mode's PDE has a solver step: a candidate within the budget of RK4 sub-steps, with the count it
+    needed in the notes; with a budget of one sub-step step doubling cannot converge, and the notes say why the
+    solver is not a candidate (negative control: no budget keeps it). The budget is a count: a clock that makes
+    every call take an hour changes nothing."""
     kept = forecast(request(growth, tmp_path / "kept", solver=True, solver_budget=None, steps=2))
     assert "solver" in kept.candidates
-    dropped = forecast(request(growth, tmp_path / "dropped", solver=True, solver_budget=0.0, steps=2))
+    ticks = iter(range(0, 10**9, 3600))
+    monkeypatch.setattr("time.perf_counter", lambda: float(next(ticks)))
+    within = forecast(request(growth, tmp_path / "within", solver=True, solver_budget=128, steps=2))
+    assert "solver" in within.candidates
+    assert any("converged in" in note and "--solver-budget 128" in note for note in within.notes)
+    dropped = forecast(request(growth, tmp_path / "dropped", solver=True, solver_budget=1, steps=2))
     assert "solver" not in dropped.candidates
-    assert any("over the budget of 0 s (--solver-budget)" in note for note in dropped.notes)
+    assert any("needs more than 1 RK4 sub-steps" in note for note in dropped.notes)

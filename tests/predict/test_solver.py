@@ -118,3 +118,45 @@ def test_the_gray_scott_baseline_steps_the_discretisation_that_made_the_data():
     own, dealiased = error(None), error(1.5)
     assert own < 1e-4  # relative to the frame's change over the step
     assert dealiased > 100 * own
+
+
+def rk4_amplification(z: float) -> float:
+    """One classical RK4 step of ``du/dt = lambda u`` multiplies ``u`` by this, ``z = lambda h``."""
+    return 1 + z + z**2 / 2 + z**3 / 6 + z**4 / 24
+
+
+def doubling_count(z: float, tolerance: float = 1e-6) -> int:
+    """The sub-step count at which step doubling stops on Taylor-Green (module docstring of the test below)."""
+    substeps = 1
+    while True:
+        coarse = rk4_amplification(z / substeps) ** (2 * substeps)
+        fine = rk4_amplification(z / (2 * substeps)) ** (4 * substeps)
+        substeps *= 2
+        if abs(fine - coarse) / abs(fine) < tolerance:
+            return substeps
+
+
+@pytest.mark.parametrize("nu", [0.1, 0.2])
+def test_the_substeps_needed_are_where_step_doubling_converges_on_a_linear_decay(nu):
+    """On the Taylor-Green vortex every velocity decays as ``exp(-2 nu t)``, the pressure as its square, so ``s`` RK4
+    sub-steps over ``dt`` multiply the velocity by ``R(z / s)^s`` (``z = -2 nu dt``, ``R`` the RK4 amplification)
+    and the pressure by its square, the larger relative change between ``s`` and ``2 s``: step doubling stops at the
+    first ``2 s`` where it is under ``1e-6`` (32 at ``z = -1``, 64 at ``z = -2``: a wrong rate moves the count).
+    ``substeps_needed`` gives that count, ``None`` under a cap below it, and ``step`` uses it."""
+    n, dt = 8, 5.0
+    x = torch.arange(n, dtype=torch.float64) * 2 * math.pi / n
+    X, Y = torch.meshgrid(x, x, indexing="ij")
+    state = {
+        "Vx": (torch.sin(X) * torch.cos(Y))[None],
+        "Vy": (-torch.cos(X) * torch.sin(Y))[None],
+        "pressure": torch.zeros(1, n, n, dtype=torch.float64),
+    }
+    params, step = {"nu": torch.tensor([nu], dtype=torch.float64)}, torch.tensor([dt], dtype=torch.float64)
+    expected = doubling_count(-2 * nu * dt)
+    assert expected == {0.1: 32, 0.2: 64}[nu]
+    solver = PDESolver(get_pde("tg2d"), Grid((2 * math.pi / n,) * 2, (True, True)))
+    assert solver.substeps_needed(state, params, step, cap=2048) == expected
+    assert solver.substeps_needed(state, params, step, cap=expected) == expected
+    assert solver.substeps_needed(state, params, step, cap=expected // 2) is None
+    _, used = solver.step(state, params, step)
+    assert used == expected

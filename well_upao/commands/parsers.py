@@ -300,9 +300,10 @@ def forecast(sub) -> None:
     parser.add_argument("--no-solver", action="store_true", help="leave the solver step out of the candidates")
     parser.add_argument(
         "--solver-budget",
-        type=float,
-        default=10.0,
-        help="seconds one solver prediction may take for the solver to stay a candidate (default 10)",
+        type=int,
+        default=128,
+        help="RK4 sub-steps one solver prediction may need (step doubling on the first history) for the solver to "
+        "stay a candidate (default 128; a count, so the candidates do not depend on the machine's load)",
     )
     add_max_trajectories(parser, None)
     add_out(parser, "forecast", "folder for forecast.hdf5, forecast.json and the figures (./forecast)")

@@ -239,22 +239,27 @@ def prepared(request: ForecastRequest) -> tuple[ForecastInput, Candidates]:
 
 
 def within_budget(rows: Candidates, history: History, request: ForecastRequest) -> None:
-    """Leave the solver step out of the candidates (said in the notes) when one prediction of it takes longer than
-    ``request.solver_budget`` seconds: its backtests and rollout take about ``2 (H - 3) + steps`` predictions a
-    trajectory (a stiff PDE can make one prediction take minutes); ``--predictor solver`` keeps it whatever it costs."""
+    """Leave the solver step out of the candidates (said in the notes) when step doubling needs more than
+    ``request.solver_budget`` RK4 sub-steps for the next frame of the first history: a count that depends on the PDE,
+    the grid and the data alone (seconds would depend on the machine and its load, and so would the candidates). One
+    prediction costs about ``2 S`` RK4 steps for ``S`` sub-steps, times the grid's size; its backtests and rollout
+    take about ``2 (H - 3) + steps`` predictions a trajectory. ``--predictor solver`` keeps it whatever it costs."""
     solver = next((row for row in rows.rows if row.kind == "solver"), None)
     if solver is None or request.predictor == solver.name or request.solver_budget is None:
         return
-    started = time.perf_counter()
-    solver.predict(history.frames[None], history.context)
-    seconds = time.perf_counter() - started
-    solver.seconds, solver.calls = 0.0, 0
-    if seconds > request.solver_budget:
+    needed = solver.substeps_needed(history.frames[None], history.context, request.solver_budget)
+    if needed is None:
         rows.rows.remove(solver)
         rows.solver_over_budget = True
         rows.notes.append(
-            f"the solver step took {seconds:.1f} s for one prediction, over the budget of {request.solver_budget:g} s "
-            f"(--solver-budget): left out of the candidates (--predictor solver keeps it)"
+            f"the solver step needs more than {request.solver_budget} RK4 sub-steps for one prediction (step doubling "
+            f"on the first history; --solver-budget {request.solver_budget}): left out of the candidates "
+            "(--predictor solver keeps it)"
+        )
+    else:
+        rows.notes.append(
+            f"the solver step converged in {needed} RK4 sub-steps on the first history (--solver-budget "
+            f"{request.solver_budget})"
         )
 
 

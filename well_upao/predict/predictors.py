@@ -128,7 +128,9 @@ class SolverStep(Predictor):
             self._solvers[key] = PDESolver(self.pde, grid, dealias=self.dealias)
         return self._solvers[key]
 
-    def _predict(self, window, context):
+    def _problem(self, window, context) -> tuple[torch.Tensor, dict, dict, Grid]:
+        """The last frame (double), the PDE's state read from it (coarsened where asked), its parameters and the
+        grid the solver steps on."""
         last = window[:, -1].double()
         slots = {SLOT_NAMES[s]: last[..., i] for i, s in enumerate(context.channel_slots)}
         state = {name: slots[name] for name in self.pde.variables}
@@ -138,6 +140,17 @@ class SolverStep(Predictor):
             grid = Grid(tuple(h * self.coarsen for h in grid.spacing), grid.periodic)
             coarse = tuple(n // self.coarsen for n in shape)
             state = {name: fourier_resample(field, coarse) for name, field in state.items()}
+        return last, state, params, grid
+
+    def substeps_needed(self, window: torch.Tensor, context: Context, cap: int) -> int | None:
+        """The RK4 sub-steps step doubling needs for the next frame of ``window`` (``None``: more than ``cap``);
+        deterministic, unlike its seconds (``PDESolver.substeps_needed``)."""
+        _, state, params, grid = self._problem(window, context)
+        return self._solver(grid).substeps_needed(state, params, context.dt.double(), cap)
+
+    def _predict(self, window, context):
+        last, state, params, grid = self._problem(window, context)
+        shape = tuple(last.shape[1:-1])
         solver = self._solver(grid)
         if self.substeps is None:
             new, substeps = solver.step(state, params, context.dt.double())

@@ -240,17 +240,35 @@ class PDESolver:
     @torch.no_grad()
     def step(self, state: Fields, params: Mapping, dt: torch.Tensor) -> tuple[dict[str, torch.Tensor], int]:
         """Advance every field by ``dt`` (``(B,)``); returns the new state and the number of sub-steps used."""
+        new, substeps, _ = self._doubled(state, params, dt, self.max_substeps)
+        return new, substeps
+
+    @torch.no_grad()
+    def substeps_needed(self, state: Fields, params: Mapping, dt: torch.Tensor, cap: int) -> int | None:
+        """The sub-step count at which step doubling converges over ``dt`` (what ``step`` would use), or ``None``
+        where it needs more than ``cap``: found with at most about ``2 cap`` RK4 steps, whatever the PDE's
+        stiffness. It depends on the state, the PDE and the grid alone, not on the machine or its load."""
+        _, substeps, converged = self._doubled(state, params, dt, min(int(cap), self.max_substeps))
+        return substeps if converged else None
+
+    def _doubled(
+        self, state: Fields, params: Mapping, dt: torch.Tensor, cap: int
+    ) -> tuple[dict[str, torch.Tensor], int, bool]:
+        """Step doubling: ``s = 1, 2, 4, ...`` RK4 steps over ``dt`` until doubling ``s`` changes the result by less
+        than ``tolerance`` (relative max norm, every field) or ``s`` reaches ``cap``; the finer result, its ``s``
+        and whether it converged."""
         ndim = next(iter(state.values())).ndim
         params = broadcast_parameters(params, ndim)
         dt = broadcast_parameters({"dt": dt}, ndim)["dt"]
         first = self.tendency(state, params)  # every try starts with it
-        substeps = 1
+        substeps, converged = 1, False
         coarse = self._rk4(state, params, dt, substeps, first)
-        while substeps < self.max_substeps:
+        while substeps < cap:
             fine = self._rk4(state, params, dt, 2 * substeps, first)
             change = max(float((fine[k] - coarse[k]).abs().max() / (fine[k].abs().max() + 1e-12)) for k in fine)
             substeps *= 2
             coarse = fine
             if math.isfinite(change) and change < self.tolerance:
+                converged = True
                 break
-        return coarse, substeps
+        return coarse, substeps, converged

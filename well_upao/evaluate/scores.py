@@ -71,14 +71,13 @@ class RowSums:
 @dataclass
 class PassSums:
     """What the scoring pass adds up over the trajectories: each row's ``RowSums``; each row's backtest curves on the
-    history windows of the one-step targets and of the rollouts' starts (``curves``) and the same windows' curves
-    in VRMSE units (``expected``) and their start matrices (``matrices``, ``predict.expected_starts``: the evidence of
-    each row's expected error under rule 3, the default); per rollout step, how many rollouts
+    history windows of the one-step targets and of the rollouts' starts (``curves``) and the same windows' start
+    matrices (``matrices``, ``predict.expected_starts``: the evidence of each row's expected error under rule 3, the
+    default); per rollout step, how many rollouts
     reached it (``counts``); how many trajectories were scored (``trajectories``)."""
 
     rows: dict[str, RowSums]
     curves: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
-    expected: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
     matrices: dict[str, dict[str, list[torch.Tensor]]] = field(default_factory=lambda: {"one_step": {}, "rollout": {}})
     counts: list[int] = field(default_factory=list)
     trajectories: int = 0
@@ -129,8 +128,7 @@ def score(
             context,
             starts,
             plan.rollout_starts,
-            sums.expected,
-            sums.matrices,
+            matrices=sums.matrices,
         )
         if index == 0:
             figures = figure_frames(plan, frames, slotted, context, first, bounds)

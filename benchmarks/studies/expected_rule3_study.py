@@ -255,7 +255,8 @@ def timed_evaluate(args, seconds: dict) -> str:
 
 def model_cells(args) -> list[dict]:
     """Score: ``well-upao evaluate`` of each held-out set at ``--model-histories``, stride 1, with the shipped
-    backbone zero-shot as a model row (``well_upao.quickstart.zero_shot_checkpoint``; no solver); one cell per row and
+    backbone zero-shot as a model row (``well_upao.quickstart.zero_shot_checkpoint``; no solver) and, with
+    ``--upao-runs``, the set's UPAO run (``studies.heldout_upao``) as another; one cell per row and
     window from its JSON: the expected value and interval evaluate stated (rule 3, the default) and the true value."""
     import os
 
@@ -264,6 +265,8 @@ def model_cells(args) -> list[dict]:
     sys.path.insert(0, str(ROOT / "benchmarks" / "studies"))
     import heldout_pdes  # noqa: F401  (registers the held-out sets, as --imports does)
 
+    from studies.heldout_upao import UPAO_ROW, upao_run
+
     env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks" / "studies"), OMP_NUM_THREADS="1")
     out = []
     for dataset in HELD_OUT:
@@ -271,12 +274,15 @@ def model_cells(args) -> list[dict]:
         if not backbone.is_file():
             backbone.parent.mkdir(parents=True, exist_ok=True)
             zero_shot_checkpoint(QuickstartConfig(pde=dataset, backbone=MODEL_BACKBONE), args.heldout_base, backbone)
+        rows = [f"{MODEL_BACKBONE} zero-shot={backbone}"]
+        if args.upao_runs:
+            rows.append(f"{UPAO_ROW}={upao_run(dataset, args.heldout_base, args.out)}")
         for history in args.model_histories:
-            folder = args.out / "model_rows" / f"{dataset}-h{history}"
+            folder = args.out / ("model_rows_upao" if args.upao_runs else "model_rows") / f"{dataset}-h{history}"
             if not sorted(folder.glob("evaluation_*.json")):
-                command = [sys.executable, "-m", "well_upao.cli", "evaluate", f"{MODEL_BACKBONE} zero-shot={backbone}",
-                           "--data", dataset, "--imports", "heldout_pdes", "--base-path", str(args.heldout_base),
-                           "--history", str(history), "--stride", "1", "--rollout-steps", str(ROLLOUT),
+                command = [sys.executable, "-m", "well_upao.cli", "evaluate", *rows, "--data", dataset,
+                           "--imports", "heldout_pdes", "--base-path", str(args.heldout_base), "--history",
+                           str(history), "--stride", "1", "--rollout-steps", str(ROLLOUT),
                            "--rollout-starts", str(STARTS), "--no-solver", "--out", str(folder), "--quiet"]  # fmt: skip
                 began = time.perf_counter()
                 subprocess.run(command, env=env, check=True, capture_output=True)
@@ -296,13 +302,15 @@ def model_cells(args) -> list[dict]:
 
 
 def model_table(cells: list[dict]) -> list[str]:
-    lines = ["| row kind | history | window | cells | coverage (80% nominal) | below / above | median width "
+    """Per group of rows (the classical ones together, each model row by its name), history and window."""
+    lines = ["| rows | history | window | cells | coverage (80% nominal) | below / above | median width "
              "(high/low) | median expected / true |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for kind in ("classical", "model"):
+    models = sorted({c["row"] for c in cells if c["kind"] == "model"})
+    for kind in ("classical", *models):
         for history in sorted({c["history"] for c in cells}):
             for window in WINDOWS:
                 chosen = [c for c in cells if c["window"] == window and c["history"] == history
-                          and (c["kind"] == "model") == (kind == "model")]  # fmt: skip
+                          and (c["kind"] != "model" if kind == "classical" else c["row"] == kind)]  # fmt: skip
                 if not chosen:
                     continue
                 inside = sum(c["low"] <= c["true"] <= c["high"] for c in chosen)
@@ -345,6 +353,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
         help="score: evaluate the held-out sets with the shipped backbone zero-shot as a model row",
     )
     parser.add_argument("--model-histories", nargs="+", type=int, default=[16])
+    parser.add_argument("--upao-runs", action="store_true",
+                        help="with --model-rows: a UPAO + NSLoRA run on each held-out set (studies/heldout_upao.py, "
+                             "trained once under --out) as a second model row")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -430,9 +441,10 @@ def score(args: argparse.Namespace, argv: list[str]) -> None:
     if args.model_rows:
         models = model_cells(args)
         (args.out / "cells_models.json").write_text(json.dumps(models))
+        upao = " and a UPAO + NSLoRA run on the set (`benchmarks/studies/heldout_upao.py`)" if args.upao_runs else ""
         lines += ["## Held-out sets with a model row, as evaluate states them", "",
-                  f"`well-upao evaluate` with `{MODEL_BACKBONE}` zero-shot beside the classical rows, stride 1 (its "
-                  "JSON's expected values and intervals, rule 3, and the true values):", "",
+                  f"`well-upao evaluate` with `{MODEL_BACKBONE}` zero-shot{upao} beside the classical rows, stride 1 "
+                  "(its JSON's expected values and intervals, rule 3, and the true values):", "",
                   *model_table(models), ""]  # fmt: skip
     if args.report.is_file() and "## Reading" in args.report.read_text():
         lines += ["## Reading" + args.report.read_text().split("## Reading", 1)[1]]

@@ -1,0 +1,90 @@
+"""UPAO + NSLoRA runs on the held-out sets, trained as a user trains on their own data (issue 75's model rows).
+
+One run per held-out set (``reports/heldout_sets.md``: made by their own solvers, registered by
+``benchmarks/studies/heldout_pdes.py`` as a user registers a system): the quickstart's recipe (the shipped backbone
+``shipped_extrap2``, NSLoRA from the start, base ``extrap2``, learning rate 1e-3, batch 4, 6 epochs, the residual's
+derivative and time scheme chosen by ``auto``) at stride 1 through The Well's harness, each epoch cut at
+``EPOCH_STEPS`` optimizer steps (a held-out set's 12 training trajectories of 128 frames hold about 360 batches an
+epoch; the quickstart's epochs hold about 23), the docs' recipe for a user's PDE (docs/your-data.md) otherwise:
+
+    python -m the_well.benchmark.train model=na_nslora trainer=upao 'data.imports=[heldout_pdes]'
+        data.well_dataset_name=DATASET ...
+
+No label of the interior is read: the run selects its model by its label-free criterion. Its row in
+``well-upao evaluate`` is named ``UPAO_ROW``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from well_upao.harness import runs
+
+ROOT = Path(__file__).resolve().parents[2]
+UPAO_ROW = "UPAO + NSLoRA (no labels)"
+EPOCHS, EPOCH_STEPS = 6, 24
+
+
+def upao_overrides(dataset: str, base: Path, experiments: Path) -> list[str]:
+    """The harness's overrides of one held-out run (module docstring)."""
+    return [
+        "model=na_nslora",
+        "trainer=upao",
+        "data.imports=[heldout_pdes]",
+        f"data.well_dataset_name={dataset}",
+        f"data.well_base_path={base}",
+        f"experiment_dir={experiments}",
+        "model.pretrained=shipped_extrap2",
+        "model.base=extrap2",
+        "trainer.derivative=auto",
+        "trainer.time_scheme=auto",
+        "data.min_dt_stride=1",
+        "data.max_dt_stride=1",
+        "data.batch_size=4",
+        f"trainer.epochs={EPOCHS}",
+        f"trainer.epoch_steps={EPOCH_STEPS}",
+        "optimizer.lr=0.001",
+        "data.shuffle_seed=42",
+        "trainer.max_rollout_steps=2",
+        "data.max_rollout_steps=2",
+        "trainer.rollout_val_frequency=1000",
+        "trainer.short_validation_length=4",
+        "trainer.vrmse_trajectories=3",
+        "trainer.nslora_schedule=from_start",
+        "trainer.progress=false",
+        "auto_resume=false",
+    ]
+
+
+def environment(base: Path) -> dict:
+    """The user module on the path, the base path, one thread (the study shares its cores), wandb off."""
+    return dict(
+        os.environ,
+        PYTHONPATH=str(ROOT / "benchmarks" / "studies"),
+        WELL_BASE_PATH=str(base),
+        WANDB_MODE="disabled",
+        OMP_NUM_THREADS="1",
+    )
+
+
+def upao_run(dataset: str, base: Path, out: Path) -> Path:
+    """The held-out set's UPAO run under ``out/upao/<dataset>`` (trained once; its log beside it): its run folder."""
+    experiments = out / "upao" / dataset
+    done = runs.latest_run(experiments)
+    if done is not None:
+        try:
+            runs.find_checkpoint(done)
+            return done
+        except FileNotFoundError:
+            pass  # an unfinished run: train again (the harness numbers the new one after it)
+    experiments.mkdir(parents=True, exist_ok=True)
+    command = runs.harness_command(upao_overrides(dataset, base, experiments), python=sys.executable)
+    with open(experiments.with_suffix(".log"), "w") as log:
+        finished = subprocess.run(command, env=environment(base), stdout=log, stderr=subprocess.STDOUT, cwd=out)
+    run = runs.latest_run(experiments)
+    if finished.returncode != 0 or run is None:
+        raise RuntimeError(f"the UPAO run on {dataset} exited {finished.returncode}; see {experiments}.log")
+    return run

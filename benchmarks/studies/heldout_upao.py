@@ -72,6 +72,7 @@ def environment(base: Path) -> dict:
 
 def upao_run(dataset: str, base: Path, out: Path) -> Path:
     """The held-out set's UPAO run under ``out/upao/<dataset>`` (trained once; its log beside it): its run folder."""
+    base, out = base.resolve(), out.resolve()  # the run starts in ``out``
     experiments = out / "upao" / dataset
     done = runs.latest_run(experiments)
     if done is not None:

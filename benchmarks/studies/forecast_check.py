@@ -188,7 +188,10 @@ def main(argv: list[str] | None = None) -> None:
                     print(f"{path.name}: done", flush=True)
     records = [json.loads(p.read_text()) for p in sorted(records_folder.glob("*.json"))]
     command = "python benchmarks/studies/forecast_check.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    args.report.write_text(report(records, command))
+    text = report(records, command)
+    if args.report.is_file() and "## Reading" in args.report.read_text():  # the hand-written reading is kept
+        text += "\n## Reading" + args.report.read_text().split("## Reading", 1)[1]
+    args.report.write_text(text)
     print(f"wrote {args.report}")
 
 

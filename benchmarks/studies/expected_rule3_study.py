@@ -285,7 +285,11 @@ def model_cells(args) -> list[dict]:
                            str(history), "--stride", "1", "--rollout-steps", str(ROLLOUT),
                            "--rollout-starts", str(STARTS), "--no-solver", "--out", str(folder), "--quiet"]  # fmt: skip
                 began = time.perf_counter()
-                subprocess.run(command, env=env, check=True, capture_output=True)
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                with open(folder.with_suffix(".log"), "w") as log:
+                    finished = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+                if finished.returncode != 0:
+                    raise RuntimeError(f"{' '.join(command)} exited {finished.returncode}; see {folder}.log")
                 print(f"evaluate {dataset} history {history} with a model row: {time.perf_counter() - began:.0f} s")
             data = json.loads(sorted(folder.glob("evaluation_*.json"))[0].read_text())
             rows = {row["name"]: row for row in data["scores"]}

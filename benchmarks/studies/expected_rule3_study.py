@@ -274,13 +274,13 @@ def model_cells(args) -> list[dict]:
         if not backbone.is_file():
             backbone.parent.mkdir(parents=True, exist_ok=True)
             zero_shot_checkpoint(QuickstartConfig(pde=dataset, backbone=MODEL_BACKBONE), args.heldout_base, backbone)
-        rows = [f"{MODEL_BACKBONE} zero-shot={backbone}"]
+        specs = [f"{MODEL_BACKBONE} zero-shot={backbone}"]  # evaluate's model rows, NAME=CHECKPOINT
         if args.upao_runs:
-            rows.append(f"{UPAO_ROW}={upao_run(dataset, args.heldout_base, args.out)}")
+            specs.append(f"{UPAO_ROW}={upao_run(dataset, args.heldout_base, args.out)}")
         for history in args.model_histories:
             folder = args.out / ("model_rows_upao" if args.upao_runs else "model_rows") / f"{dataset}-h{history}"
             if not sorted(folder.glob("evaluation_*.json")):
-                command = [sys.executable, "-m", "well_upao.cli", "evaluate", *rows, "--data", dataset,
+                command = [sys.executable, "-m", "well_upao.cli", "evaluate", *specs, "--data", dataset,
                            "--imports", "heldout_pdes", "--base-path", str(args.heldout_base), "--history",
                            str(history), "--stride", "1", "--rollout-steps", str(ROLLOUT),
                            "--rollout-starts", str(STARTS), "--no-solver", "--out", str(folder), "--quiet"]  # fmt: skip

@@ -182,3 +182,62 @@ def test_the_training_bar_redraws_only_when_the_run_logs_something_new(tmp_path,
     assert code == 0
     err = capsys.readouterr().err
     assert err.count("criterion 1]") == 1 and err.count("criterion 0.5]") == 1, err
+
+
+def test_each_training_run_gets_an_equal_share_of_the_cores():
+    from well_upao.quickstart import run_threads
+
+    assert [run_threads(2, cores) for cores in (1, 2, 3, 16)] == [1, 1, 1, 8]
+    assert run_threads(3, 8) == 2 and run_threads(1, 4) == 4
+
+
+def test_the_two_training_runs_run_at_the_same_time_and_a_failure_names_its_log(tmp_path):
+    """follow_runs starts every run before waiting for any: each child writes when it started and ended, and each
+    starts before the other ends; the exit codes come back in order."""
+    from well_upao.quickstart import FollowedRun, follow_runs
+
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import sys, time\n"
+        "start = time.time(); time.sleep(3)\n"
+        "open(sys.argv[1], 'w').write(f'{start} {time.time()}')\n"
+        "sys.exit(int(sys.argv[2]))\n"
+    )
+    followed = [
+        FollowedRun(
+            [sys.executable, str(child), str(tmp_path / f"times{i}"), str(code)],
+            dict(os.environ),
+            tmp_path / f"cwd{i}",
+            tmp_path / f"log{i}",
+            tmp_path,
+            "none",
+            f"run {i}",
+        )
+        for i, code in enumerate((0, 3))
+    ]
+    assert follow_runs(followed, 1) == [0, 3]
+    (start0, end0), (start1, end1) = (map(float, (tmp_path / f"times{i}").read_text().split()) for i in (0, 1))
+    assert start1 < end0 and start0 < end1
+
+
+def test_the_training_runs_get_their_threads_folders_and_errors(tmp_path, monkeypatch):
+    """train_runs gives each harness run its own working folder (Hydra names its output folder by the second)
+    and OMP_NUM_THREADS its share of the cores unless the environment sets it; a failed run's error names its log."""
+    import well_upao.quickstart as quickstart
+
+    seen = []
+    codes = [0, 0]
+    monkeypatch.setattr(quickstart, "follow_runs", lambda followed, epochs: seen.append(followed) or codes)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    config = quickstart.QuickstartConfig(out=tmp_path)
+    folders = quickstart.train_runs(config, tmp_path / "datasets", tmp_path)
+    assert list(folders) == list(quickstart.RUNS)
+    runs = seen[-1]
+    assert len({run.cwd for run in runs}) == 2 and all(run.cwd.parent == tmp_path / "hydra" for run in runs)
+    assert {run.env["OMP_NUM_THREADS"] for run in runs} == {str(quickstart.run_threads(2))}
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    quickstart.train_runs(config, tmp_path / "datasets", tmp_path)
+    assert {run.env["OMP_NUM_THREADS"] for run in seen[-1]} == {"3"}
+    codes[1] = 1
+    with pytest.raises(RuntimeError, match=r"na_lora-shifted\.log"):
+        quickstart.train_runs(config, tmp_path / "datasets", tmp_path)

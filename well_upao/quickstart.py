@@ -8,7 +8,8 @@ cores, reports/user_times.md).
    ``python -m the_well.benchmark.train model=na_nslora trainer=upao data=wave2d ...`` (no interior labels);
 4. a supervised-LoRA reference through the same harness (``model=na_lora trainer=shifted``, with labels);
    both runs last a few CPU minutes, so they use 10x the paper's finetuning learning rate (1e-3), and both
-   predict a correction to ``base`` (``model.base``, see ``well_upao.models.na_transformer``);
+   predict a correction to ``base`` (``model.base``, see ``well_upao.models.na_transformer``); the two runs go at
+   the same time, each with an equal share of the cores (``run_threads``: one thread each on two cores);
 5. ``well-upao evaluate`` of all of them beside the classical baselines and the solver matched to the UPAO row
    in runtime and in accuracy: the table, JSON and PNG figures, and one line saying whether UPAO beat ``extrap2``
    and the cost-matched solver, with the UPAO run's label-free score and whether its guard fired (from the run's
@@ -154,32 +155,79 @@ def progress_text(lines: list[dict[str, Any]], epochs: int) -> str:
     return text
 
 
+@dataclass
+class FollowedRun:
+    """One training process the quickstart starts and follows: its ``command`` and ``env``, run in ``cwd`` (its own:
+    Hydra names its output folder by the second it starts in), its output to ``log``, its run folder the newest
+    ``<experiments>/<name>/<n>`` (``name`` a glob pattern), its progress bar's ``label``."""
+
+    command: list[str]
+    env: dict
+    cwd: Path
+    log: Path
+    experiments: Path
+    name: str
+    label: str
+
+
 def follow_run(
     command: list[str], env: dict, cwd: Path, log: Path, experiments: Path, name: str, epochs: int, label: str
 ) -> int:
     """Run a training command in ``cwd``, its output to ``log``, while a progress bar follows the metrics.jsonl of
     the newest run folder ``<experiments>/<name>/<n>`` (``name`` a glob pattern; epochs and label-free scores)."""
-    bar = tqdm(total=epochs, desc=label, unit="epoch", leave=False, position=1)
-    shown = None
-    with open(log, "w") as stream:
-        process = subprocess.Popen(command, env=env, stdout=stream, stderr=subprocess.STDOUT, cwd=cwd)
-        while True:
-            try:
-                code = process.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                code = None
-            run = runs.latest_run(experiments, name)
-            if run is not None:
-                lines = read_metrics(run)
-                epoch = max((int(line.get("epoch", 0)) for line in lines if "valid" in line), default=0)
-                state = (min(epoch, epochs), progress_text(lines, epochs))
-                if state != shown:  # redraw on news only: a log captured to a file grows by a line per redraw
-                    bar.n, shown = state[0], state
+    return follow_runs([FollowedRun(command, env, cwd, log, experiments, name, label)], epochs)[0]
+
+
+def follow_runs(followed: list[FollowedRun], epochs: int) -> list[int]:
+    """Run the training commands at the same time, each followed by a progress bar of its own (``follow_run``);
+    their exit codes, in order, once all have ended. An interrupted quickstart stops them."""
+    bars = [
+        tqdm(total=epochs, desc=run.label, unit="epoch", leave=False, position=position)
+        for position, run in enumerate(followed, start=1)
+    ]
+    shown: list[tuple | None] = [None] * len(followed)
+    codes: list[int | None] = [None] * len(followed)
+    processes, streams = [], []
+    try:
+        for run in followed:
+            run.cwd.mkdir(parents=True, exist_ok=True)
+            streams.append(open(run.log, "w"))
+            processes.append(
+                subprocess.Popen(run.command, env=run.env, stdout=streams[-1], stderr=subprocess.STDOUT, cwd=run.cwd)
+            )
+        while any(code is None for code in codes):
+            time.sleep(2)
+            for index, (run, process, bar) in enumerate(zip(followed, processes, bars, strict=True)):
+                if codes[index] is not None:
+                    continue
+                code = process.poll()
+                state = progress_state(run, epochs)
+                if state is not None and state != shown[index]:  # redraw on news only: a log file grows per redraw
+                    bar.n, shown[index] = state[0], state
                     bar.set_postfix_str(state[1], refresh=False)
                     bar.refresh()
-            if code is not None:
-                bar.close()
-                return code
+                codes[index] = code
+        return [int(code) for code in codes]
+    finally:
+        for process in processes:
+            if process.poll() is None:  # interrupted: no orphaned training process
+                process.terminate()
+                process.wait()
+        for stream in streams:
+            stream.close()
+        for bar in bars:
+            bar.close()
+
+
+def progress_state(run: FollowedRun, epochs: int) -> tuple[int, str] | None:
+    """A followed run's bar: its epochs done and ``progress_text`` from its metrics.jsonl (``None``: no run folder
+    yet)."""
+    folder = runs.latest_run(run.experiments, run.name)
+    if folder is None:
+        return None
+    lines = read_metrics(folder)
+    epoch = max((int(line.get("epoch", 0)) for line in lines if "valid" in line), default=0)
+    return min(epoch, epochs), progress_text(lines, epochs)
 
 
 def verdict(scores: list[Scores], upao_metrics: list[dict[str, Any]] | None = None) -> str:
@@ -254,17 +302,43 @@ def zero_shot_checkpoint(config: QuickstartConfig, base: Path, path: Path) -> Pa
     return path
 
 
-def train_run(config: QuickstartConfig, model: str, trainer: str, base: Path, out: Path, label: str) -> Path:
-    """One harness run of the quickstart under ``out/experiments``, followed by a progress bar; its run folder."""
+def run_threads(runs_at_once: int, cores: int | None = None) -> int:
+    """Intra-op threads of each of ``runs_at_once`` training processes sharing this machine's ``cores`` (default:
+    the cores this process may run on): an equal share, at least one. Two runs of one thread on two cores keep
+    both busy without the per-operation thread synchronisation that small tensors pay, which grows without bound
+    when the cores are also busy with other work (reports/quickstart_speed.md)."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores // max(1, runs_at_once))
+
+
+def train_runs(config: QuickstartConfig, base: Path, out: Path) -> dict[tuple[str, str], Path]:
+    """The quickstart's harness runs (``RUNS``) under ``out/experiments``, at the same time, each with its share of
+    the cores (``run_threads``; ``OMP_NUM_THREADS`` where the environment sets none) and its progress bar; their
+    run folders by ``(model, trainer)``. Refuses, naming the command and its log, when one failed."""
     experiments = out / "experiments"
     env = dict(os.environ, WELL_BASE_PATH=str(base), WANDB_MODE="disabled")
-    command = harness_command(config, model, trainer, base, experiments)
-    log = out / f"{model}-{trainer}.log"
-    name = f"{config.pde}-{model}-{trainer}-*"
-    code = follow_run(command, env, out, log, experiments, name, config.epochs, label)
-    if code != 0:
-        raise RuntimeError(f"{' '.join(command)} failed; see {log}")
-    return runs.latest_run(experiments, name) or experiments / name
+    env.setdefault("OMP_NUM_THREADS", str(run_threads(len(RUNS))))
+    followed = [
+        FollowedRun(
+            harness_command(config, model, trainer, base, experiments),
+            env,
+            out / "hydra" / f"{model}-{trainer}",
+            out / f"{model}-{trainer}.log",
+            experiments,
+            f"{config.pde}-{model}-{trainer}-*",
+            label,
+        )
+        for (model, trainer), label in zip(RUNS, STEPS[2:4], strict=True)
+    ]
+    codes = follow_runs(followed, config.epochs)
+    failed = [run for run, code in zip(followed, codes, strict=True) if code != 0]
+    if failed:
+        raise RuntimeError("; ".join(f"{' '.join(run.command)} failed; see {run.log}" for run in failed))
+    return {
+        key: runs.latest_run(experiments, run.name) or experiments / run.name
+        for key, run in zip(RUNS, followed, strict=True)
+    }
 
 
 def run_quickstart(config: QuickstartConfig) -> str:
@@ -294,11 +368,9 @@ def run_quickstart(config: QuickstartConfig) -> str:
     zero_shot_path = zero_shot_checkpoint(config, base, out / "zero_shot.pt")
     bar.update(1)
 
-    trained = {}
-    for step, (model, trainer) in zip(STEPS[2:4], RUNS, strict=True):
-        bar.set_postfix_str(step)
-        trained[(model, trainer)] = train_run(config, model, trainer, base, out, step)
-        bar.update(1)
+    bar.set_postfix_str(" and ".join(STEPS[2:4]))  # at the same time, each on its share of the cores
+    trained = train_runs(config, base, out)
+    bar.update(2)
 
     bar.set_postfix_str(STEPS[4])
     request = EvaluationRequest(

@@ -204,3 +204,39 @@ def test_the_ns_forward_is_one_graph_without_reading_back_from_the_device():
     layer.set_ns(True)
     explanation = torch._dynamo.explain(layer)(torch.randn(3, 8))
     assert explanation.graph_break_count == 0 and explanation.graph_count == 1
+
+
+def test_a_forward_without_a_graph_reuses_the_ns_factors_while_a_and_b_hold_their_values(monkeypatch):
+    """Without a graph through the factors (validation, evaluation) a layer computes NS once for the values ``A``
+    and ``B`` hold and reuses it, with the same output as a fresh forward; an optimizer step (new values) computes
+    them again, and a forward that trains never reuses them."""
+    import well_upao.models.lora as lora
+
+    torch.manual_seed(0)
+    layer = LoRALinear(nn.Linear(12, 10), rank=3)
+    layer.set_ns(True)
+    with torch.no_grad():
+        layer.lora_B.normal_()
+    calls = []
+
+    def counted(matrix, *args, **kwargs):
+        calls.append(tuple(matrix.shape))
+        return newton_schulz(matrix, *args, **kwargs)
+
+    monkeypatch.setattr(lora, "newton_schulz", counted)
+    x = torch.randn(4, 12)
+    trained = layer(x)  # builds a graph: computes NS
+    assert len(calls) == 2
+    with torch.inference_mode():
+        first, again = layer(x), layer(x)
+    assert len(calls) == 4  # once for both forwards
+    assert torch.equal(first, trained.detach()) and torch.equal(again, first)
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.5)
+    trained.square().sum().backward()
+    optimizer.step()
+    with torch.no_grad():
+        stepped = layer(x)
+    assert len(calls) == 6
+    fresh = layer(x)
+    assert len(calls) == 8
+    assert torch.equal(stepped, fresh.detach()) and not torch.equal(stepped, first)

@@ -175,3 +175,36 @@ def test_bad_configuration_is_explained():
     model = NATransformer(preset="tiny", channel_slots=[0], dims=(2,))
     with pytest.raises(ModelInputError, match="1D input"):
         model.forward_sequence(torch.zeros(1, 2, 32, 18))
+
+
+def test_the_decoder_smooths_only_the_read_slots_with_the_same_numbers(tiny, monkeypatch):
+    """The last smoothing convolution computes only the slots the mask keeps (``active_slots``); every output and
+    every gradient equals the whole decoder's (reference: the same model with the restriction switched off), on a
+    per-sample mask whose slots differ between the samples too (their union is computed)."""
+    import well_upao.models.na_transformer as module
+
+    model = NATransformer(preset="tiny", channel_slots=[0, 1, 15]).train()
+    model.load_state_dict(tiny.state_dict())
+    frames = random_frames(2, 3, 16, 16)
+    mask = torch.zeros(2, N_SLOTS)
+    mask[0, [0, 1]], mask[1, [0, 15]] = 1, 1
+
+    def run(restrict: bool):
+        if not restrict:
+            monkeypatch.setattr(module, "active_slots", lambda mask: None)
+        model.zero_grad()
+        out = model.forward_sequence(frames, mask)
+        out.square().sum().backward()
+        monkeypatch.undo()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+        return out.detach(), grads
+
+    whole, whole_grads = run(False)
+    restricted, restricted_grads = run(True)
+    torch.testing.assert_close(restricted, whole, rtol=1e-6, atol=1e-7)
+    assert whole[1, ..., 1].abs().max() == 0 and whole[0, ..., 1].abs().max() > 0  # slot 1 of sample 0 only
+    assert whole_grads.keys() == restricted_grads.keys()
+    for name, grad in whole_grads.items():
+        torch.testing.assert_close(restricted_grads[name], grad, rtol=1e-5, atol=1e-9, msg=name)
+    assert module.active_slots(mask) == [0, 1, 15]
+    assert module.active_slots(torch.ones(1, N_SLOTS)) == list(range(N_SLOTS))

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import torch
 from torch import nn
+from torch.distributed.tensor import DTensor
 
 from well_upao.distributed import whole_parameters
 
@@ -139,6 +140,8 @@ class LoRALinear(nn.Module):
         nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
         self.register_buffer("ns_active", torch.zeros((), dtype=torch.bool, device=base.weight.device))
         self.ns_mode = False  # mirrors ns_active without reading it back from the device
+        #: ``(A, B, factors)``: the NS factors of the values ``A`` and ``B`` held when last computed without a graph
+        self._kept_ns: tuple[torch.Tensor, torch.Tensor, tuple] | None = None
 
     @property
     def scaling(self) -> float:
@@ -161,9 +164,42 @@ class LoRALinear(nn.Module):
 
     def factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | float]:
         """``(A', B', s)`` with ``DeltaW = s B' A'``: LoRA's, or in NS mode NSLoRA's once ``||B||_F > ns_min_norm``
-        (LoRA's before, chosen on the device)."""
+        (LoRA's before, chosen on the device). A forward that builds no graph through the factors on the CPU reuses
+        the NS factors of the last such forward while ``A`` and ``B`` hold the same values (``kept_ns_factors``)."""
         if not self.ns_mode:
             return self.lora_A, self.lora_B, self.scaling
+        if self.reuses_factors():
+            return self.kept_ns_factors()
+        return self.ns_factors()
+
+    def reuses_factors(self) -> bool:
+        """Whether this forward may reuse kept NS factors: no graph through the factors (no grad, or frozen
+        factors), on the CPU and not sharded (comparing values reads them; a GPU forward never reads back), not
+        under ``torch.compile``."""
+        graph = torch.is_grad_enabled() and (self.lora_A.requires_grad or self.lora_B.requires_grad)
+        local = self.lora_A.device.type == "cpu" and not isinstance(self.lora_A, DTensor)  # not a shard of FSDP2's
+        return not graph and local and not torch.compiler.is_compiling()
+
+    def kept_ns_factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``ns_factors()``, computed once for the values ``A`` and ``B`` hold: kept with a copy of them and reused
+        while both are bitwise equal to it (a validation, an evaluation: one NS pass per layer instead of one per
+        forward); any change (an optimizer step, a loaded state, another dtype) computes them again. The same
+        numbers: NS is a deterministic function of ``A`` and ``B``."""
+        a, b = self.lora_A.detach(), self.lora_B.detach()
+        kept = self._kept_ns
+        if kept is not None and all(
+            old.shape == new.shape and old.dtype == new.dtype and torch.equal(old, new)
+            for old, new in ((kept[0], a), (kept[1], b))
+        ):
+            return kept[2]
+        with torch.no_grad():
+            factors = self.ns_factors()
+        self._kept_ns = (a.clone(), b.clone(), factors)
+        return factors
+
+    def ns_factors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """NSLoRA's ``(A', B', s)``: ``(NS(A), NS(B), ||A||_F ||B||_F)`` once ``||B||_F > ns_min_norm``, else LoRA's
+        (module docstring)."""
         norm_a, norm_b = safe_frobenius(self.lora_A), safe_frobenius(self.lora_B)
         a_hat = newton_schulz(self.lora_A, self.ns_steps, dtype=self.ns_dtype)
         b_hat = newton_schulz(self.lora_B, self.ns_steps, dtype=self.ns_dtype)

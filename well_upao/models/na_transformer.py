@@ -341,7 +341,7 @@ class NATransformer(nn.Module):
             tokens = block(tokens, variant, kernel)
         tokens = self.final_norm(tokens)
 
-        decoded = decoder(rearrange(tokens, "b t ... h -> (b t) h ..."))
+        decoded = decoder(rearrange(tokens, "b t ... h -> (b t) h ..."), active_slots(mask))
         decoded = rearrange(decoded, "(b t) c ... -> b t ... c", b=batch)
         order = BASES[self.base]
         if order == 0:
@@ -401,6 +401,15 @@ class NATransformer(nn.Module):
         if channels_first:
             prediction = rearrange(prediction, "b ... c -> b c ...")
         return prediction
+
+
+def active_slots(mask: torch.Tensor) -> list[int] | None:
+    """The slots a slot mask ``(1 or B, 18)`` keeps for some sample (the decoder computes only those where the
+    last layer allows it, ``PatchDecoder.forward``); ``None`` (all) where reading the mask would synchronise with a
+    device or ``torch.compile`` traces the forward."""
+    if mask.device.type != "cpu" or torch.compiler.is_compiling():
+        return None
+    return torch.nonzero(mask.amax(0) > 0).flatten().tolist()
 
 
 def count_parameters(module: nn.Module) -> int:

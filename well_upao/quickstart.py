@@ -1,4 +1,4 @@
-"""``well-upao quickstart``: the project's main job in one command (9.3 minutes on two CPU
+"""``well-upao quickstart``: the project's main job in one command (7.8 minutes on two CPU
 cores, reports/user_times.md).
 
 1. generate a small exact dataset (``wave2d`` by default) and train at time stride 5, where extrapolating the

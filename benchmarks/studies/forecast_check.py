@@ -194,10 +194,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--histories", nargs="+", type=int, default=[8, 16, 32])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", type=Path, default=ROOT / "reports" / "forecast_check.md")
+    parser.add_argument("--report-only", action="store_true", help="write the report from the records made so far")
     args = parser.parse_args(argv)
     records_folder = args.out / "records"
     records_folder.mkdir(parents=True, exist_ok=True)
-    for dataset in args.sets:
+    for dataset in [] if args.report_only else args.sets:
         for stride in args.strides:
             for history in args.histories:
                 path = records_folder / f"{dataset}-stride{stride}-history{history}.json"

@@ -135,16 +135,27 @@ def main(argv: list[str] | None = None) -> None:
         loads.append(os.getloadavg()[0])
         together = schedule(config, base, folder / "schedule", args.steps, together=True)
         loads.append(os.getloadavg()[0])
-    cores = run_threads(1)
     given = " ".join(argv if argv is not None else sys.argv[1:])
-    command = f"python benchmarks/performance/quickstart_speed.py {given}"
+    heading = (
+        f"> `python benchmarks/performance/quickstart_speed.py {given}`: the package at {before_commit} against this "
+        f"checkout at {after_commit}{' (with uncommitted changes to well_upao/)' if dirty else ''}; {cpu_model()}, "
+        f"{run_threads(1)} cores; 1-minute load average {min(loads):.1f} to {max(loads):.1f} while it ran (other work "
+        "on the machine: the same for both sides of each ratio only on average)."
+    )
+    text = report_text(heading, measured, args, apart, together)
+    kept = args.report.read_text() if args.report.is_file() else ""
+    if KEPT in kept:  # the written-by-hand profile below the measurement stays
+        text += "\n" + kept[kept.index(KEPT) :]
+    args.report.write_text(text)
+    print(text)
+
+
+def report_text(heading: str, measured: dict, args: argparse.Namespace, apart: float, together: float) -> str:
+    """The report's tables: each run's parts before and after, whether their criteria agree, and the schedule."""
     lines = [
         "# The quickstart's harness runs, before and after (issue 76)",
         "",
-        f"> `{command}`: the package at {before_commit} against this checkout at {after_commit}"
-        f"{' (with uncommitted changes to well_upao/)' if dirty else ''}; {cpu_model()}, {cores} cores; 1-minute "
-        f"load average {min(loads):.1f} to {max(loads):.1f} while it ran (other work on the machine: the same for "
-        "both sides of each ratio only on average).",
+        heading,
         "",
         f"## The code: one thread, the quickstart's settings, +seed=0 (median of {args.rounds} alternated children)",
         "",
@@ -170,12 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         "|---|---|---|",
         f"| {apart:.1f} | {together:.1f} | {apart / together:.2f}x |",
     ]
-    text = "\n".join(lines) + "\n"
-    kept = args.report.read_text() if args.report.is_file() else ""
-    if KEPT in kept:  # the written-by-hand profile below the measurement stays
-        text += "\n" + kept[kept.index(KEPT) :]
-    args.report.write_text(text)
-    print(text)
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -46,3 +46,20 @@ def test_the_digest_changes_with_every_constant():
         dataclasses.replace(RULE_3, effective=False).digest(),
     }
     assert len(digests) == 4
+
+
+def test_a_held_out_upao_run_is_the_quickstarts_recipe_on_the_users_dataset(tmp_path):
+    """The values ``studies/heldout_upao.py``'s docstring states, no data config (the user's dataset by name and
+    module instead, as docs/your-data.md trains), stride 1 and epochs cut at 24 steps."""
+    from studies.heldout_upao import upao_overrides
+
+    given = upao_overrides("heldout_allen_cahn", tmp_path / "base", tmp_path / "experiments")
+    assert not [o for o in given if o.startswith("data=")]
+    assert {
+        "model=na_nslora", "trainer=upao", "data.imports=[heldout_pdes]", "data.well_dataset_name=heldout_allen_cahn",
+        "model.pretrained=shipped_extrap2", "model.base=extrap2", "optimizer.lr=0.001", "data.batch_size=4",
+        "trainer.epochs=6", "trainer.epoch_steps=24", "data.min_dt_stride=1", "data.max_dt_stride=1",
+        "trainer.nslora_schedule=from_start", "trainer.derivative=auto", "trainer.time_scheme=auto",
+        f"data.well_base_path={tmp_path / 'base'}", f"experiment_dir={tmp_path / 'experiments'}",
+    } <= set(given)  # fmt: skip
+    assert len(given) == len(set(given))

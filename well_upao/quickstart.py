@@ -292,6 +292,23 @@ def harness_command(config: QuickstartConfig, model: str, trainer: str, base: Pa
 RUNS = (("na_nslora", "upao"), ("na_lora", "shifted"))
 
 
+def generate_data(config: QuickstartConfig, base: Path) -> Path:
+    """The quickstart's exact dataset under the Well base path ``base`` (replaced if there): ``config.n_traj``
+    trajectories of ``config.pde`` at ``config.resolution``, ``config.n_steps`` frames, a ``valid_fraction`` split."""
+    request = GenerationRequest(
+        pde=config.pde,
+        out=base,
+        n_traj=config.n_traj,
+        resolution=config.resolution,
+        n_steps=config.n_steps,
+        seed=config.seed,
+        valid_fraction=config.valid_fraction,
+        overwrite=True,
+    )
+    generate_dataset(request, progress=False)
+    return base
+
+
 def zero_shot_checkpoint(config: QuickstartConfig, base: Path, path: Path) -> Path:
     """The adapted backbone as it was trained (its own prediction base), for ``config.pde``, saved at ``path``."""
     trained_base = migrated_base(read_checkpoint(resolve_pretrained(config.backbone))["model"]["config"])
@@ -349,19 +366,7 @@ def run_quickstart(config: QuickstartConfig) -> str:
     bar = tqdm(total=len(STEPS), desc="quickstart", unit="step")
 
     bar.set_postfix_str(STEPS[0])
-    generate_dataset(
-        GenerationRequest(
-            pde=config.pde,
-            out=base,
-            n_traj=config.n_traj,
-            resolution=config.resolution,
-            n_steps=config.n_steps,
-            seed=config.seed,
-            valid_fraction=config.valid_fraction,
-            overwrite=True,
-        ),
-        progress=False,
-    )
+    generate_data(config, base)
     bar.update(1)
 
     bar.set_postfix_str(STEPS[1])

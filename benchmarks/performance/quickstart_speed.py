@@ -29,29 +29,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its groups import as packages
 
 from performance.solver_speed import ROOT, assembled, cpu_model, git, package_at
-from well_upao.data.generate import GenerationRequest, generate_dataset
-from well_upao.quickstart import RUNS, QuickstartConfig, harness_command, run_threads
+from well_upao.quickstart import RUNS, QuickstartConfig, generate_data, harness_command, run_threads
 
 CASE = Path(__file__).with_name("quickstart_case.py")
 #: the report's section written by hand (where the time went), kept when the script rewrites the report
 KEPT = "## Where the time went"
 PARTS = ("start", "validation before training", "optimizer step", "validation")
-
-
-def dataset(folder: Path, config: QuickstartConfig) -> Path:
-    """The quickstart's dataset (its generation request), under ``folder``."""
-    request = GenerationRequest(
-        pde=config.pde,
-        out=folder,
-        n_traj=config.n_traj,
-        resolution=config.resolution,
-        n_steps=config.n_steps,
-        seed=config.seed,
-        valid_fraction=config.valid_fraction,
-        overwrite=True,
-    )
-    generate_dataset(request, progress=False)
-    return folder
 
 
 def overrides(config: QuickstartConfig, run: tuple[str, str], base: Path, experiments: Path) -> list[str]:
@@ -121,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        base = dataset(folder / "datasets", config)
+        base = generate_data(config, folder / "datasets")
         trees = {"before": package_at(args.before, folder), "after": assembled(ROOT, folder / "after")}
         measured: dict[tuple[str, str], dict[str, list[dict]]] = {run: {"before": [], "after": []} for run in RUNS}
         for round_ in range(args.rounds):

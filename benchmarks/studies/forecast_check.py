@@ -104,14 +104,6 @@ def evaluated_rows(folder: Path) -> dict:
     return rows
 
 
-def with_rows_at_starts(record: dict, out: Path) -> dict:
-    """A record made before ``one_step_at_starts`` was kept, its rows read again from its stored evaluation."""
-    folder = out / f"{record['dataset']}-stride{record['stride']}-history{record['history']}"
-    if any("one_step_at_starts" not in cells for cells in record["rows"].values()) and (folder / "evaluation").is_dir():
-        record = {**record, "rows": evaluated_rows(folder)}
-    return record
-
-
 def held_windows(record: dict) -> list[dict]:
     """Per window the forecast's true VRMSE, the best candidate's (the lowest of the evaluated rows the forecast chose
     from: its candidates, the solver only where the forecast kept it) and their ratio."""
@@ -206,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
                     record = check(args, dataset, stride, history)
                     path.write_text(json.dumps(record, indent=1) + "\n")
                     print(f"{path.name}: done", flush=True)
-    records = [with_rows_at_starts(json.loads(p.read_text()), args.out) for p in sorted(records_folder.glob("*.json"))]
+    records = [json.loads(p.read_text()) for p in sorted(records_folder.glob("*.json"))]
     command = "python benchmarks/studies/forecast_check.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = report(records, command)
     if args.report.is_file() and "## Reading" in args.report.read_text():  # the hand-written reading is kept

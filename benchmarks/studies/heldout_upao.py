@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from well_upao.harness import runs
+from well_upao.quickstart import QuickstartConfig, harness_command
 
 ROOT = Path(__file__).resolve().parents[2]
 UPAO_ROW = "UPAO + NSLoRA (no labels)"
@@ -29,34 +30,18 @@ EPOCHS, EPOCH_STEPS = 6, 24
 
 
 def upao_overrides(dataset: str, base: Path, experiments: Path) -> list[str]:
-    """The harness's overrides of one held-out run (module docstring)."""
-    return [
-        "model=na_nslora",
-        "trainer=upao",
+    """The harness's overrides of one held-out run: the quickstart's UPAO run (``well_upao.quickstart.harness_command``
+    at stride 1) on the user's dataset instead of a data config (docs/your-data.md), epochs cut at ``EPOCH_STEPS``."""
+    config = QuickstartConfig(pde=dataset, stride=1, epochs=EPOCHS)
+    recipe = harness_command(config, "na_nslora", "upao", base, experiments)[3:]  # after ``python -m <module>``
+    user_data = [
         "data.imports=[heldout_pdes]",
         f"data.well_dataset_name={dataset}",
-        f"data.well_base_path={base}",
-        f"experiment_dir={experiments}",
-        "model.pretrained=shipped_extrap2",
-        "model.base=extrap2",
         "trainer.derivative=auto",
         "trainer.time_scheme=auto",
-        "data.min_dt_stride=1",
-        "data.max_dt_stride=1",
-        "data.batch_size=4",
-        f"trainer.epochs={EPOCHS}",
         f"trainer.epoch_steps={EPOCH_STEPS}",
-        "optimizer.lr=0.001",
-        "data.shuffle_seed=42",
-        "trainer.max_rollout_steps=2",
-        "data.max_rollout_steps=2",
-        "trainer.rollout_val_frequency=1000",
-        "trainer.short_validation_length=4",
-        "trainer.vrmse_trajectories=3",
-        "trainer.nslora_schedule=from_start",
-        "trainer.progress=false",
-        "auto_resume=false",
     ]
+    return [o for o in recipe if not o.startswith("data=")] + user_data
 
 
 def environment(base: Path) -> dict:

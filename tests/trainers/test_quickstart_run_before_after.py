@@ -26,10 +26,9 @@ import pytest
 import torch
 from evaluate.test_evaluation_before_after import differences  # numbers to 1e-6 relative, NaN equals NaN
 
-from well_upao.data.generate import GenerationRequest, generate_dataset
 from well_upao.harness.metrics_file import read_metrics
 from well_upao.models.checkpoint import read_checkpoint
-from well_upao.quickstart import QuickstartConfig, harness_command
+from well_upao.quickstart import QuickstartConfig, generate_data, harness_command
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "quickstart_run_before.json"
 #: measured, not computed
@@ -68,17 +67,7 @@ def state_digests(path: Path) -> dict[str, str]:
 def quickstart_upao_run(tmp_path: Path, monkeypatch) -> dict:
     config = QuickstartConfig(out=tmp_path, n_traj=4, resolution=32, n_steps=51, epochs=2)
     base, experiments = tmp_path / "datasets", tmp_path / "experiments"
-    request = GenerationRequest(
-        pde=config.pde,
-        out=base,
-        n_traj=config.n_traj,
-        resolution=config.resolution,
-        n_steps=config.n_steps,
-        seed=config.seed,
-        valid_fraction=config.valid_fraction,
-        overwrite=True,
-    )
-    generate_dataset(request, progress=False)
+    generate_data(config, base)
     command = harness_command(config, "na_nslora", "upao", base, experiments)
     given = command[command.index("the_well.benchmark.train") + 1 :]
     overrides = [*given, "trainer.epoch_steps=2", "name=na_nslora-upao"]

@@ -27,9 +27,11 @@ families:
 Other PDEs (conservative or derived quantities, walls with pressure) have no solver baseline (``supports``).
 
 Cost: on a periodic grid the derivatives read each field's spectrum, taken once per right-hand side, and the finer
-grid's state comes with its spectrum from the interpolation (``well_upao.predict.spectral_fields``); the tendency is
-projected on the kept modes; step doubling evaluates the tendency at the start once for all the sub-step counts it
-tries. The values are those of one complex transform per derivative, to round-off.
+grid's state comes with its spectrum from the interpolation (``well_upao.predict.spectral_fields``); there the
+terms are summed in Fourier space (``SpectralFields.deferring``: a derivative is transformed back only where the
+right-hand side reads its values), and the tendency is projected on the kept modes; step doubling evaluates the
+tendency at the start once for all the sub-step counts it tries. The values are those of one complex transform per
+derivative, to round-off.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from well_upao.physics.residual import broadcast_parameters, sum_terms
 from well_upao.physics.stencils import Grid, Stencils
 from well_upao.predict.spectral_fields import (
     SpectralFields,
+    SpectralTerm,
     interpolated,
     truncated_spectrum,
     wavenumbers,
@@ -100,7 +103,9 @@ class PDESolver:
                 self._forget()
         shape, solver, fine = self._finer(state)
         try:  # the fine tendency's kept modes, projected there (the same modes: projection and truncation commute)
-            spectra = {name: truncated_spectrum(rate, shape) for name, rate in solver._rhs(fine, params, False).items()}
+            with solver.ops.deferring():  # its terms summed in Fourier space (``predict.spectral_fields``)
+                rates = solver._rhs(fine, params, False)
+            spectra = {name: truncated_spectrum(rate, shape) for name, rate in rates.items()}
         finally:
             solver._forget()
         if self.incompressible:
@@ -160,7 +165,8 @@ class PDESolver:
         for equation in self.pde.equations:
             if equation.evolves is None:
                 continue
-            out[equation.evolves] = -sum_terms(equation.flux(state, params, self.ops))
+            terms = equation.flux(state, params, self.ops)
+            out[equation.evolves] = -(terms if isinstance(terms, SpectralTerm) else sum_terms(terms))
         if self.incompressible and project:
             velocity = [name for name in ("Vx", "Vy", "Vz") if name in out]
             projected = self._project([out[v] for v in velocity])

@@ -25,7 +25,10 @@ written again on the package before issue 63's changes, commit 5a93e0b with issu
 cc9b9ba, which changed the expected intervals and added their ``rule`` and ``spread``) applied; every number of the
 file it replaced was equal to 1e-6 relative but those intervals. And once more for issue 75 (rule 3 of the expected
 error, every start and a fitted growth, the default): only the ``expected`` entries changed (75 numbers of its three
-windows); every other number was equal to 1e-6 relative."""
+windows); every other number was equal to 1e-6 relative. And once more when a row whose ``best.pt`` kept a
+classical prior took that prior's evidence (``predict.predictors.kept_prior``): only the UPAO row's ``expected``
+entries changed (12 numbers, at most 2.0%), each now equal to extrap2's, the prior it kept; every other number was
+equal to 1e-6 relative."""
 
 from __future__ import annotations
 

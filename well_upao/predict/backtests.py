@@ -7,7 +7,10 @@ rollout from the window's first ``START`` frames (``predict.rollout``) and, one 
 later frame of the window from the true frames before it. The solver is not a candidate (it is the accuracy limit
 given the equation, not a prediction of the user's system without it). The expected error's rule 3
 (``predict.expected_starts``) reads each window's start matrix besides: a classical row's rollouts from every start
-of the window, a model row's two backtests above (``window_evidence``).
+of the window, a model row's two backtests above (``window_evidence``). A model row whose run's ``best.pt`` kept a
+classical prior (``predictors.kept_prior``) predicts with that prior's extrapolation: its backtests and start matrix
+are the prior's closed forms (every start), as the prior's own row has them, so the same predictions carry the
+same evidence and expected error under either name.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from well_upao.harness.samples import Context
 from well_upao.predict.evidence import START, backtest_curve, with_one_step
 from well_upao.predict.expected import expected_curve, step_over_spread
 from well_upao.predict.expected_starts import own_start_matrix, prior_start_matrix
-from well_upao.predict.predictors import ClassicalRow, Predictor
+from well_upao.predict.predictors import ClassicalRow, Predictor, kept_prior
 from well_upao.predict.rollout import one_step_all, rollout
 from well_upao.predict.windows import rollout_starts
 
@@ -96,8 +99,9 @@ def window_evidence(
         rows = {p.name: p for p in predictors}
         for name, (r, o) in per_channel.items():
             row = rows[name]
-            if isinstance(row, ClassicalRow):
-                starts[name] = prior_start_matrix(row.prior, window.double(), mask, rho[0])
+            prior = row.prior if isinstance(row, ClassicalRow) else kept_prior(row)
+            if prior is not None:
+                starts[name] = prior_start_matrix(prior, window.double(), mask, rho[0])
             else:
                 starts[name] = own_start_matrix(r[0][..., active], o[0][..., active], rho[0])
     return curves, expected, starts
@@ -124,9 +128,10 @@ def channel_history_curves(
     for predictor in predictors:
         if (predictor.kind == "solver" and not solver) or history.shape[0] <= START:
             continue
-        if isinstance(predictor, ClassicalRow):
-            predicted = predictor.prior.rolled_out(window, START)
-            one_step = predictor.prior.one_step(window, START)
+        prior = predictor.prior if isinstance(predictor, ClassicalRow) else kept_prior(predictor)
+        if prior is not None:
+            predicted = prior.rolled_out(window, START)
+            one_step = prior.one_step(window, START)
         elif predictor.kind in ("model", "solver") and predictor.can_start_from(START):
             predicted = rollout(predictor, history, START, history.shape[0] - START, context, starts=(0,))
             one_step = one_step_all(predictor, history, START, context)[None]

@@ -183,6 +183,20 @@ class BackboneModel(Predictor):
         return self.space.to_physical(self.model.from_slots(predicted))
 
 
+def kept_prior(predictor: Predictor) -> ClassicalPrior | None:
+    """The classical prior a backbone row predicts with when its run's ``best.pt`` kept one (the guard found training
+    did not beat it; ``NATransformer.set_prior``): the row is then that prior's extrapolation of the window (in the
+    model's units, which an extrapolation carries over unchanged: its weights sum to one), and its evidence is the
+    prior's own, from every start (``predict.backtests``), not the two backtests a network gets. ``None`` for a
+    network, a classical row or the solver."""
+    if not isinstance(predictor, BackboneModel | SlotModel):
+        return None
+    order = getattr(predictor.model, "_prior", -1)
+    if not isinstance(order, int) or order < 0:
+        return None
+    return next((prior for prior in CLASSICAL_PRIORS.values() if prior.order == order), None)
+
+
 class SlotModel(Predictor):
     """A well-upao backbone, or a one-frame slot model (``model_kind`` ``slot_frame``), on frames already in the 18
     slots, with the dataset's slot mask (a mixture)."""

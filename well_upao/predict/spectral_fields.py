@@ -302,6 +302,8 @@ class SpectralTerm:
         return self.materialize().abs()
 
     def __getattr__(self, name: str):
+        if name.startswith("_"):  # not a tensor's public attribute (and no recursion before ``__init__`` ran)
+            raise AttributeError(name)
         return getattr(self.materialize(), name)
 
     @classmethod

@@ -34,11 +34,11 @@ def context(n: int = 16) -> Context:
     return Context(dt=torch.tensor([0.1]), scalars={}, grid=Grid((spacing, spacing), (True, True)), channel_slots=SLOTS)
 
 
-def backbone(prior: int) -> BackboneModel:
+def backbone(prior: int, history: int = 8) -> BackboneModel:
     torch.manual_seed(0)
     model = NATransformer(preset="tiny", layers=1, dims=(2,), channel_slots=SLOTS)
     model.set_prior(prior)
-    return BackboneModel("UPAO", model.eval(), history=8)
+    return BackboneModel("UPAO", model.eval(), history=history)
 
 
 def test_a_kept_prior_is_read_from_the_model_and_a_network_or_classical_row_has_none():
@@ -46,6 +46,17 @@ def test_a_kept_prior_is_read_from_the_model_and_a_network_or_classical_row_has_
     assert kept_prior(backbone(0)).name == "persistence"
     assert kept_prior(backbone(-1)) is None
     assert kept_prior(classical_row("extrap1")) is None
+
+
+def test_a_row_served_two_frames_extrapolates_linearly_whatever_prior_it_kept():
+    """Two frames allow degree 1 at most: the row's predictions are extrap1's (not extrap2's, which are exact on
+    this field), and so is its prior."""
+    frames, ctx = window(), context()
+    row = backbone(2, history=2)
+    assert kept_prior(row).name == "extrap1"
+    predicted = row.predict(frames[None], ctx)
+    torch.testing.assert_close(predicted, classical_row("extrap1").predict(frames[None], ctx), rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(predicted, classical_row("extrap2").predict(frames[None], ctx), rtol=1e-5, atol=1e-6)
 
 
 def test_a_row_that_kept_extrap2_carries_extrap2s_evidence_from_every_start():

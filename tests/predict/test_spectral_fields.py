@@ -79,20 +79,24 @@ def random_problem(name: str, shape=(16, 24), batch: int = 2):
     state = {v: torch.randn(batch, *shape, generator=generator, dtype=torch.float64) for v in pde.variables}
     values = torch.tensor([0.37, 0.8][:batch], dtype=torch.float64)
     params = pde.resolve_parameters({k: values for k in (*pde.parameters, *pde.constants)})
-    return PDESolver(pde, Grid((0.1, 0.2), (True, True))), state, params
+    grid = Grid(tuple(0.1 * (axis + 1) for axis in range(len(shape))), (True,) * len(shape))
+    return PDESolver(pde, grid), state, params
 
 
 def biharmonic_with_a_product(pde_factory):
-    """``d_t u = -(nu Lap^2 u + Lap u - u d_x u + |grad u|^2 / 2)``: a derivative of a derivative (stays in Fourier
-    space), a derivative multiplied by a field and squared (read as values), a number times a term."""
+    """``d_t u = -(nu Lap^2 u + Lap u - u d_x u + (|grad u|^2 - <|grad u|^2>) / 2)`` (Kuramoto-Sivashinsky's terms
+    and an advection): a derivative of a derivative (stays in Fourier space), a derivative multiplied by a field and
+    squared (read as values), a number times a term, a per-sample mean broadcast over the grid."""
 
     def flux(f, p, ops):
         u = f["height"]
+        squared = sum(g**2 for g in ops.gradient(u))
         return (
             p["nu"] * ops.laplacian(ops.laplacian(u)),
             ops.laplacian(u),
             -u * ops.d(u, 0),
-            0.5 * sum(g**2 for g in ops.gradient(u)),
+            0.5 * squared,
+            -0.5 * squared.mean(dim=(-2, -1), keepdim=True),  # a per-sample constant added to the terms
         )
 
     return pde_factory(
@@ -103,12 +107,17 @@ def biharmonic_with_a_product(pde_factory):
     )
 
 
-@pytest.mark.parametrize("name", ["shear_flow", "burgers2d", "tg2d", "biharmonic"])
-def test_the_deferred_tendency_is_the_eager_one(name):
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [("shear_flow", (16, 24)), ("burgers2d", (16, 24)), ("tg2d", (16, 24)), ("biharmonic", (16, 24)),
+     ("burgers1d", (32,)), ("adv3d", (8, 10, 12))],
+)  # fmt: skip
+def test_the_deferred_tendency_is_the_eager_one(name, shape):
     """Summing the terms in Fourier space changes the de-aliased tendency by round-off only, for fluxes that keep
     terms deferred (sums, coefficients, the zero pressure), read them as values (products, powers) and differentiate
-    them again."""
-    solver, state, params = random_problem(biharmonic_with_a_product(PDE) if name == "biharmonic" else name)
+    them again, in 1D, 2D and 3D."""
+    pde = biharmonic_with_a_product(PDE) if name == "biharmonic" else name
+    solver, state, params = random_problem(pde, shape)
     assert solver.dealias == 1.5
     deferred, eager = solver.tendency(state, params), eager_tendency(solver, state, params)
     for field, rate in eager.items():
@@ -164,6 +173,9 @@ def test_a_term_read_as_values_is_its_inverse_transform_and_arithmetic_stays_exa
         "field + term": (field + term(a), field + a),
         "negation": (-(term(a) + field), -(a + field)),
         "term - field": (term(a) - field, a - field),
+        "term - term": (term(a) - term(b), a - b),
+        "number - term": (1.5 - term(a), 1.5 - a),
+        "term + per-sample constant": (term(a) + coefficient, a + coefficient),
         "field - term": (field - term(a), field - a),
         "coefficient * term": (coefficient * (term(a) + field), coefficient * (a + field)),
         "term * number": ((term(a) + field) * 0.5, (a + field) * 0.5),
@@ -176,5 +188,11 @@ def test_a_term_read_as_values_is_its_inverse_transform_and_arithmetic_stays_exa
         torch.testing.assert_close(read(got), expected, rtol=0, atol=1e-12, msg=label)
     assert isinstance(coefficient * term(a) - field, SpectralTerm)  # a coefficient and a field keep it deferred
     assert not isinstance(field * term(a), SpectralTerm)
+    assert isinstance(term(a) + coefficient, SpectralTerm)  # broadcast over the grid, still deferred
+    with pytest.raises(AttributeError, match="in-place"):
+        term(a).mul_(2)
+    zero = SpectralTerm(None, shape, torch.float64, a.device, 2)
+    assert torch.equal(truncated_spectrum(zero, (4, 6)), torch.zeros(2, 4, 4, dtype=torch.complex128))
+    assert torch.equal(zero.materialize(), torch.zeros(shape, dtype=torch.float64))
     spectrum = truncated_spectrum(term(a) - 2 * term(b), (4, 6))
     torch.testing.assert_close(spectrum, truncated_spectrum(a - 2 * b, (4, 6)), rtol=0, atol=1e-12)

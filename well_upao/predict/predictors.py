@@ -187,13 +187,16 @@ def kept_prior(predictor: Predictor) -> ClassicalPrior | None:
     """The classical prior a backbone row predicts with when its run's ``best.pt`` kept one (the guard found training
     did not beat it; ``NATransformer.set_prior``): the row is then that prior's extrapolation of the window (in the
     model's units, which an extrapolation carries over unchanged: its weights sum to one), and its evidence is the
-    prior's own, from every start (``predict.backtests``), not the two backtests a network gets. ``None`` for a
-    network, a classical row or the solver."""
+    prior's own, from every start (``predict.backtests``), not the two backtests a network gets; a row served fewer
+    frames than the prior reads extrapolates with the degree they allow (``extrapolate_history``), and that is its
+    prior. ``None`` for a network, a classical row or the solver."""
     if not isinstance(predictor, BackboneModel | SlotModel):
         return None
-    order = getattr(predictor.model, "_prior", -1)
-    if not isinstance(order, int) or order < 0:
+    order = int(getattr(predictor.model, "_prior", -1))
+    if order < 0:
         return None
+    if predictor.history is not None:  # a window of H frames is extrapolated with degree at most H - 1
+        order = min(order, predictor.history - 1)
     return next((prior for prior in CLASSICAL_PRIORS.values() if prior.order == order), None)
 
 

@@ -264,8 +264,8 @@ class SpectralTerm:
             return self._with(spectrum, _plus(self.values, other.values))
         if isinstance(other, int | float) and other == 0:  # ``sum``'s start
             return self
-        if isinstance(other, torch.Tensor) and other.shape == self.shape:
-            return self._with(self.spectrum, _plus(self.values, other))
+        if isinstance(other, torch.Tensor) and torch.broadcast_shapes(other.shape, self.shape) == self.shape:
+            return self._with(self.spectrum, _plus(self.values, other.expand(self.shape)))
         return self.materialize() + other
 
     __radd__ = __add__
@@ -298,12 +298,33 @@ class SpectralTerm:
     def __pow__(self, exponent: object) -> torch.Tensor:
         return self.materialize() ** exponent
 
+    def __rpow__(self, base: object) -> torch.Tensor:
+        return base ** self.materialize()
+
+    def __pos__(self) -> torch.Tensor:
+        return self.materialize()
+
+    def __getitem__(self, index) -> torch.Tensor:
+        return self.materialize()[index]
+
+    def __lt__(self, other: object) -> torch.Tensor:
+        return self.materialize() < other
+
+    def __le__(self, other: object) -> torch.Tensor:
+        return self.materialize() <= other
+
+    def __gt__(self, other: object) -> torch.Tensor:
+        return self.materialize() > other
+
+    def __ge__(self, other: object) -> torch.Tensor:
+        return self.materialize() >= other
+
     def __abs__(self) -> torch.Tensor:
         return self.materialize().abs()
 
     def __getattr__(self, name: str):
-        if name.startswith("_"):  # not a tensor's public attribute (and no recursion before ``__init__`` ran)
-            raise AttributeError(name)
+        if name.startswith("_") or name.endswith("_"):  # private (no recursion before ``__init__`` ran) or in place:
+            raise AttributeError(f"SpectralTerm has no {name!r} (an in-place change would miss its spectrum)")
         return getattr(self.materialize(), name)
 
     @classmethod

@@ -127,7 +127,10 @@ def made_at() -> dict:
 
     return {
         "commit": git("rev-parse", "--short=10", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        # the study's own records (written as its cases finish) do not make the code it runs dirty
+        "dirty": bool(
+            git("status", "--porcelain", "--untracked-files=no", "--", ".", f":!{RECORDS.relative_to(ROOT)}")
+        ),
         "date": datetime.date.today().isoformat(),
     }
 

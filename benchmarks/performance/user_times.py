@@ -219,14 +219,17 @@ def machine() -> dict:
 
 
 def made_at() -> dict:
-    """The commit measured at (``dirty`` when tracked files had uncommitted changes) and the date."""
+    """The commit measured at (``dirty`` when tracked files had uncommitted changes) and the date. This script's own
+    records and report (written as each command finishes) do not count: the second command of an invocation ran the
+    same code as the first."""
 
     def git(*arguments: str) -> str:
         return subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
+    own = [f":!{path.relative_to(ROOT)}" for path in (RECORDS, REPORT)]
     return {
         "commit": git("rev-parse", "--short=10", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", *own)),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 

@@ -67,3 +67,27 @@ def test_the_starts_and_the_classical_parts_are_computed_once_and_equal_a_fresh_
     expected.start.model = start
     assert same_logs(changed, expected.run_batches([other], False, 1, False).logs) == []
     hook.remove()
+
+
+def test_the_expected_error_is_rule_3_from_every_start_of_each_validation_window(small_datasets, tmp_path):
+    """``valid_expected_vrmse`` is stated as ``evaluate`` and ``forecast`` state it (rule 3): the prior's from every
+    start of each validation window (each sample one history window), the model's from its own backtests; the
+    prior's value is the one rule 3 gives on the same windows' start matrices, computed here from the frames."""
+    from well_upao.harness.samples import slots_mask
+    from well_upao.predict.expected_starts import classical_start_matrices, expected_from_starts
+
+    trainer = make_trainer(small_datasets, tmp_path)
+    run = dataclasses.replace(trainer.run, short_validation_length=2)
+    setup = trainer.loss.setup
+    validation = UpaoValidation(setup, run, trainer.criterion.settings)
+    batches = list(trainer.datamodule.val_dataloader())[:2]
+    logs = validation.run_batches(batches, False, 0, True).logs
+    prior, window = logs["trust_prior"], logs["trust_window"]
+    expected = logs["expected_vrmse"]
+    assert {e["rule"] for e in expected.values()} == {3}
+    histories = [setup.prepared(b, trainer.model, normalized=False).history for b in batches]
+    mask = slots_mask(setup.channel_slots, histories[0].device)
+    windows = [w.double() for h in histories for w in h.unbind(0)]
+    by_hand = expected_from_starts([classical_start_matrices(w, mask)[prior] for w in windows], window)
+    assert expected[prior]["value"] == by_hand.value and expected[prior]["high"] == by_hand.high
+    assert expected[prior]["windows"] == expected["model"]["windows"] == len(windows) > 2

@@ -26,13 +26,14 @@ the VRMSE the window's evidence expects ``K`` steps ahead (`expected_curve`). Pe
   ``sigma_continued = share * log(1 + (L - R) / R)``, ``share`` the continued horizons' part of the value
   (``continued_share``, stated with it): the further past its reach a curve is read, the wider.
 
-Rules 1 and 2 are kept here, side by side (reports/expected_error.md compares them); ``well-upao evaluate`` and the
-forecast state rule 3 (``predict.expected_starts``: every start of each window, an effective count, a fitted growth;
-reports/expected_rule3.md compares the three), a UPAO run's validation rule 2. `RULE_1`, fixed before anything was
-measured (the windows' part ``s^2 (1 + 1/n)``, the spread of one more window, and ``sigma_transfer = log 1.25`` at
-every window); `RULE_2`, revised on the tuned sets before any held-out cell was read (the windows' part
-``s^2 / n``: the table's true value is a mean over the windows' targets, not one window's; ``sigma_transfer`` per
-window fitted so that 80% of the tuned sets' cells are covered, ``benchmarks/studies/expected_error_study.py --fit``).
+Rules 1 and 2 are kept here, side by side (reports/expected_error.md compares them); ``well-upao evaluate``, the
+forecast and, since 2026-11-29, a UPAO run's validation state rule 3 (``predict.expected_starts``: every start of each
+window, an effective count, a fitted growth; reports/expected_rule3.md compares the three). `RULE_1`, fixed before
+anything was measured (the windows' part ``s^2 (1 + 1/n)``, the spread of one more window, and
+``sigma_transfer = log 1.25`` at every window); `RULE_2`, revised on the tuned sets before any held-out cell was
+read (the windows' part ``s^2 / n``: the table's true value is a mean over the windows' targets, not one window's;
+``sigma_transfer`` per window fitted so that 80% of the tuned sets' cells are covered,
+``benchmarks/studies/expected_error_study.py --fit``).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ RULE_1 = IntervalRule(1, False, {window: math.log(1.25) for window in WINDOWS})
 RULE_2 = IntervalRule(2, True, {"one_step": 0.160, "6:12": 0.808, "13:30": 0.0})
 # untested regime: at histories of 33 frames or more 13:30 is read, not continued, and its interval is the windows'
 # part alone (docs/label-free.md says so)
-#: the rule of `expected_vrmse` and of a UPAO run's validation (evaluate and the forecast: ``expected_starts.RULE_3``)
+#: the rule of `expected_vrmse` (evaluate, the forecast and a UPAO run's validation state ``expected_starts.RULE_3``)
 RULE = RULE_2
 
 

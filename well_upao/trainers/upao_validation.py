@@ -12,7 +12,9 @@ At every validation ([`UpaoValidation.validate`][well_upao.trainers.upao_validat
   (``valid_score_window_<name>``), the prior it picks (``valid_trust_prior``) and how far the evidence reaches
   (``valid_trust_reach``): the prior rule's evidence (``trainers/guard.py``); and, from the same backtests in VRMSE
   units, the expected VRMSE of the model and of that prior for the trust window with a nominal 80% interval
-  (``valid_expected_vrmse``, ``well_upao.predict.expected``): what the kept prediction is expected to be off by;
+  (``valid_expected_vrmse``), under rule 3 as ``evaluate`` and ``forecast`` state it
+  (``well_upao.predict.expected_starts``: the classical predictors' rollouts from every start of each window, the
+  model's own two backtests): what the kept prediction is expected to be off by;
 * why a score is ``nan`` (``valid_unavailable_scores``);
 * the paper's VRMSE of whole validation trajectories and the Well's rollout windows, the model's and the picked
   prior's: labels for the record (a study's oracle), never read by the selection.
@@ -46,11 +48,11 @@ from well_upao.predict.evidence import (
     pick,
     with_one_step,
 )
-from well_upao.predict.expected import (
-    classical_expected_curves,
-    expected_curve,
-    expected_per_window,
-    step_over_spread,
+from well_upao.predict.expected import step_over_spread
+from well_upao.predict.expected_starts import (
+    classical_start_matrices,
+    expected_starts_per_window,
+    own_start_matrix,
 )
 from well_upao.predict.predictors import BackboneModel, HarnessModel
 from well_upao.predict.rollout import autoregress, one_step_all, rollout
@@ -78,8 +80,9 @@ class FixedParts:
     start_scores: dict[str, torch.Tensor] | None
     classical_curves: dict[str, torch.Tensor]
     classical_residuals: dict[str, torch.Tensor]
-    #: the classical predictors' curves in VRMSE units (``predict.expected``): the evidence of their expected error
-    classical_expected: dict[str, torch.Tensor]
+    #: the classical predictors' start matrices per sample, ``(B, A, A)`` (``predict.expected_starts``): the evidence
+    #: of their expected error
+    classical_starts: dict[str, torch.Tensor]
 
 
 def batch_fingerprint(batch: Mapping[str, torch.Tensor]) -> str:
@@ -163,7 +166,7 @@ class UpaoValidation:
         totals = {"upao_loss": 0.0, "L_BC": 0.0, "L_PDE": 0.0}
         cards: dict[str, dict[str, list[torch.Tensor]]] = {"": {}, "start_": {}, "classical_": {}}
         curves: dict[str, list[torch.Tensor]] = {}
-        expected: dict[str, list[torch.Tensor]] = {}
+        starts: dict[str, list[torch.Tensor]] = {}
         count = 0
         for i, batch in enumerate(dataloader):
             if not full and i >= run.short_validation_length:
@@ -178,9 +181,9 @@ class UpaoValidation:
             if fixed.start_scores is not None:
                 collect(cards["start_"], fixed.start_scores)
             shifted = prepared.prediction[:, :-1] if setup.rollout.one_step else None  # frames 1..T-1, one step each
-            model_curve, model_expected = self.model_curves(batch, prepared.history, shifted)
+            model_curve, model_starts = self.model_curves(batch, prepared.history, shifted)
             collect(curves, fixed.classical_curves | model_curve)
-            collect(expected, fixed.classical_expected | model_expected)
+            collect(starts, fixed.classical_starts | model_starts)
             collect(cards["classical_"], fixed.classical_residuals)
             count += 1
         card = mean_card(cards[""])
@@ -192,7 +195,7 @@ class UpaoValidation:
         logs["unavailable_scores"] = self.unavailable_scores(card, self.start.available)
         if start_card is not None:
             logs |= start_card.logs(prefix="score_start_")
-        horizons, evidence = self.horizon_logs(curves, expected)
+        horizons, evidence = self.horizon_logs(curves, starts)
         logs |= horizons | classical_residual_logs(cards["classical_"])
         return Measured(logs, card, start_card, evidence, totals["upao_loss"] / max(count, 1))
 
@@ -256,7 +259,7 @@ class UpaoValidation:
             None if start_scores is None else {name: value.cpu() for name, value in start_scores.items()},
             {name: curve.cpu() for name, curve in classical_curves(prepared.history, mask).items()},
             {name: value.cpu() for name, value in self.classical_residuals(prepared).items()},
-            {name: curve.cpu() for name, curve in classical_expected_curves(prepared.history, mask).items()},
+            {name: matrices.cpu() for name, matrices in batch_start_matrices(prepared.history, mask).items()},
         )
         if index < self.run.short_validation_length:
             self.fixed[index] = parts
@@ -332,8 +335,9 @@ class UpaoValidation:
     def model_curves(
         self, batch: Mapping[str, torch.Tensor], history: torch.Tensor, shifted: torch.Tensor | None = None
     ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-        """[`model_backtest_curve`][well_upao.trainers.upao_validation.UpaoValidation.model_backtest_curve] and the
-        same curve in VRMSE units (``predict.expected``), from one set of predictions."""
+        """[`model_backtest_curve`][well_upao.trainers.upao_validation.UpaoValidation.model_backtest_curve] and, from
+        the same predictions, the model's start matrix per sample ``(B, A, A)`` (``expected_starts.own_start_matrix``:
+        its one-step errors of every frame, and its rollout from the first ``START`` frames where one was run)."""
         setup = self.setup
         mask = slots_mask(setup.channel_slots, history.device)
         start = START
@@ -349,7 +353,7 @@ class UpaoValidation:
         rho = step_over_spread(history, mask)
         if self.settings.trust_window == "one_step":
             return {"model": one_step.mean(1, keepdim=True)}, {
-                "model": expected_curve(one_step_channels.mean(1, keepdim=True), rho)
+                "model": own_start_matrices(one_step_channels[:, :0], one_step_channels, rho)
             }
         model = self.run.model
         rolled_frames = autoregress(
@@ -362,7 +366,7 @@ class UpaoValidation:
         predicted = into_slots(setup.space.to_physical(rolled_frames), slots)
         rolled = backtest_curve(predicted, history, start, mask, per_channel=True)
         return {"model": with_one_step(rolled.mean(-1), one_step)}, {
-            "model": expected_curve(with_one_step(rolled, one_step_channels), rho)
+            "model": own_start_matrices(rolled, one_step_channels, rho)
         }
 
     @torch.no_grad()
@@ -384,11 +388,12 @@ class UpaoValidation:
         return out
 
     def horizon_logs(
-        self, curves: Mapping[str, list[torch.Tensor]], expected: Mapping[str, list[torch.Tensor]] | None = None
+        self, curves: Mapping[str, list[torch.Tensor]], starts: Mapping[str, list[torch.Tensor]] | None = None
     ) -> tuple[dict[str, Any], TrustEvidence]:
         """The median curves, the trust window's evidence and the prior it picks (for the judge, ``TrustEvidence``),
-        and the expected VRMSE without labels of the model and of the prior for that window (``predict.expected``;
-        keys without the ``valid_`` prefix)."""
+        and the expected VRMSE without labels of the model and of the prior for that window (rule 3 from each
+        sample's start matrix, ``starts``: ``{name: [(B, A, A), ...]}``, every sample a history window; keys
+        without the ``valid_`` prefix)."""
         medians = median_curves(curves)
         window = self.settings.trust_window
         _, evidence = pick(medians, window)  # every curve read to the same horizons
@@ -398,7 +403,8 @@ class UpaoValidation:
         logs |= {f"score_window_{name}": value for name, value in values.items()}
         reach = evidence.get("model", evidence.get(prior)) if prior else None
         logs["trust_reach"] = reach.describe() if reach is not None else None
-        estimates = expected_per_window(expected or {}, window)
+        per_window = {name: [m for part in parts for m in part.unbind(0)] for name, parts in (starts or {}).items()}
+        estimates = expected_starts_per_window(per_window, window)
         logs["expected_vrmse"] = {n: e.as_dict() for n, e in estimates.items() if n in ("model", prior)} or None
         return logs, TrustEvidence(values, prior, logs["trust_reach"])
 
@@ -473,6 +479,22 @@ def classical_residual_logs(scores: Mapping[str, list[torch.Tensor]]) -> dict[st
         if not torch.cat(scores[f"moved_{name}"]).any():
             blind.append(name)
     return logs | ({"residual_blind": blind} if logs else {})
+
+
+def batch_start_matrices(history: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every classical predictor's start matrix on each window of ``history`` ``(B, T, *space, C)``
+    (``expected_starts.classical_start_matrices``, float64): ``{name: (B, A, A)}``, ``A = T - START``; empty for
+    windows of ``START`` frames or fewer."""
+    per_sample = [classical_start_matrices(window.double(), mask) for window in history.unbind(0)]
+    if not per_sample or not per_sample[0]:
+        return {}
+    return {name: torch.stack([matrices[name] for matrices in per_sample]) for name in per_sample[0]}
+
+
+def own_start_matrices(rolled: torch.Tensor, one_step: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """``expected_starts.own_start_matrix`` of each sample: ``rolled`` ``(B, K, C_active)`` (``K = 0``: no rollout
+    run), ``one_step`` ``(B, A, C_active)``, ``rho`` ``(B, C_active)``; returns ``(B, A, A)``."""
+    return torch.stack([own_start_matrix(r, o, h) for r, o, h in zip(rolled, one_step, rho, strict=True)])
 
 
 def collect(into: dict[str, list[torch.Tensor]], scores: Mapping[str, torch.Tensor]) -> None:

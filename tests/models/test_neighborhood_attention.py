@@ -138,3 +138,31 @@ def test_rejects_what_natten_rejects(grid, kernel, dilation, message):
     q, k, v = qkv(1, *grid, 1, 4)
     with pytest.raises(ValueError, match=message):
         neighborhood_attention(q, k, v, kernel, dilation, False)
+
+
+def test_small_grids_are_tiled_where_a_tiles_key_box_is_a_small_part_of_the_grid():
+    """Under ``DENSE_TOKEN_LIMIT`` tokens, one dense SDPA unless a tile's key box holds at most ``1 / TILE_GAIN`` of
+    the tokens: a 1D row of 128 tokens over 8 frames (box 8 x 12 = 96 of 1,024) is tiled, 8 x 8 x 8 tokens (box the
+    whole grid) and 8 x 4^3 are not; over the limit every grid is tiled."""
+    sides = na_module.query_tile_sides
+    assert sides((8, 128), (5, 5), (1, 1), 8) == (8, 8)
+    assert sides((8, 8, 8), (5, 5, 5), (1, 1, 1), 8) == (8, 8, 8)
+    assert sides((8, 4, 4, 4), (5, 3, 3, 3), (1, 1, 1, 1), 8) == (8, 4, 4, 4)
+    assert sides((8, 16, 16), (5, 5, 5), (1, 1, 1), 8) == (8, 8, 8)  # 2,048 tokens: over the limit
+    assert sides((8, 32), (5, 5), (1, 1), 8) == (8, 32)  # box 96 of 256 tokens: dense
+
+
+def test_a_small_grid_tiled_by_its_key_box_matches_the_gather_reference():
+    """The 1D grid the rule tiles without any limit patched: values and gradients as the gather reference's."""
+    na_module._tiling.cache_clear()
+    grid, kernel, dilation, causal = (8, 128), (5, 5), (1, 1), (True, False)
+    assert na_module.query_tile_sides(grid, kernel, dilation, 8) != grid
+    q, k, v = qkv(2, *grid, 2, 4, seed=7, requires_grad=True)
+    ours = neighborhood_attention(q, k, v, kernel, dilation, causal, backend="tiles")
+    reference = reference_neighborhood_attention(q, k, v, kernel, dilation, causal)
+    torch.testing.assert_close(ours, reference, atol=2e-6, rtol=1e-5)
+    weights = torch.randn_like(ours)
+    grads = torch.autograd.grad((ours * weights).sum(), (q, k, v))
+    reference_grads = torch.autograd.grad((reference * weights).sum(), (q, k, v))
+    for got, want in zip(grads, reference_grads, strict=True):
+        torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)

@@ -18,7 +18,8 @@ The rule lives in `well_upao.models.neighborhood_windows`; three backends implem
 * ``tiles`` (this module, trains on the CPU): per axis a boolean ``L x L`` window mask; a query tile attends to
   the box of keys that covers all of its windows (the tile plus a halo), with the exact window mask, through
   ``torch.nn.functional.scaled_dot_product_attention``. All tiles have the same shape and run as one batched
-  call, so time and memory grow linearly in the number of tokens; small grids use a single tile (one masked SDPA);
+  call, so time and memory grow linearly in the number of tokens; small grids use a single tile (one masked SDPA)
+  unless a tile's key box is far smaller than the grid (`query_tile_sides`: a 1D row of 128 tokens over 8 frames);
 * ``flex`` (`well_upao.models.neighborhood_flex`): the rule as a FlexAttention block mask over tokens ordered
   in bricks, empty blocks skipped; forward and backward on CUDA, forward only on the CPU;
 * ``natten``: NATTEN's fused kernels, 1-3 axes (NATTEN has no 4-D NA, needed for 3D data with time; the other two
@@ -46,8 +47,14 @@ __all__ = [
     "reference_neighborhood_attention",
 ]
 
-#: grids with at most this many tokens use one dense masked SDPA
+#: grids with at most this many tokens use one dense masked SDPA, unless tiles pay (``TILE_GAIN``)
 DENSE_TOKEN_LIMIT = 1024
+#: a grid of at most ``DENSE_TOKEN_LIMIT`` tokens is tiled where a tile's key box holds at most this fraction's
+#: inverse of its tokens: dense masked SDPA scores every key, so its cost grows with the grid where a tile's grows
+#: with its box (measured on the CPU, one thread, 4 heads of 24, kernel 5: a 1D grid of 8 x 128 tokens, 96 keys a
+#: box, 29 ms tiled against 116 ms dense; 2D grids of 8 x 8 x 8 and 8 x 8 x 16 tokens, whose boxes hold the whole
+#: grid, and 3D grids of 8 x 4^3, no faster tiled)
+TILE_GAIN = 4
 #: default query tile side on tiled (long) axes
 DEFAULT_TILE = 8
 
@@ -61,6 +68,20 @@ def _as_tuple(value: int | Sequence[int] | bool | Sequence[bool], n: int, name: 
     return value
 
 
+def query_tile_sides(
+    lengths: tuple[int, ...], kernel: tuple[int, ...], dilation: tuple[int, ...], tile: int
+) -> tuple[int, ...]:
+    """The query tile's side per axis: ``tile`` (at most the axis) on grids of more than ``DENSE_TOKEN_LIMIT`` tokens
+    and on smaller grids whose tile key box (the tile plus its halo, ``q + (k - 1) d`` per axis) holds at most
+    ``1 / TILE_GAIN`` of the tokens; the whole grid (one dense masked SDPA) otherwise."""
+    tiled = tuple(min(length, tile) for length in lengths)
+    tokens = math.prod(lengths)
+    if tokens > DENSE_TOKEN_LIMIT:
+        return tiled
+    box = math.prod(min(n, q + (k - 1) * d) for n, q, k, d in zip(lengths, tiled, kernel, dilation, strict=True))
+    return tiled if TILE_GAIN * box <= tokens else tuple(lengths)
+
+
 @cached_tensors(maxsize=64)
 def _tiling(
     lengths: tuple[int, ...], kernel: tuple[int, ...], dilation: tuple[int, ...], causal: tuple[bool, ...], tile: int
@@ -71,9 +92,9 @@ def _tiling(
     k_tokens), select (n_tokens,))`` where ``select`` picks each query's output from the flattened tiles.
     """
     per_axis = []
-    for length, k, d, c in zip(lengths, kernel, dilation, causal, strict=True):
+    sides = query_tile_sides(lengths, kernel, dilation, tile)
+    for length, k, d, c, q_len in zip(lengths, kernel, dilation, causal, sides, strict=True):
         full = axis_window_mask(length, k, d, c)
-        q_len = min(length, tile) if math.prod(lengths) > DENSE_TOKEN_LIMIT else length
         box = min(length, q_len + (k - 1) * d)
         n_tiles = -(-length // q_len)
         q_starts = [min(t * q_len, length - q_len) for t in range(n_tiles)]
@@ -183,7 +204,7 @@ def neighborhood_attention(
         backend: ``"auto"`` (`chosen_backend`), ``"tiles"`` (query tiles through masked SDPA, this module),
             ``"flex"`` (FlexAttention with a block mask, `well_upao.models.neighborhood_flex`; no backward on the
             CPU) or ``"natten"`` (NATTEN's kernels, 1-3 axes; ``natten`` installed).
-        tile: query tile side on axes of grids larger than ``DENSE_TOKEN_LIMIT`` tokens (``tiles``).
+        tile: query tile side on the axes of grids that are tiled (``tiles``, `query_tile_sides`).
     """
     if query.shape != key.shape or key.shape[:-1] != value.shape[:-1]:
         raise ValueError(f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)} differ")

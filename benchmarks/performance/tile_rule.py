@@ -167,6 +167,96 @@ def largest_difference(a: dict, b: dict) -> float:
     return max((abs(left[k] - right[k]) / max(abs(left[k]), abs(right[k]), 1e-300) for k in left), default=0.0)
 
 
+def model_rounds(changed: list[tuple[str, tuple[int, ...]]], rounds: int, repeats: int) -> dict[tuple, list[float]]:
+    """Per (data, pass, rule) the times of every round: the rules alternated within each round."""
+    times: dict[tuple[str, str, str], list[float]] = {}
+    for round_ in range(rounds):
+        for rule, gain in RULES.items():
+            use_rule(gain)
+            for label, shape in changed:
+                for part, seconds in model_times(shape, repeats).items():
+                    times.setdefault((label, part, rule), []).append(seconds)
+            print(f"round {round_ + 1}/{rounds} {rule}: done", file=sys.stderr)
+    return times
+
+
+def evaluate_rounds(case: Path, dataset: str, rounds: int) -> dict[str, list[tuple[float, dict]]]:
+    """Per rule, each round's `evaluate_case`: the rules alternated within each round."""
+    evaluations: dict[str, list[tuple[float, dict]]] = {rule: [] for rule in RULES}
+    with tempfile.TemporaryDirectory() as folder:
+        for round_ in range(rounds):
+            for index, (rule, gain) in enumerate(RULES.items()):
+                use_rule(gain)
+                evaluations[rule].append(evaluate_case(case, dataset, Path(folder) / f"r{round_}-{index}"))
+                print(f"evaluate {rule}: {evaluations[rule][-1][0]:.1f} s", file=sys.stderr)
+    return evaluations
+
+
+def header(shown: str, rounds: int) -> list[str]:
+    commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "well_upao"], cwd=ROOT, capture_output=True, text=True)
+    return [
+        "# The neighborhood attention's tile rule, before and after",
+        "",
+        f"> `python benchmarks/performance/tile_rule.py {shown}` at {commit.stdout.strip()}"
+        f"{' (with uncommitted changes to well_upao/)' if dirty.stdout.strip() else ''}; {cpu_model()}, "
+        f"{torch.get_num_threads()} thread(s) (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}), load "
+        f"average {os.getloadavg()[0]:.1f} at the end. Before: `TILE_GAIN = inf` (every grid of at most "
+        f"{attention.DENSE_TOKEN_LIMIT} tokens one dense masked SDPA, the earlier rule); after: the checkout's "
+        f"`TILE_GAIN = {CHECKOUT_GAIN}`. Both in one process, alternated {rounds} times.",
+    ]
+
+
+def grid_table(grids: dict[str, set[tuple]]) -> list[str]:
+    lines = [
+        "## The tiny backbone's attention grids",
+        "",
+        "Every attention call of one forward (token grid: frames x tokens per axis), its query tile under each rule.",
+        "",
+        "| data | token grid | kernel | query tile before | query tile after |",
+        "|---|---|---|---|---|",
+    ]
+    for label, found in grids.items():
+        for grid, old, new in zip(sorted(found), *(tiles_under(g, found) for g in RULES.values()), strict=True):
+            lines.append(f"| {label} | {' x '.join(map(str, grid[0]))} | {grid[1]} | {' x '.join(map(str, old))} | "
+                         f"{' x '.join(map(str, new))} |")  # fmt: skip
+    return lines
+
+
+def timing_tables(repeats: int, changed, times, evaluations, case: Path | None, dataset: str | None) -> list[str]:
+    before, after = RULES
+    lines = [
+        "## The tiny backbone, 8 windows of 8 frames, where the rules differ",
+        "",
+        f"The least of {repeats} calls per round, the median over the rounds.",
+        "",
+        "| data | pass | before (s) | after (s) | before / after |",
+        "|---|---|---|---|---|",
+    ]
+    for label, _ in changed:
+        for part in ("forward", "forward + backward"):
+            b = statistics.median(times[(label, part, before)])
+            a = statistics.median(times[(label, part, after)])
+            lines.append(f"| {label} | {part} | {b:.3g} | {a:.3g} | {b / a:.2f}x |")
+    if case is None:
+        return lines
+    b = statistics.median(s for s, _ in evaluations[before])
+    a = statistics.median(s for s, _ in evaluations[after])
+    difference = max(largest_difference(x, y) for (_, x) in evaluations[before] for (_, y) in evaluations[after])
+    return [
+        *lines,
+        "",
+        f"## `well-upao evaluate` of `{case.name}` of {dataset}",
+        "",
+        f"In this process, without figures, {len(evaluations[before])} round(s) per rule; the largest relative "
+        "difference over every number of the two evaluations' JSON but the timings.",
+        "",
+        "| dataset | before (s) | after (s) | before / after | largest relative difference |",
+        "|---|---|---|---|---|",
+        f"| {dataset} | {b:.1f} | {a:.1f} | {b / a:.2f}x | {difference:.1e} |",
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -179,81 +269,14 @@ def main(argv: list[str] | None = None) -> None:
     if (args.case is None) != (args.dataset is None):
         parser.error("--case and --dataset go together")
     shown = " ".join(argv if argv is not None else sys.argv[1:])
-    commit = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "well_upao"], cwd=ROOT, capture_output=True, text=True)
-    times: dict[tuple[str, str, str], list[float]] = {}
     grids = {label: attention_grids(shape) for label, shape in GRIDS}
     differs = {label: len({tuple(tiles_under(g, grids[label])) for g in RULES.values()}) > 1 for label in grids}
     changed = [(label, shape) for label, shape in GRIDS if differs[label]]
-    for round_ in range(args.rounds):
-        for rule, gain in RULES.items():
-            use_rule(gain)
-            for label, shape in changed:
-                for part, seconds in model_times(shape, args.repeats).items():
-                    times.setdefault((label, part, rule), []).append(seconds)
-            print(f"round {round_ + 1}/{args.rounds} {rule}: done", file=sys.stderr)
-    evaluations: dict[str, list[tuple[float, dict]]] = {rule: [] for rule in RULES}
-    if args.case is not None:
-        with tempfile.TemporaryDirectory() as folder:
-            for round_ in range(args.evaluate_rounds):
-                for index, (rule, gain) in enumerate(RULES.items()):
-                    use_rule(gain)
-                    out = Path(folder) / f"r{round_}-{index}"
-                    evaluations[rule].append(evaluate_case(args.case, args.dataset, out))
-                    print(f"evaluate {rule}: {evaluations[rule][-1][0]:.1f} s", file=sys.stderr)
+    times = model_rounds(changed, args.rounds, args.repeats)
+    evaluations = {} if args.case is None else evaluate_rounds(args.case, args.dataset, args.evaluate_rounds)
     use_rule(CHECKOUT_GAIN)
-    before, after = RULES
-    lines = [
-        "# The neighborhood attention's tile rule, before and after",
-        "",
-        f"> `python benchmarks/performance/tile_rule.py {shown}` at {commit.stdout.strip()}"
-        f"{' (with uncommitted changes to well_upao/)' if dirty.stdout.strip() else ''}; {cpu_model()}, "
-        f"{torch.get_num_threads()} thread(s) (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}), load "
-        f"average {os.getloadavg()[0]:.1f} at the end. Before: `TILE_GAIN = inf` (every grid of at most "
-        f"{attention.DENSE_TOKEN_LIMIT} tokens one dense masked SDPA, the earlier rule); after: the checkout's "
-        f"`TILE_GAIN = {RULES[after]}`. Both in one process, alternated {args.rounds} times.",
-        "",
-        "## The tiny backbone's attention grids",
-        "",
-        "Every attention call of one forward (token grid: frames x tokens per axis), its query tile under each rule.",
-        "",
-        "| data | token grid | kernel | query tile before | query tile after |",
-        "|---|---|---|---|---|",
-    ]
-    for label, _ in GRIDS:
-        for grid, old, new in zip(sorted(grids[label]), *(tiles_under(g, grids[label]) for g in RULES.values()),
-                                  strict=True):  # fmt: skip
-            lines.append(f"| {label} | {' x '.join(map(str, grid[0]))} | {grid[1]} | {' x '.join(map(str, old))} | "
-                         f"{' x '.join(map(str, new))} |")  # fmt: skip
-    lines += [
-        "",
-        "## The tiny backbone, 8 windows of 8 frames, where the rules differ",
-        "",
-        f"The least of {args.repeats} calls per round, the median over the rounds.",
-        "",
-        "| data | pass | before (s) | after (s) | before / after |",
-        "|---|---|---|---|---|",
-    ]
-    for label, _ in changed:
-        for part in ("forward", "forward + backward"):
-            b = statistics.median(times[(label, part, before)])
-            a = statistics.median(times[(label, part, after)])
-            lines.append(f"| {label} | {part} | {b:.3g} | {a:.3g} | {b / a:.2f}x |")
-    if args.case is not None:
-        b = statistics.median(s for s, _ in evaluations[before])
-        a = statistics.median(s for s, _ in evaluations[after])
-        difference = max(largest_difference(x, y) for (_, x) in evaluations[before] for (_, y) in evaluations[after])
-        lines += [
-            "",
-            f"## `well-upao evaluate` of `{args.case.name}` of {args.dataset}",
-            "",
-            f"In this process, without figures, {args.evaluate_rounds} round(s) per rule; the largest relative "
-            "difference over every number of the two evaluations' JSON but the timings.",
-            "",
-            "| dataset | before (s) | after (s) | before / after | largest relative difference |",
-            "|---|---|---|---|---|",
-            f"| {args.dataset} | {b:.1f} | {a:.1f} | {b / a:.2f}x | {difference:.1e} |",
-        ]
+    lines = [*header(shown, args.rounds), "", *grid_table(grids), ""]
+    lines += timing_tables(args.repeats, changed, times, evaluations, args.case, args.dataset)
     write_keeping_reading(args.report, lines)
     print("\n".join(lines))
 

@@ -138,6 +138,22 @@ def own_start_matrix(rolled: torch.Tensor, one_step: torch.Tensor, rho: torch.Te
     return start_matrix(errors, rho)
 
 
+def batch_start_matrices(history: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every classical predictor's start matrix on each window of ``history`` ``(B, T, *space, C)``
+    (`classical_start_matrices`, float64): ``{name: (B, A, A)}``, ``A = T - START``; empty for
+    windows of ``START`` frames or fewer."""
+    per_sample = [classical_start_matrices(window.double(), mask) for window in history.unbind(0)]
+    if not per_sample or not per_sample[0]:
+        return {}
+    return {name: torch.stack([matrices[name] for matrices in per_sample]) for name in per_sample[0]}
+
+
+def own_start_matrices(rolled: torch.Tensor, one_step: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """`own_start_matrix` of each sample: ``rolled`` ``(B, K, C_active)`` (``K = 0``: no rollout
+    run), ``one_step`` ``(B, A, C_active)``, ``rho`` ``(B, C_active)``; returns ``(B, A, A)``."""
+    return torch.stack([own_start_matrix(r, o, h) for r, o, h in zip(rolled, one_step, rho, strict=True)])
+
+
 @dataclass(frozen=True)
 class Levels:
     """Per reached horizon ``K = 1 .. R``: the level ``l_K`` (``-inf``: no error expected), its variance ``v_K``,

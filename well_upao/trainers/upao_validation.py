@@ -49,11 +49,7 @@ from well_upao.predict.evidence import (
     with_one_step,
 )
 from well_upao.predict.expected import step_over_spread
-from well_upao.predict.expected_starts import (
-    classical_start_matrices,
-    expected_starts_per_window,
-    own_start_matrix,
-)
+from well_upao.predict.expected_starts import batch_start_matrices, expected_starts_per_window, own_start_matrices
 from well_upao.predict.predictors import BackboneModel, HarnessModel
 from well_upao.predict.rollout import autoregress, one_step_all, rollout
 from well_upao.predict.windows import window_means
@@ -479,22 +475,6 @@ def classical_residual_logs(scores: Mapping[str, list[torch.Tensor]]) -> dict[st
         if not torch.cat(scores[f"moved_{name}"]).any():
             blind.append(name)
     return logs | ({"residual_blind": blind} if logs else {})
-
-
-def batch_start_matrices(history: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Every classical predictor's start matrix on each window of ``history`` ``(B, T, *space, C)``
-    (``expected_starts.classical_start_matrices``, float64): ``{name: (B, A, A)}``, ``A = T - START``; empty for
-    windows of ``START`` frames or fewer."""
-    per_sample = [classical_start_matrices(window.double(), mask) for window in history.unbind(0)]
-    if not per_sample or not per_sample[0]:
-        return {}
-    return {name: torch.stack([matrices[name] for matrices in per_sample]) for name in per_sample[0]}
-
-
-def own_start_matrices(rolled: torch.Tensor, one_step: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
-    """``expected_starts.own_start_matrix`` of each sample: ``rolled`` ``(B, K, C_active)`` (``K = 0``: no rollout
-    run), ``one_step`` ``(B, A, C_active)``, ``rho`` ``(B, C_active)``; returns ``(B, A, A)``."""
-    return torch.stack([own_start_matrix(r, o, h) for r, o, h in zip(rolled, one_step, rho, strict=True)])
 
 
 def collect(into: dict[str, list[torch.Tensor]], scores: Mapping[str, torch.Tensor]) -> None:

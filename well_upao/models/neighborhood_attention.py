@@ -49,11 +49,11 @@ __all__ = [
 
 #: grids with at most this many tokens use one dense masked SDPA, unless tiles pay (``TILE_GAIN``)
 DENSE_TOKEN_LIMIT = 1024
-#: a grid of at most ``DENSE_TOKEN_LIMIT`` tokens is tiled where a tile's key box holds at most this fraction's
-#: inverse of its tokens: dense masked SDPA scores every key, so its cost grows with the grid where a tile's grows
-#: with its box (measured on the CPU, one thread, 4 heads of 24, kernel 5: a 1D grid of 8 x 128 tokens, 96 keys a
-#: box, 29 ms tiled against 116 ms dense; 2D grids of 8 x 8 x 8 and 8 x 8 x 16 tokens, whose boxes hold the whole
-#: grid, and 3D grids of 8 x 4^3, no faster tiled)
+#: a grid of at most ``DENSE_TOKEN_LIMIT`` tokens is tiled where a tile's key box holds at most ``1 / TILE_GAIN`` of
+#: its tokens: dense masked SDPA scores every key, so its cost grows with the grid where a tile's grows with its box
+#: (reports/tile_rule.md, ``benchmarks/performance/tile_rule.py``: the tiny backbone's 1D grid of 8 x 128 tokens is
+#: tiled, its forward 1.40x and forward + backward 1.66x faster on one CPU thread; its 2D and 3D grids, whose boxes
+#: hold the whole grid, are not)
 TILE_GAIN = 4
 #: default query tile side on tiled (long) axes
 DEFAULT_TILE = 8

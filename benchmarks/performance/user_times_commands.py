@@ -113,7 +113,7 @@ COMMANDS: tuple[UserCommand, ...] = (
     UserCommand(
         "generate-replica",
         "well-upao generate-replica --help",
-        ("well-upao", "generate-replica", "--dataset", "active_matter", "--sets", "0", "--n-traj", "3"),
+        tuple("well-upao generate-replica --dataset active_matter --sets 0 --n-traj 3 --n-steps 41".split()),
         heavy=True,
     ),
     UserCommand(

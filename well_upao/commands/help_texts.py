@@ -23,7 +23,8 @@ GENERATE_REPLICA = """\
 REPLICA_EXAMPLES = (
     "\n\nexamples:\n  well-upao generate-replica --dataset gray_scott_reaction_diffusion\n"
     "  well-upao generate-replica --dataset shear_flow --resolution 128 256 --n-traj 4\n"
-    "  well-upao generate-replica --dataset active_matter --sets 0 --n-traj 3   # ~2 CPU-minutes a trajectory"
+    "  well-upao generate-replica --dataset active_matter --sets 0 --n-traj 3 --n-steps 41"
+    "   # ~3 CPU-minutes a trajectory"
 )
 EVALUATE = """\
     Compare checkpoints (or run folders) with the classical baselines on a dataset split: persistence,

@@ -93,11 +93,15 @@ def test_the_cells_are_means_over_the_seeds_and_the_goals_count_settings(copy):
 
 def test_the_forecast_column_is_the_mean_of_the_seeds_that_have_it_and_its_cells_are_counted(copy):
     """One seed of wave2d with a forecast record (one step 0.03, 6:12 0.4; two cells, one interval holding the truth):
-    the column shows it with its seed count, the sentence its ratio to the best extrapolation in that seed (0.03 /
-    0.025 = 1.2 one step, 0.4 / 0.45 = 0.889 over 6:12), the goals count the setting above 1.1x and the cells."""
+    the column shows it with its seed count, the sentence its ratio to the best extrapolation in that seed, one step
+    ahead against the extrapolations' first rollout step from the same starts (0.03 / 0.025 = 1.2; persistence 0.1,
+    extrap1 0.05: not their every-frame one-step values) and over 6:12 (0.4 / 0.45 = 0.889), the goals count the
+    setting above 1.1x and the cells."""
     records = copy / "reports" / "what_you_get"
     path = records / "wave2d-seed1.json"
     data = json.loads(path.read_text())
+    for name, first in (("persistence", 0.1), ("extrap1", 0.05), ("extrap2", 0.025)):
+        data["rows"][name]["rollout_first"] = first
     data["forecast"] = {
         "windows": {"one_step": 0.03, "6:12": 0.4},
         "cells": [
@@ -117,6 +121,14 @@ def test_the_forecast_column_is_the_mean_of_the_seeds_that_have_it_and_its_cells
     assert "the forecast (no labels) at most 1.1x the best extrapolation one step ahead and over 6:12: 0 of 1" in page
     assert "held the true VRMSE in 1 of 2 cells" in page
     assert "candidates used: one_step extrap2; 6:12 persistence" in page
+    # without the extrapolations' first rollout step, no one-step comparison (their every-frame mean is other frames)
+    for name in ("persistence", "extrap1", "extrap2"):
+        del data["rows"][name]["rollout_first"]
+    path.write_text(json.dumps(data))
+    assert what_you_get.main([]) == 0
+    readme = (copy / "README.md").read_text()
+    assert "the forecast (no labels) is 0.889x the best extrapolation over 6:12" in readme
+    assert "one step ahead judged on 0 of them" in (copy / "reports" / "what_you_get.md").read_text()
 
 
 def test_a_record_changed_or_removed_without_regenerating_fails_the_check(copy, capsys):

@@ -173,16 +173,24 @@ def ratio(setting: Setting, measure: str) -> float | None:
 
 
 def forecast_ratio(setting: Setting, window: str) -> float | None:
-    """The forecast column over the best extrapolation row in ``window`` (means over the seeds that have both)."""
-    measure = "one_step_well" if window == "one_step" else window
-    best = setting.best_extrapolation(measure)
-    pairs = [
-        (r["forecast"]["windows"].get(window), seed_value(r, best, measure))
+    """The forecast column over the best extrapolation row in ``window``, on the seeds whose record has both (means
+    over them). Like for like: over 6:12 both are the rollouts' window from the same starts; one step ahead the
+    forecast's value is the first step from those starts, so the extrapolations' is theirs (``rollout_first``), not
+    their mean over every target frame; a record without it has no one-step ratio (``None``)."""
+    measure = "rollout_first" if window == "one_step" else window
+    records = [
+        r
         for r in setting.forecast_records()
-        if best is not None
+        if r["forecast"]["windows"].get(window) is not None
+        and all(seed_value(r, n, measure) for n in EXTRAPOLATIONS if n in r["rows"])
+        and any(n in r["rows"] for n in EXTRAPOLATIONS)
     ]
-    pairs = [(f, b) for f, b in pairs if f is not None and b]
-    return statistics.fmean(f for f, _ in pairs) / statistics.fmean(b for _, b in pairs) if pairs else None
+    if not records:
+        return None
+    names = [n for n in EXTRAPOLATIONS if all(n in r["rows"] for r in records)]
+    means = {n: statistics.fmean(seed_value(r, n, measure) for r in records) for n in names}
+    best = min(means, key=means.get)
+    return statistics.fmean(r["forecast"]["windows"][window] for r in records) / means[best]
 
 
 def plural(count: int, noun: str) -> str:

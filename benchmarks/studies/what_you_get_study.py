@@ -294,6 +294,8 @@ def compact(setting: Setting, seed: int, made: dict, case: dict) -> dict:
             "one_step_well": number(s["mean_vrmse_well"]),
             "windows": {w: number((s.get("rollout_windows") or {}).get(w)) for w in WINDOWS},
             "rollout_last": number(rollout[-1]) if rollout else None,
+            # the first step of the rollouts, from the starts the forecast column starts from: its one-step reference
+            "rollout_first": number(rollout[0]) if rollout else None,
         }
     trust = {window: {"pick": t.get("pick"), "reach": t.get("reach")} for window, t in (e.get("trust") or {}).items()}
 

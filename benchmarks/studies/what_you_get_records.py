@@ -182,15 +182,12 @@ def forecast_ratio(setting: Setting, window: str) -> float | None:
         r
         for r in setting.forecast_records()
         if r["forecast"]["windows"].get(window) is not None
-        and all(seed_value(r, n, measure) for n in EXTRAPOLATIONS if n in r["rows"])
-        and any(n in r["rows"] for n in EXTRAPOLATIONS)
+        and all(seed_value(r, n, measure) for n in EXTRAPOLATIONS)  # every extrapolation, each nonzero
     ]
     if not records:
         return None
-    names = [n for n in EXTRAPOLATIONS if all(n in r["rows"] for r in records)]
-    means = {n: statistics.fmean(seed_value(r, n, measure) for r in records) for n in names}
-    best = min(means, key=means.get)
-    return statistics.fmean(r["forecast"]["windows"][window] for r in records) / means[best]
+    best = min(statistics.fmean(seed_value(r, n, measure) for r in records) for n in EXTRAPOLATIONS)
+    return statistics.fmean(r["forecast"]["windows"][window] for r in records) / best
 
 
 def plural(count: int, noun: str) -> str:

@@ -21,6 +21,16 @@ def qkv(*shape, seed=0, requires_grad=False):
     return [torch.randn(*shape, generator=generator, requires_grad=requires_grad) for _ in range(3)]
 
 
+def assert_matches_with_gradients(ours, reference, inputs, grad_atol: float) -> None:
+    """``ours`` equals ``reference``, and so do the gradients of a random weighting of each by ``inputs``."""
+    torch.testing.assert_close(ours, reference, atol=2e-6, rtol=1e-5)
+    weights = torch.randn_like(ours)
+    grads = torch.autograd.grad((ours * weights).sum(), inputs)
+    reference_grads = torch.autograd.grad((reference * weights).sum(), inputs)
+    for got, want in zip(grads, reference_grads, strict=True):
+        torch.testing.assert_close(got, want, atol=grad_atol, rtol=1e-4)
+
+
 def natten(q, k, v, kernel, dilation, causal):
     """NATTEN's CPU forward (the tests that compare with it skip without natten; the others never need it)."""
     natten_functional = pytest.importorskip("natten.functional")
@@ -74,12 +84,7 @@ def test_four_axes_and_gradients_match_the_gather_reference(monkeypatch, tiled):
     q, k, v = qkv(1, *grid, 2, 4, seed=5, requires_grad=True)
     ours = neighborhood_attention(q, k, v, kernel, dilation, causal, backend="torch", tile=2)
     reference = reference_neighborhood_attention(q, k, v, kernel, dilation, causal)
-    torch.testing.assert_close(ours, reference, atol=2e-6, rtol=1e-5)
-    weights = torch.randn_like(ours)
-    grads = torch.autograd.grad((ours * weights).sum(), (q, k, v))
-    reference_grads = torch.autograd.grad((reference * weights).sum(), (q, k, v))
-    for got, expected in zip(grads, reference_grads, strict=True):
-        torch.testing.assert_close(got, expected, atol=5e-6, rtol=1e-4)
+    assert_matches_with_gradients(ours, reference, (q, k, v), grad_atol=5e-6)
     na_module._tiling.cache_clear()
 
 
@@ -160,9 +165,4 @@ def test_a_small_grid_tiled_by_its_key_box_matches_the_gather_reference():
     q, k, v = qkv(2, *grid, 2, 4, seed=7, requires_grad=True)
     ours = neighborhood_attention(q, k, v, kernel, dilation, causal, backend="tiles")
     reference = reference_neighborhood_attention(q, k, v, kernel, dilation, causal)
-    torch.testing.assert_close(ours, reference, atol=2e-6, rtol=1e-5)
-    weights = torch.randn_like(ours)
-    grads = torch.autograd.grad((ours * weights).sum(), (q, k, v))
-    reference_grads = torch.autograd.grad((reference * weights).sum(), (q, k, v))
-    for got, want in zip(grads, reference_grads, strict=True):
-        torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
+    assert_matches_with_gradients(ours, reference, (q, k, v), grad_atol=2e-5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from matched_rows import expected_matched_rows
+from matched_rows import expected_matched_rows, mean_paper
 
 from well_upao.cli import main
 from well_upao.evaluate.matched_solver import match_solvers
@@ -58,8 +58,69 @@ def test_evaluate_adds_matched_rows_and_the_ladder(small_datasets, tmp_path, cap
     assert [s["name"] for s in result["scores"] if s["name"].startswith("solver, ")] == expected
     assert all(f"| {name} |" in table for name in expected), table
     assert {row["notes"]["coarsen"] for row in ladder} == {1, 2}  # 16^2 periodic: grid/4 would be under 8 points
-    assert len(ladder) == 2 * 9
+    reference = next(s for s in result["scores"] if s["name"] == "extrap1")
+    for coarsen in (1, 2):  # each grid climbed from 1 RK4 step, doubling, to its top or the rung that settles it
+        rungs = [row for row in ladder if row["notes"]["coarsen"] == coarsen]
+        assert [row["notes"]["substeps"] for row in rungs] == [2**k for k in range(len(rungs))]
+        top, below = rungs[-1], rungs[:-1]
+        settles = [
+            row["seconds_per_prediction"] > reference["seconds_per_prediction"]
+            and mean_paper(row) <= reference["mean_vrmse_paper"]
+            for row in rungs
+        ]
+        assert top["notes"]["substeps"] == 256 or settles[-1]
+        assert not any(settles[: len(below)])
     assert (out / "cost_accuracy_tg2d_valid_stride1.png").is_file()
     assert main([*args, "--out", str(out), "--match-solver", "nosuchrow"]) == 2
     err = capsys.readouterr().err
     assert "names no row" in err and "extrap2" in err and err.count("\n") == 1
+
+
+def rung(substeps: int, coarsen: int):
+    from well_upao.predict.predictors import SolverStep
+
+    grid = "" if coarsen == 1 else f", grid/{coarsen}"
+    return SolverStep(None, substeps, coarsen, name=f"solver ({substeps} RK4 steps{grid})")
+
+
+#: per rung (substeps, coarsen): (mean paper VRMSE, ms / prediction), set by hand. Full grid: the only rung as
+#: accurate as the reference (error 0.1, 3 ms) is its top one; grid/2: cheap rungs already as accurate, the most
+#: accurate affordable one (2 ms) three rungs up, and a fourth rung that settles the match (dearer, as accurate).
+MEASURED = {
+    (1, 1): (0.5, 1.0),
+    (2, 1): (0.3, 2.0),
+    (4, 1): (0.2, 4.0),
+    (8, 1): (0.19, 8.0),
+    (16, 1): (0.05, 16.0),
+    (1, 2): (0.08, 0.5),
+    (2, 2): (0.07, 1.0),
+    (4, 2): (0.06, 2.0),
+    (8, 2): (0.01, 4.0),
+    (16, 2): (0.001, 8.0),
+}
+
+
+def measured(step) -> Scores:
+    error, ms = MEASURED[(step.notes["substeps"], step.notes["coarsen"])]
+    return scores(step.name, error, ms, step.notes["substeps"], step.notes["coarsen"])
+
+
+def test_the_climb_skips_only_rungs_that_cannot_be_matched_and_picks_what_the_whole_ladder_picks():
+    from well_upao.evaluate.matched_solver import climb_ladder
+
+    ladder = [rung(s, c) for c in (1, 2) for s in (1, 2, 4, 8, 16)]
+    reference = Scores("upao", "model", {"u": 0.1}, {"u": 0.1}, [], 3e-3)
+    rounds = []
+
+    def score_round(rungs):
+        rounds.append([r.name for r in rungs])
+        return [measured(r) for r in rungs]
+
+    climbed = climb_ladder(ladder, reference, score_round)
+    # grid/2 stops at 8 RK4 steps (4 ms > 3 ms, error 0.01 <= 0.1); the full grid climbs to its top
+    assert [r.name for r in climbed] == [r.name for r in ladder if r.name != "solver (16 RK4 steps, grid/2)"]
+    assert len(rounds) == 5 and rounds[-1] == ["solver (16 RK4 steps)"]
+    whole = match_solvers([measured(r) for r in ladder], reference)
+    part = match_solvers([measured(r) for r in climbed], reference)
+    assert whole.cost_matched.name == part.cost_matched.name == "solver (4 RK4 steps, grid/2)"
+    assert whole.accuracy_matched.name == part.accuracy_matched.name == "solver (1 RK4 steps, grid/2)"

@@ -10,11 +10,16 @@ definition) and ``m`` ms per prediction, measured in the same run on the same wi
 
 * cost-matched: the most accurate ladder entry with ms / prediction <= ``m`` (none: the cheapest entry, marked);
 * accuracy-matched: the cheapest ladder entry with VRMSE <= ``e`` (none: no row).
+
+Evaluation scores a grid's rungs from the cheapest up and stops at the first one dearer than ``m`` with VRMSE <= ``e``
+(``climb_ladder``): a rung above it on the same grid costs more (twice the RK4 steps), so it
+is neither affordable nor the cheapest as accurate, and the matched entries are those of the whole ladder.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from well_upao.evaluate.results import Scores
@@ -83,3 +88,42 @@ def match_solvers(ladder: list[Scores], reference: Scores) -> MatchedSolvers:
     accurate = [s for s in finite if s.mean_paper <= reference.mean_paper]
     accuracy = min(accurate, key=lambda s: s.seconds_per_prediction) if accurate else None
     return MatchedSolvers(reference.name, cost, accuracy, slower)
+
+
+def ladder_grids(ladder: Sequence[SolverStep]) -> list[list[SolverStep]]:
+    """The ladder's rungs per grid (``notes["coarsen"]``), each grid's from the fewest sub-steps up, grids in ladder
+    order."""
+    grids: dict[int, list[SolverStep]] = {}
+    for rung in ladder:
+        grids.setdefault(rung.notes.get("coarsen", 1), []).append(rung)
+    return [sorted(rungs, key=lambda r: r.notes.get("substeps", 0)) for rungs in grids.values()]
+
+
+def settles_the_match(rung: Scores, reference: Scores) -> bool:
+    """Whether no rung above ``rung`` on its grid can be a matched row: ``rung`` is dearer per prediction than the
+    reference (a rung with more sub-steps is dearer still, so none above is affordable: not cost-matched) and at most
+    as wrong (mean paper VRMSE: ``rung`` is then cheaper than every rung above that is as accurate, so none above is
+    accuracy-matched)."""
+    return rung.seconds_per_prediction > reference.seconds_per_prediction and rung.mean_paper <= reference.mean_paper
+
+
+def climb_ladder(
+    ladder: Sequence[SolverStep], reference: Scores, score_round: Callable[[list[SolverStep]], list[Scores]]
+) -> list[SolverStep]:
+    """Score the ladder's rungs each grid from its cheapest up until a rung settles the match for ``reference``
+    (``settles_the_match``) or the grid's rungs end; ``score_round(rungs)`` scores rungs (one round per rung height:
+    the next rung of every grid still climbing) and returns their scores. ``match_solvers`` on the rungs scored picks
+    what it picks on the whole ladder when a rung with more sub-steps is measured no cheaper than one with fewer.
+    Returns the rungs scored, in ladder order."""
+    climbing, scored, height = ladder_grids(ladder), set(), 0
+    while climbing:
+        rungs = [grid[height] for grid in climbing]
+        results = score_round(rungs)
+        scored.update(rung.name for rung in rungs)
+        height += 1
+        climbing = [
+            grid
+            for grid, result in zip(climbing, results, strict=True)
+            if height < len(grid) and not settles_the_match(result, reference)
+        ]
+    return [rung for rung in ladder if rung.name in scored]

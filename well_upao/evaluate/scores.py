@@ -14,7 +14,8 @@ For every trajectory (read whole, at the plan's time stride):
   the same window per unit of its step, and the backtest (the row run on the window without its last frame, against
   that observed frame), under the plan's discretisation (``label_free_scores``);
 * the solver ladder (``well_upao.evaluate.matched_solver``), when given, on the same trajectories and windows, with
-  the VRMSEs and timings only;
+  the VRMSEs and timings only, each grid climbed from its cheapest rung until a rung settles the matched rows
+  (``matched_solver.climb_ladder``);
 * per window (one step, 6:12, 13:30), the row the label-free evidence would trust (``predict.evidence``) and each
   row's expected VRMSE with an interval (rule 3, ``predict.expected_starts``), from backtests from every start of the
   history windows the rows predict from;
@@ -27,14 +28,14 @@ Results are averaged over trajectories. Classical baselines are always part of t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import torch
 from tqdm.auto import tqdm
 
 from well_upao.data.slot_inventory import SLOT_NAMES
-from well_upao.evaluate.matched_solver import match_solvers
+from well_upao.evaluate.matched_solver import climb_ladder, match_solvers
 from well_upao.evaluate.metrics import vrmse_paper, vrmse_well
 from well_upao.evaluate.plan import EvaluationError, EvaluationPlan
 from well_upao.evaluate.results import (
@@ -89,10 +90,10 @@ def score(
 ) -> tuple[Evaluation, FigureFrames]:
     """One pass over the plan's trajectories scoring every row of ``predictors`` (their scorecard where the plan
     computes one, ``EvaluationPlan.scored``, each row with its own physics, ``EvaluationPlan.physics_of``;
-    else each row's ``label_free_reasons`` say why) and of ``ladder``
-    (VRMSEs and timings; the evaluation's ``solver_ladder``). Every row is scored on the same target frames (those
-    after the plan's history); a predictor that reads fewer frames gets the last ones of each window. Returns the
-    finished evaluation (``evaluation_of``) and the figures' frames."""
+    else each row's ``label_free_reasons`` say why); then, with a ``ladder``, its rungs up to where they settle the
+    matched rows (``matched_solver.climb_ladder``: VRMSEs and timings; the evaluation's ``solver_ladder``). Every
+    row is scored on the same target frames (those after the plan's history); a predictor that reads fewer frames
+    gets the last ones of each window. Returns the finished evaluation (``evaluation_of``) and the figures' frames."""
     count = trajectories_to_score(plan, [*predictors, *ladder])
     scored, unscored = plan.scored, plan.unscored
     if scored and plan.history < 2:
@@ -102,13 +103,9 @@ def score(
     time_axis, names = file_time_axis(source), list(data.metadata.constant_scalar_names)
     bar = tqdm(range(count), desc=f"evaluate {source.name}/{source.split}", unit="traj", disable=not progress)
     for index in bar:
-        sample = data[index]
-        frames = torch.cat([sample["input_fields"], sample["output_fields"]]).float()
-        context = sample_context(sample, names, source.channel_slots, time_axis)
-        slotted = into_slots(frames.double(), source.channel_slots)  # the trajectory in slots, once
+        frames, slotted, context, starts = trajectory_inputs(plan, index, names, time_axis)
         bounds = bind_rows(plan, predictors, context)  # each row's residual on the trajectory, once per physics
         steps = min(plan.rollout_steps, frames.shape[0] - plan.history)
-        starts = spread_starts(frames.shape[0], plan.history, steps, plan.rollout_starts)
         sums.counts += [0] * (steps - len(sums.counts))
         for step in range(steps):
             sums.counts[step] += len(starts)
@@ -118,8 +115,6 @@ def score(
             )
             for p in predictors
         }
-        for p in ladder:
-            score_trajectory(plan, p, sums.rows[p.name], frames, slotted, context, starts, None)
         add_history_curves(
             sums.curves,
             predictors,
@@ -133,7 +128,49 @@ def score(
         if index == 0:
             figures = figure_frames(plan, frames, slotted, context, first, bounds)
         sums.trajectories += 1
+    if ladder:
+        reference = matched_reference_scores(plan, predictors, sums)
+        ladder = climb_ladder(ladder, reference, score_ladder_round(plan, sums, count, progress))
     return evaluation_of(plan, predictors, ladder, sums, float(context.dt), None if scored else unscored, figures)
+
+
+def trajectory_inputs(
+    plan: EvaluationPlan, index: int, names: list[str], time_axis
+) -> tuple[torch.Tensor, torch.Tensor, Context, list[int]]:
+    """Trajectory ``index`` of the plan's split, read whole at its stride: its frames ``(T, *space, C)`` (float32),
+    the same in slots (float64, once), its context and the rollouts' starts."""
+    sample = plan.opened[index]
+    frames = torch.cat([sample["input_fields"], sample["output_fields"]]).float()
+    context = sample_context(sample, names, plan.source.channel_slots, time_axis)
+    slotted = into_slots(frames.double(), plan.source.channel_slots)
+    steps = min(plan.rollout_steps, frames.shape[0] - plan.history)
+    return frames, slotted, context, spread_starts(frames.shape[0], plan.history, steps, plan.rollout_starts)
+
+
+def matched_reference_scores(plan: EvaluationPlan, predictors: Sequence[Predictor], sums: PassSums) -> Scores:
+    """The scores of the row the ladder is matched to (``plan.match_solver``; a transferred model's label: its kept
+    assignment, ``kept_assignments``), from the pass's sums."""
+    rows = [row_scores(p, sums.rows[p.name], plan.opened, sums.counts) for p in predictors]
+    rows, _, _ = kept_assignments(rows, plan.transfer_labels)
+    return next(s for s in rows if s.name == plan.match_solver)
+
+
+def score_ladder_round(
+    plan: EvaluationPlan, sums: PassSums, count: int, progress: bool
+) -> Callable[[list[Predictor]], list[Scores]]:
+    """The ladder climb's round (``matched_solver.climb_ladder``): score some rungs on the pass's trajectories and
+    windows (VRMSEs and timings into ``sums``) and return their scores."""
+    names, time_axis = list(plan.opened.metadata.constant_scalar_names), file_time_axis(plan.source)
+
+    def score_round(rungs: list[Predictor]) -> list[Scores]:
+        bar = tqdm(range(count), desc="solver ladder", unit="traj", disable=not progress, leave=False)
+        for index in bar:
+            frames, slotted, context, starts = trajectory_inputs(plan, index, names, time_axis)
+            for rung in rungs:
+                score_trajectory(plan, rung, sums.rows[rung.name], frames, slotted, context, starts, None)
+        return [row_scores(rung, sums.rows[rung.name], plan.opened, sums.counts) for rung in rungs]
+
+    return score_round
 
 
 def evaluation_of(

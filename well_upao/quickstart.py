@@ -70,7 +70,8 @@ class QuickstartConfig:
     n_traj: int = 12
     resolution: int = 64
     n_steps: int = 51
-    epochs: int = 6
+    #: 3 epochs of 24 optimizer steps (6 until 2026-11-29: 7.8 minutes, reports/user_times.md)
+    epochs: int = 3
     batch_size: int = 4
     #: a few CPU minutes instead of the paper's 30 GPU epochs: 10x the paper's finetuning lr (1e-4)
     lr: float = 1e-3

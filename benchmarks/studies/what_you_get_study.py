@@ -2,15 +2,16 @@
 
 Twelve settings (:data:`SETTINGS`), each on several seeds (3 by default); a case is one setting and one seed:
 
-* the quickstart's: ``well-upao quickstart --seed S`` (wave2d at stride 5, its data, runs and evaluation);
+* the quickstart's: ``well-upao quickstart --seed S`` (wave2d at stride 5, its data, runs and evaluation, at its own
+  defaults: 3 epochs of 24 optimizer steps since 2026-11-29, 6 before);
 * every other setting: the data by ``well-upao generate-exact`` (seed S: each seed draws its own trajectories) or
   ``well-upao generate-replica`` (made once; the seed changes the training order and the adapters' initial draw), then
   the quickstart's two runs through The Well's harness with the quickstart's overrides (``well_upao.quickstart.
   harness_command``: UPAO + NSLoRA without labels, ``model=na_nslora trainer=upao``, and supervised LoRA,
   ``model=na_lora trainer=shifted``, the quickstart's backbone and base, ``data.shuffle_seed=S +seed=S``), each
   ``trainer.epochs`` x ``trainer.epoch_steps`` optimizer steps so that the two network rows take the same number
-  (:data:`EPOCHS`, :data:`EPOCH_STEPS`, about the quickstart's own count), then ``well-upao evaluate`` of both runs
-  beside the classical rows and the solver;
+  (:data:`EPOCHS`, :data:`EPOCH_STEPS`, the quickstart's count until 2026-11-29), then ``well-upao evaluate`` of
+  both runs beside the classical rows and the solver;
 * then, for every case, ``well-upao forecast`` of the UPAO run from evaluate's rollout starts of the validation
   split, without its labels, scored against the stored frames (``studies/forecast_column.py``): the table's
   "forecast (no labels)" column.
@@ -61,8 +62,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "reports" / "what_you_get"
 #: the quickstart's name of its supervised row
 SUPERVISED_ROW = "supervised LoRA (reference)"
-#: the quickstart's epochs, and the batches per epoch that give the other settings about its optimizer steps
-#: (9 training trajectories x 11 windows at stride 5 / batch 4 = 24 batches per epoch)
+#: the other settings' epochs and batches per epoch: the quickstart's optimizer steps until 2026-11-29 (6 epochs of
+#: 9 training trajectories x 11 windows at stride 5 / batch 4 = 24 batches; the quickstart now runs 3 such epochs)
 EPOCHS, EPOCH_STEPS = 6, 24
 #: trajectories of each generated exact set: the paper's 90/10 split leaves 3 for validation
 EXACT_TRAJECTORIES = 30
@@ -201,7 +202,8 @@ def data_for(args, setting: Setting, seed: int) -> tuple[Path, list[str]]:
 
 def training_command(args, setting: Setting, seed: int, base: Path, experiments: Path, model: str, trainer: str):
     """The quickstart's harness command for this setting (its dataset, stride and seed) with the fixed step count."""
-    config = QuickstartConfig(pde=setting.dataset, stride=setting.stride, epochs=args.epochs, seed=seed)
+    epochs = EPOCHS if args.epochs is None else args.epochs
+    config = QuickstartConfig(pde=setting.dataset, stride=setting.stride, epochs=epochs, seed=seed)
     command = harness_command(config, model, trainer, base, experiments)
     return [*command, f"trainer.epoch_steps={args.epoch_steps}", f"+seed={seed}"]
 
@@ -257,7 +259,7 @@ def run_quickstart_case(args, setting: Setting, seed: int) -> dict:
     """``well-upao quickstart --seed S`` in the case's folder; what its record says of it."""
     folder = case_folder(args, setting, seed)
     command = [*WELL_UPAO, "quickstart", "--seed", str(seed), "--out", str(folder / "quickstart")]
-    if args.epochs != EPOCHS:  # a rehearsal: the quickstart's own default is EPOCHS
+    if args.epochs is not None:  # a rehearsal: the quickstart runs its own default
         command += ["--epochs", str(args.epochs)]
     finished = logged(args, command, folder / "quickstart.log")
     experiments = folder / "quickstart" / "experiments"
@@ -360,7 +362,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settings", nargs="+", default=[s.key for s in SETTINGS], choices=list(BY_KEY))
     parser.add_argument("--seeds", nargs="+", type=int, default=[42, 43, 44])
     parser.add_argument("--force", nargs="*", default=[], choices=list(BY_KEY), help="rerun these settings' cases")
-    parser.add_argument("--epochs", type=int, default=EPOCHS, help=f"epochs of each run ({EPOCHS})")
+    parser.add_argument(
+        "--epochs", type=int, default=None, help=f"epochs of each run ({EPOCHS}; the quickstart: its own default)"
+    )
     parser.add_argument("--epoch-steps", type=int, default=EPOCH_STEPS, help=f"batches per epoch ({EPOCH_STEPS})")
     add_study_arguments(parser)
     args = study_arguments(parser, argv)

@@ -376,7 +376,7 @@ def quickstart(sub) -> None:
     add_out(parser, "quickstart", None)
     parser.add_argument("--pde", default="wave2d", help="exact dataset (wave2d or advdiff2d show the point best)")
     parser.add_argument("--stride", type=int, default=5)
-    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--epochs", type=int, default=3, help="epochs of both runs, 24 optimizer steps each (3)")
     parser.add_argument("--lr", type=float, default=1e-3, help="learning rate of both runs (1e-3; the paper: 1e-4)")
     parser.add_argument("--n-traj", type=int, default=12)
     parser.add_argument("--resolution", type=int, default=64)

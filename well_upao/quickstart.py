@@ -1,4 +1,4 @@
-"""``well-upao quickstart``: the project's main job in one command (7.8 minutes on two CPU
+"""``well-upao quickstart``: the project's main job in one command (3.4 minutes on two CPU
 cores, reports/user_times.md).
 
 1. generate a small exact dataset (``wave2d`` by default) and train at time stride 5, where extrapolating the
@@ -70,7 +70,7 @@ class QuickstartConfig:
     n_traj: int = 12
     resolution: int = 64
     n_steps: int = 51
-    #: 3 epochs of 24 optimizer steps (6 until 2026-11-29: 7.8 minutes, reports/user_times.md)
+    #: 3 epochs of 24 optimizer steps (6 until 2026-11-29, when the quickstart took twice as long)
     epochs: int = 3
     batch_size: int = 4
     #: a few CPU minutes instead of the paper's 30 GPU epochs: 10x the paper's finetuning lr (1e-4)

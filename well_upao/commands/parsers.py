@@ -367,11 +367,11 @@ def quickstart(sub) -> None:
         sub,
         "quickstart",
         "quickstart",
-        help="the main job: generate data, adapt the shipped backbone with UPAO + NSLoRA, compare (7.8 min, 2 cores)",
+        help="the main job: generate data, adapt the shipped backbone with UPAO + NSLoRA, compare (3.4 min, 2 cores)",
         description="Generate a small wave2d dataset at time stride 5, adapt the shipped pretrained backbone with "
         "NSLoRA under UPAO (no interior labels) through The Well's harness, train a supervised-LoRA reference, "
         "and print the evaluation table beside the classical baselines and the zero-shot backbone; PNG figures "
-        "and JSON go to OUT/results. The quickstart took 7.8 minutes on two CPU cores (reports/user_times.md).",
+        "and JSON go to OUT/results. The quickstart took 3.4 minutes on two CPU cores (reports/user_times.md).",
     )
     add_out(parser, "quickstart", None)
     parser.add_argument("--pde", default="wave2d", help="exact dataset (wave2d or advdiff2d show the point best)")

@@ -80,3 +80,42 @@ def test_the_trust_ratio_is_the_picks_true_error_over_the_best_and_never_below_o
     assert trust["6:12"]["ratio"] == pytest.approx(3.0, rel=1e-12)
     assert trust["13:30"]["ratio"] == 1.0
     assert all(entry["ratio"] >= 1 for entry in trust.values())
+
+
+class LastFrameMap:
+    """A one-step map of the last frame (``2 u + 1``), counting the windows it is given."""
+
+    name, kind, history = "map", "solver", None
+
+    def __init__(self, last_frame_only: bool):
+        self.reads_last_frame_only, self.windows, self.seconds, self.calls = last_frame_only, 0, 0.0, 0
+
+    def predict(self, window: torch.Tensor, context) -> torch.Tensor:
+        self.windows += window.shape[0]
+        return 2 * window[:, -1] + 1 + (0 if self.reads_last_frame_only else window[:, 0])
+
+
+def test_a_last_frame_rows_backtests_are_its_one_step_predictions_shifted_and_one_new_window():
+    from well_upao.evaluate.scores import backtest_predictions
+    from well_upao.predict.rollout import one_step_all
+
+    frames, history = torch.randn(13, 5, 2, generator=torch.Generator().manual_seed(0)), 4
+    row = LastFrameMap(True)
+    prediction = one_step_all(row, frames, history, None)
+    reference = one_step_all(row, frames[:-1], history - 1, None)  # the backtest's protocol, run in full
+    row.windows = 0
+    assert torch.equal(backtest_predictions(row, frames, prediction, history, None), reference)
+    assert row.windows == 1  # frame history - 1 alone is predicted anew
+    # a row that reads more than the last frame is run on the shorter windows (its one-step predictions differ)
+    wide = LastFrameMap(False)
+    wide_prediction = one_step_all(wide, frames, history, None)
+    wide_reference = one_step_all(wide, frames[:-1], history - 1, None)
+    assert not torch.equal(torch.cat([wide_reference[:1], wide_prediction[:-1]]), wide_reference)
+    assert torch.equal(backtest_predictions(wide, frames, wide_prediction, history, None), wide_reference)
+    assert backtest_predictions(row, frames, prediction, 1, None) is None
+
+
+def test_the_solver_and_persistence_read_the_last_frame_only_and_the_other_rows_more():
+    pde = get_pde("wave2d")
+    assert SolverStep(pde).reads_last_frame_only and classical_row("persistence").reads_last_frame_only
+    assert not classical_row("extrap1").reads_last_frame_only and not classical_row("extrap2").reads_last_frame_only

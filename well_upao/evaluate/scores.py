@@ -416,6 +416,21 @@ def residual_fields(
     return {k: r[0, 0].abs().float() for k, r in residuals.items()}
 
 
+def backtest_predictions(
+    predictor: Predictor, frames: torch.Tensor, prediction: torch.Tensor, history: int, context: Context
+) -> torch.Tensor | None:
+    """The row's predictions of frames ``history - 1 .. T - 2`` from the ``history - 1`` true frames before each
+    (``None`` with a history under 2). A row that reads the last frame alone predicts frame ``t`` from frame ``t - 1``
+    in both protocols, so its one-step ``prediction`` of frames ``history .. T - 1`` serves from the second on and only
+    frame ``history - 1`` is predicted anew (the solver's dearest part of a scorecard, not run twice)."""
+    if history < 2:
+        return None
+    if not predictor.reads_last_frame_only:
+        return one_step_all(predictor, frames[:-1], history - 1, context)
+    first = one_step_all(predictor, frames[:history], history - 1, context)
+    return torch.cat([first, prediction[:-1]])
+
+
 def label_free_scores(
     predictor: Predictor,
     frames: torch.Tensor,
@@ -433,7 +448,7 @@ def label_free_scores(
     the window without its last frame (``nan`` when the row needs more frames than that)."""
     timing = (predictor.seconds, predictor.calls)  # the backtest's calls do not count in the row's cost
     try:
-        backtests = one_step_all(predictor, frames[:-1], history - 1, context) if history >= 2 else None
+        backtests = backtest_predictions(predictor, frames, prediction, history, context)
     except Exception:  # a row with a fixed history as long as the evaluated one has no shorter window to run on
         backtests = None
     finally:

@@ -75,6 +75,12 @@ class Predictor:
         """Whether it predicts from a window of ``frames`` frames (a backtest starts from 3: ``predict.evidence``)."""
         return True
 
+    @property
+    def reads_last_frame_only(self) -> bool:
+        """Whether its next frame is a function of the window's last frame alone (a one-step map: persistence, the
+        solver), so that its prediction from any window ending at a frame is its prediction from every other."""
+        return False
+
     def _predict(self, window: torch.Tensor, context: Context) -> torch.Tensor:
         raise NotImplementedError
 
@@ -89,6 +95,10 @@ class ClassicalRow(Predictor):
     def __init__(self, prior: ClassicalPrior):
         super().__init__(prior.name, "classical")
         self.prior = prior
+
+    @property
+    def reads_last_frame_only(self) -> bool:
+        return self.prior.order == 0
 
     def _predict(self, window, context):
         return self.prior.next_frame(window)
@@ -141,6 +151,10 @@ class SolverStep(Predictor):
             coarse = tuple(n // self.coarsen for n in shape)
             state = {name: fourier_resample(field, coarse) for name, field in state.items()}
         return last, state, params, grid
+
+    @property
+    def reads_last_frame_only(self) -> bool:
+        return True
 
     def substeps_needed(self, window: torch.Tensor, context: Context, cap: int) -> int | None:
         """The RK4 sub-steps step doubling needs for the next frame of ``window`` (``None``: more than ``cap``);

@@ -51,3 +51,21 @@ def small_datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
             progress=False,
         )
     return base
+
+
+@pytest.fixture
+def committed_folder(tmp_path: Path):
+    """``commit(files)``: write ``files`` (``{relative path: text}``) under ``tmp_path``, make it a git repository and
+    commit them; returns ``tmp_path`` (the scripts' ``made_at`` then reads a clean checkout)."""
+    import subprocess
+
+    def commit(files: dict[str, str]) -> Path:
+        for name, text in files.items():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text(text)
+        for arguments in (("init", "-q"), ("add", "."), ("commit", "-qm", "start")):
+            command = ["git", "-c", "user.email=t@t", "-c", "user.name=t", *arguments]
+            subprocess.run(command, cwd=tmp_path, check=True, capture_output=True)
+        return tmp_path
+
+    return commit

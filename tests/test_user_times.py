@@ -209,23 +209,12 @@ def test_the_quickstarts_help_and_docstring_state_the_time_of_the_report():
         assert not quickstart_time_problems(text, minutes), text
 
 
-def test_the_scripts_own_records_do_not_make_the_checkout_dirty(tmp_path, monkeypatch):
+def test_the_scripts_own_records_do_not_make_the_checkout_dirty(committed_folder, monkeypatch):
     """``made_at``'s ``dirty``: a changed tracked file of the code is; a record or the report this script wrote
     (an earlier command of the same invocation) is not."""
-    import subprocess
-
-    def git(*arguments: str) -> None:
-        subprocess.run(["git", *arguments], cwd=tmp_path, check=True, capture_output=True)
-
-    records = tmp_path / "reports" / "user_times"
-    records.mkdir(parents=True)
-    report = tmp_path / "reports" / "user_times.md"
-    (records / "evaluate.json").write_text("{}\n")
-    report.write_text("# times\n")
-    (tmp_path / "code.py").write_text("x = 1\n")
-    git("init", "-q")
-    git("-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
-    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+    files = {"reports/user_times/evaluate.json": "{}\n", "reports/user_times.md": "# times\n", "code.py": "x = 1\n"}
+    tmp_path = committed_folder(files)
+    records, report = tmp_path / "reports" / "user_times", tmp_path / "reports" / "user_times.md"
     monkeypatch.setattr(user_times, "ROOT", tmp_path)
     monkeypatch.setattr(user_times, "RECORDS", records)
     monkeypatch.setattr(user_times, "REPORT", report)

@@ -111,21 +111,11 @@ def test_force_past_the_deadline_deletes_nothing(tmp_path, harness, monkeypatch)
     assert (study.case_folder(args, setting, 1) / "upao.done.json").is_file()
 
 
-def test_a_record_the_study_wrote_does_not_make_the_checkout_dirty(tmp_path, monkeypatch):
+def test_a_record_the_study_wrote_does_not_make_the_checkout_dirty(committed_folder, monkeypatch):
     """``made_at``'s ``dirty``: a changed tracked file of the code is; a changed record of the study (written by an
     earlier case of the same invocation) is not."""
-    import subprocess
-
-    def git(*arguments: str) -> None:
-        subprocess.run(["git", *arguments], cwd=tmp_path, check=True, capture_output=True)
-
+    tmp_path = committed_folder({"reports/what_you_get/a-seed42.json": "{}\n", "code.py": "x = 1\n"})
     records = tmp_path / "reports" / "what_you_get"
-    records.mkdir(parents=True)
-    (records / "a-seed42.json").write_text("{}\n")
-    (tmp_path / "code.py").write_text("x = 1\n")
-    git("init", "-q")
-    git("-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
-    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
     monkeypatch.setattr(study, "ROOT", tmp_path)
     monkeypatch.setattr(study, "RECORDS", records)
     assert study.made_at()["dirty"] is False

@@ -422,7 +422,9 @@ def backtest_predictions(
     """The row's predictions of frames ``history - 1 .. T - 2`` from the ``history - 1`` true frames before each
     (``None`` with a history under 2). A row that reads the last frame alone predicts frame ``t`` from frame ``t - 1``
     in both protocols, so its one-step ``prediction`` of frames ``history .. T - 1`` serves from the second on and only
-    frame ``history - 1`` is predicted anew (the solver's dearest part of a scorecard, not run twice)."""
+    frame ``history - 1`` is predicted anew (the solver's dearest part of a scorecard, not run twice). The solver's
+    step doubling picks one sub-step count per batch of windows, so a reused prediction may differ from one solved in
+    the backtest's own batches by the solver's tolerance (on burgers1d: not at all, reports/solver_backtests.md)."""
     if history < 2:
         return None
     if not predictor.reads_last_frame_only:

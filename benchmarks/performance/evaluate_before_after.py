@@ -30,37 +30,38 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its groups import as packages
 
 from harness.readings import exit_if_stale, write_keeping_reading
-from studies.what_you_get_study import BY_KEY, SUPERVISED_ROW
+from studies.what_you_get_study import BY_KEY
 
 from performance.solver_speed import ROOT, assembled, cpu_model, git, package_at
 from performance.tile_rule import numbers
-from well_upao.quickstart import UPAO_ROW
+from performance.user_times_commands import BY_NAME
 
 #: paths listed under the table: the most different ones
 SHOWN = 5
 
 
-def evaluate_command(case: Path, setting: str, out: Path) -> list[str]:
-    """The case's ``well-upao evaluate`` command line (``user_times_commands.what_you_get_commands``'s)."""
-    chosen = BY_KEY[setting]
-    base = case.parents[1] / "replicas" if chosen.replica is not None else case / "datasets"
-    experiments = case / "experiments"
-    runs = {role: next(experiments.glob(f"{chosen.dataset}-{pattern}-*/0")) for role, pattern in
-            ((UPAO_ROW, "na_nslora-upao"), (SUPERVISED_ROW, "na_lora-shifted"))}  # fmt: skip
-    return [sys.executable, "-m", "well_upao.cli", "evaluate", *(f"{role}={run}" for role, run in runs.items()),
-            "--data", chosen.dataset, "--base-path", str(base), "--stride", str(chosen.stride), "--out", str(out),
-            "--quiet"]  # fmt: skip
+def evaluate_command(case: Path, setting: str, folder: Path) -> list[str]:
+    """``user_times.py``'s ``evaluate-<setting>`` command line, run in ``folder`` (made here) beside a link ``wyg`` to
+    the study folder that holds the case (``<study>/<setting>/seed42``), with this interpreter's ``well_upao.cli``
+    in place of the ``well-upao`` script (so that ``PYTHONPATH`` picks the package)."""
+    study = case.parents[1]
+    if case != study / setting / "seed42":
+        raise SystemExit(f"--case {case} is not a study's <setting>/seed42 folder for {setting}")
+    folder.mkdir(parents=True)
+    (folder / "wyg").symlink_to(study, target_is_directory=True)
+    _, *arguments = BY_NAME[f"evaluate-{setting}"].argv
+    return [sys.executable, "-m", "well_upao.cli", *arguments]
 
 
-def evaluated(tree: Path, command: list[str], out: Path) -> tuple[float, dict]:
-    """The command with the package at ``tree``: wall seconds and the evaluation JSON."""
+def evaluated(tree: Path, command: list[str], folder: Path) -> tuple[float, dict]:
+    """The command in ``folder`` with the package at ``tree``: wall seconds and the evaluation JSON."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     began = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=out.parent)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
     seconds = time.perf_counter() - began
     if done.returncode != 0:
         raise SystemExit(f"evaluate failed with the package at {tree}:\n{done.stderr[-3000:]}")
-    return seconds, json.loads(next(out.glob("evaluation_*.json")).read_text())
+    return seconds, json.loads(next((folder / "evaluation").glob("evaluation_*.json")).read_text())
 
 
 def differences(before: dict, after: dict) -> tuple[float, list[tuple[str, float]]]:
@@ -80,9 +81,8 @@ def measure(trees: dict[str, Path], case: Path, setting: str, rounds: int, folde
     loads = [os.getloadavg()[0]]
     for round_ in range(rounds):
         for label, tree in trees.items():
-            out = folder / f"{label}{round_}" / "evaluation"
-            out.parent.mkdir(parents=True)
-            sides[label].append(evaluated(tree, evaluate_command(case, setting, out), out))
+            where = folder / f"{label}{round_}"
+            sides[label].append(evaluated(tree, evaluate_command(case, setting, where), where))
             loads.append(os.getloadavg()[0])
             print(f"round {round_ + 1} {label}: {sides[label][-1][0]:.1f} s", file=sys.stderr)
     return sides, loads
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     dirty = bool(git("status", "--porcelain", "well_upao"))
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"before": package_at(args.before, Path(tmp)), "after": assembled(ROOT, Path(tmp) / "after")}
-        sides, loads = measure(trees, args.case.resolve(), args.setting, args.rounds, Path(tmp) / "runs")
+        sides, loads = measure(trees, args.case.absolute(), args.setting, args.rounds, Path(tmp) / "runs")
     given = shlex.join(argv if argv is not None else sys.argv[1:])
     heading = (
         f"> `python benchmarks/performance/evaluate_before_after.py {given}`: `well-upao evaluate` of the "

@@ -30,15 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: its
 from harness.readings import exit_if_stale, write_keeping_reading
 
 from performance.solver_speed import ROOT, assembled, cpu_model, git, package_at
-from performance.tile_rule import largest_difference
+from performance.tile_rule import TIMINGS, largest_difference
 from well_upao.evaluate.matched_solver import climb_ladder, match_solvers
 from well_upao.evaluate.results import Scores
 from well_upao.predict.predictors import SolverStep
 from well_upao.quickstart import UPAO_ROW
 
 CASE = Path(__file__).with_name("ladder_case.py")
-#: the fields of a row that are timings (they differ between any two runs)
-TIMINGS = ("seconds_per_prediction",)
 
 
 def evaluated(tree: Path, quickstart: Path, out: Path) -> tuple[float, dict]:

@@ -124,3 +124,31 @@ def test_the_climb_skips_only_rungs_that_cannot_be_matched_and_picks_what_the_wh
     part = match_solvers([measured(r) for r in climbed], reference)
     assert whole.cost_matched.name == part.cost_matched.name == "solver (4 RK4 steps, grid/2)"
     assert whole.accuracy_matched.name == part.accuracy_matched.name == "solver (1 RK4 steps, grid/2)"
+
+
+def test_a_grid_whose_error_stops_falling_is_left_once_a_rung_is_dearer_than_the_row():
+    """A coarse grid's spatial error (0.4, then 0.3999 from 8 sub-steps on) is above the row's at every rung: once a
+    rung is dearer than the row and its error is the rung below's, no rung above can be picked; while the rungs are
+    affordable the climb goes on, since one of them can be the cost-matched pick (hand-set numbers)."""
+    from well_upao.evaluate.matched_solver import climb_ladder
+
+    plateau = {1: 0.9, 2: 0.4, 4: 0.4, 8: 0.3999, 16: 0.3999, 32: 0.3999}
+    measured_here = {(s, 4): (error, 0.1875 * s) for s, error in plateau.items()}  # 1.5 ms at 8 sub-steps
+    measured_here |= {(s, 1): (0.3 / s**4 + 0.01, 2.0 * s) for s in (1, 2, 4, 8, 16)}  # time error falling to 0.01
+
+    def scored(step) -> Scores:
+        error, ms = measured_here[(step.notes["substeps"], step.notes["coarsen"])]
+        return scores(step.name, error, ms, step.notes["substeps"], step.notes["coarsen"])
+
+    ladder = [rung(s, 1) for s in (1, 2, 4, 8, 16)] + [rung(s, 4) for s in plateau]
+    reference = Scores("upao", "model", {"u": 0.005}, {"u": 0.005}, [], 1.5e-3)  # more accurate than every rung
+    climbed = [r.name for r in climb_ladder(ladder, reference, lambda rungs: [scored(r) for r in rungs])]
+    # grid/4: 4 sub-steps are as wrong as 2 but affordable (0.75 ms), 8 affordable and a little better (the
+    # cost-matched pick), 16 dearer (3 ms) and as wrong as 8: left there, 32 never run; the full grid's error still
+    # falls at every rung (within 1e-3 of the rung below only at 16: 2.7e-3), so it is climbed to its top
+    assert [n for n in climbed if "grid/4" in n] == [f"solver ({s} RK4 steps, grid/4)" for s in (1, 2, 4, 8, 16)]
+    assert len([n for n in climbed if "grid/4" not in n]) == 5
+    whole = match_solvers([scored(r) for r in ladder], reference)
+    part = match_solvers([scored(r) for r in ladder if r.name in climbed], reference)
+    assert whole.cost_matched.name == part.cost_matched.name == "solver (8 RK4 steps, grid/4)"
+    assert [r.name for r in whole.rows()] == [r.name for r in part.rows()]

@@ -13,7 +13,9 @@ definition) and ``m`` ms per prediction, measured in the same run on the same wi
 
 Evaluation scores a grid's rungs from the cheapest up and stops at the first one dearer than ``m`` with VRMSE <= ``e``
 (``climb_ladder``): a rung above it on the same grid costs more (twice the RK4 steps), so it
-is neither affordable nor the cheapest as accurate, and the matched entries are those of the whole ladder.
+is neither affordable nor the cheapest as accurate, and the matched entries are those of the whole ladder. It also
+stops at a rung dearer than ``m`` whose VRMSE is the rung below's (``converged``): a coarse grid's spatial error,
+which more sub-steps do not lower.
 """
 
 from __future__ import annotations
@@ -107,23 +109,42 @@ def settles_the_match(rung: Scores, reference: Scores) -> bool:
     return rung.seconds_per_prediction > reference.seconds_per_prediction and rung.mean_paper <= reference.mean_paper
 
 
+#: a grid's rung whose mean paper VRMSE is within this fraction of the rung below's has converged in time: more
+#: RK4 sub-steps change its error no further (the grid's spatial error is what is left)
+CONVERGED = 1e-3
+
+
+def converged(rung: Scores, below: Scores | None, reference: Scores) -> bool:
+    """Whether no rung above ``rung`` on its grid can be a matched row because the grid has converged in time:
+    ``rung`` is dearer than the reference (so is every rung above: none is affordable) and its error is that of the
+    rung below within :data:`CONVERGED` (RK4's time error falls 16-fold per doubling, so the rungs above keep this
+    error, above the reference's when it settles nothing: none is as accurate)."""
+    if below is None or not math.isfinite(rung.mean_paper) or not math.isfinite(below.mean_paper):
+        return False
+    dearer = rung.seconds_per_prediction > reference.seconds_per_prediction
+    return dearer and abs(rung.mean_paper - below.mean_paper) <= CONVERGED * rung.mean_paper
+
+
 def climb_ladder(
     ladder: Sequence[SolverStep], reference: Scores, score_round: Callable[[list[SolverStep]], list[Scores]]
 ) -> list[SolverStep]:
     """Score the ladder's rungs each grid from its cheapest up until a rung settles the match for ``reference``
-    (``settles_the_match``) or the grid's rungs end; ``score_round(rungs)`` scores rungs (one round per rung height:
-    the next rung of every grid still climbing) and returns their scores. ``match_solvers`` on the rungs scored picks
-    what it picks on the whole ladder when a rung with more sub-steps is measured no cheaper than one with fewer.
-    Returns the rungs scored, in ladder order."""
-    climbing, scored, height = ladder_grids(ladder), set(), 0
+    (``settles_the_match``), the grid has converged in time (``converged``) or its rungs end; ``score_round(rungs)``
+    scores rungs (one round per rung height: the next rung of every grid still climbing) and returns their scores.
+    ``match_solvers`` on the rungs scored picks what it picks on the whole ladder when a rung with more sub-steps is
+    measured no cheaper than one with fewer. Returns the rungs scored, in ladder order."""
+    climbing, scored, height = ladder_grids(ladder), {}, 0
     while climbing:
         rungs = [grid[height] for grid in climbing]
-        results = score_round(rungs)
-        scored.update(rung.name for rung in rungs)
+        scored.update(zip((rung.name for rung in rungs), score_round(rungs), strict=True))
         height += 1
-        climbing = [
-            grid
-            for grid, result in zip(climbing, results, strict=True)
-            if height < len(grid) and not settles_the_match(result, reference)
-        ]
+        climbing = [grid for grid in climbing if height < len(grid) and not settled(grid, height, scored, reference)]
     return [rung for rung in ladder if rung.name in scored]
+
+
+def settled(grid: list[SolverStep], height: int, scored: dict[str, Scores], reference: Scores) -> bool:
+    """Whether the grid's climb ends at its rung ``height - 1`` (just scored): it settles the match or the grid has
+    converged in time."""
+    rung = scored[grid[height - 1].name]
+    below = scored[grid[height - 2].name] if height >= 2 else None
+    return settles_the_match(rung, reference) or converged(rung, below, reference)
